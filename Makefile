@@ -1,0 +1,44 @@
+# Two environments: .venv (torch 2.13 CPU + JAX, the embedded default runtimes) and
+# .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch).
+PYTHON ?= python3
+VENV := .venv
+VENV_XLA := .venv-xla
+PY := $(VENV)/bin/python
+PY_XLA := $(VENV_XLA)/bin/python
+TEST_DEPS := pytest nbclient nbformat ipykernel ipywidgets plotly ruff
+
+.PHONY: setup test test-main test-xla demo bench lint clean
+
+setup: $(VENV)/.ready $(VENV_XLA)/.ready
+
+$(VENV)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q torch==2.13.0 jax==0.10.2 jaxlib==0.10.2
+	$(PY) -m pip install -q -e '.[notebook,test]'
+	touch $@
+
+$(VENV_XLA)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV_XLA)
+	$(PY_XLA) -m pip install -q torch==2.9.0 torch-xla==2.9.0
+	$(PY_XLA) -m pip install -q -e '.[notebook,test]'
+	touch $@
+
+lint: $(VENV)/.ready
+	$(VENV)/bin/ruff check xlanb tests bench
+
+test-main: $(VENV)/.ready
+	$(PY) -m pytest -q tests
+
+test-xla: $(VENV_XLA)/.ready
+	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests
+
+test: setup lint test-main test-xla
+
+demo: $(VENV)/.ready
+	$(PY) -m xlanb.demo
+
+bench: setup
+	PJRT_DEVICE=CPU $(PY_XLA) bench/overhead.py
+
+clean:
+	rm -rf $(VENV) $(VENV_XLA)

@@ -1,0 +1,27 @@
+"""Shared fixtures: one real IPython shell per test process, with xlanb loaded first so the
+runtimes start with the debug switches set (as a user's `%load_ext xlanb` would)."""
+
+from __future__ import annotations
+
+import pytest
+from IPython.testing.globalipapp import start_ipython
+
+
+@pytest.fixture(scope="session")
+def shell():
+    ip = start_ipython()
+    ip.run_line_magic("load_ext", "xlanb")
+    yield ip
+
+
+@pytest.fixture
+def run(shell):
+    """Run a cell in the shell; fail the test with the cell's own error if it raised."""
+
+    def run_cell(source: str, expect_error: bool = False):
+        result = shell.run_cell(source)
+        if not expect_error and not result.success:
+            raise AssertionError(f"cell failed: {result.error_in_exec or result.error_before_exec}")
+        return result
+
+    return run_cell

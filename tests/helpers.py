@@ -1,0 +1,29 @@
+"""Helpers for tests: executing notebooks in a real Jupyter kernel."""
+
+from __future__ import annotations
+
+import nbformat
+from nbclient import NotebookClient
+
+
+def run_notebook(cells: list[str], timeout: int = 300, kernel_name: str = "python3",
+                 env: dict | None = None):
+    """Execute code cells in a fresh kernel; return the executed notebook."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    client = NotebookClient(notebook, timeout=timeout, kernel_name=kernel_name)
+    if env is not None:
+        client.km.env = env  # noqa
+    client.execute()
+    return notebook
+
+
+def outputs_of(cell, mime: str = "text/html") -> str:
+    """Every output of `mime` (and stream text) in a cell, joined."""
+    parts = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "stream":
+            parts.append(output.get("text", ""))
+        elif mime in output.get("data", {}):
+            parts.append(output["data"][mime])
+    return "\n".join(parts)

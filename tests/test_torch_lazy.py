@@ -1,0 +1,207 @@
+"""%%xla_profile on the real torch._lazy runtime (TorchScript backend, CPU), in a real shell."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+
+import xlanb
+from xlanb.profile import FRAME_COLUMNS
+
+SETUP = """
+import torch, torch._lazy, torch._lazy.ts_backend
+torch._lazy.ts_backend.init()
+dev = "lazy"
+torch.manual_seed(0)
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def lazy_runtime(shell):
+    result = shell.run_cell(SETUP)
+    assert result.success
+
+
+def test_stable_training_loop_stops_compiling_after_warm_up(run, shell):
+    run("""
+model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 1)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 6).to(dev), torch.randn(32, 1).to(dev)
+torch._lazy.mark_step()
+def train_step():
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    torch._lazy.mark_step()
+    return loss
+""")
+    run("%%xla_profile --var warm\nfor _ in range(5):\n    train_step()")
+    run("%%xla_profile --var steady\nfor _ in range(10):\n    train_step()")
+    warm, steady = shell.user_ns["warm"], shell.user_ns["steady"]
+    # Step 1 traces from the freshly uploaded parameters, step 2 from step 1's outputs;
+    # from step 3 on the graph is the same and comes from the cache.
+    assert len(warm.compiles) == 2
+    assert warm.summary()["executions"] == 5
+    assert list(warm.compiles["cause"]) == ["new graph", "new graph (the traced code changed)"]
+    assert steady.summary()["compiles"] == 0
+    assert steady.summary()["executions"] == 10
+    counters = steady.counters.set_index("name")
+    assert counters.loc["CachedCompile", "delta"] == 10
+    assert counters.loc["MarkStep", "delta"] == 10
+    sync = steady.metrics.set_index("name").loc["SyncTime"]
+    assert sync["count"] == 10 and sync["unit"] == "s"
+    assert 0 < sync["p50"] <= sync["p90"] <= sync["p99"] <= sync["max"]
+    assert len(steady.samples[steady.samples["metric"] == "SyncTime"]) == 10
+    assert steady.findings.empty
+
+
+def test_changing_batch_size_compiles_once_per_new_shape(run, shell):
+    run("""%%xla_profile --var prof
+w = torch.randn(7, 3, device=dev)
+torch._lazy.mark_step()
+for batch in [8, 8, 16, 16, 32, 8]:
+    out = (torch.randn(batch, 7).to(dev) @ w).sum()
+    torch._lazy.mark_step()
+""")
+    prof = shell.user_ns["prof"]
+    loop = prof.compiles[prof.compiles["cell_line"] == 6]
+    assert list(loop["cause"]) == [
+        "new graph",
+        "new shape: Float[8,7] -> Float[16,7]",
+        "new shape: Float[16,7] -> Float[32,7]",
+    ]
+    assert loop["seconds"].notna().all() and (loop["seconds"] > 0).all()
+    assert prof.summary()["executions"] == 7  # the init sync and six steps
+    titles = " ".join(prof.findings["title"])
+    assert "2 recompilation(s) from changing input shapes (cell line 6)" in titles
+    # The graphs of each compile, with their IR text.
+    assert set(loop["graph"]) <= set(prof.graphs["graph"])
+    loop_graphs = prof.graphs[prof.graphs["graph"].isin(loop["graph"])]
+    assert len(loop_graphs) == 3 and loop_graphs["text"].str.contains("aten::mm").all()
+
+
+def test_item_in_loop_is_a_fallback_with_cause_item(run, shell):
+    run("""%%xla_profile --var prof
+w = torch.randn(5, 5, device=dev)
+losses = []
+for _ in range(4):
+    w = w * 0.5
+    losses.append(w.sum().item())
+""")
+    prof = shell.user_ns["prof"]
+    fallbacks = prof.fallbacks.set_index("op")
+    assert fallbacks.loc["aten::_local_scalar_dense", "count"] == 4
+    assert fallbacks.loc["aten::_local_scalar_dense", "cause"] == "item"
+    assert "torch.where" in fallbacks.loc["aten::_local_scalar_dense", "advice"]
+    forced = prof.compiles[prof.compiles["trigger"] == "forced sync"]
+    assert len(forced) >= 1 and set(forced["cell_line"]) == {6}
+    assert prof.summary()["fallback_ops"] == 4
+    assert any("forced sync" in t for t in prof.findings["title"])
+
+
+def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
+    run("""%%xla_profile --var prof
+m = torch.randn(6, 6, device=dev)
+idx = torch.nonzero(m > 0)
+""")
+    prof = shell.user_ns["prof"]
+    row = prof.fallbacks.set_index("op").loc["aten::nonzero"]
+    assert row["count"] == 1 and row["cause"] == "dynamic_shape"
+    assert prof.findings.iloc[0]["severity"] == "error"
+    assert "data-dependent output shapes" in prof.findings.iloc[0]["title"]
+
+
+def test_missing_lowering_fallback_from_mse_loss(run, shell):
+    run("""%%xla_profile --var prof
+a, b = torch.randn(4, 3, device=dev), torch.randn(4, 3, device=dev)
+loss = torch.nn.functional.mse_loss(a, b)
+torch._lazy.mark_step()
+""")
+    row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::mse_loss"]
+    assert row["cause"] == "missing_lowering" and row["count"] == 1
+
+
+def test_raising_cell_keeps_profile_and_reraises_unchanged(run, shell):
+    result = run("""%%xla_profile --var prof
+t = torch.ones(3, device=dev) * 2
+torch._lazy.mark_step()
+error = ValueError("boom <b>")
+raise error
+""", expect_error=True)
+    assert result.error_in_exec is shell.user_ns["error"]
+    prof = shell.user_ns["prof"]
+    assert prof is xlanb.last()
+    assert prof.failed and prof.error == "ValueError: boom <b>"
+    assert prof.summary()["executions"] == 1
+
+
+def test_counters_are_never_cleared(run, shell):
+    import torch._lazy.metrics as metrics
+
+    before = metrics.counter_value("MarkStep")
+    run("%%xla_profile -q\nfor _ in range(3):\n    torch._lazy.mark_step()\n    "
+        "torch.ones(2, device=dev).sum()")
+    # Pending data synced only by the next step: two syncs counted, none reset.
+    assert metrics.counter_value("MarkStep") == before + 3
+    assert xlanb.last().counters.set_index("name").loc["MarkStep", "total"] == before + 3
+
+
+def test_cell_without_lazy_work_gives_empty_valid_profile(run, shell):
+    run("%%xla_profile --var prof\nplain_python = sum(range(10))")
+    prof = shell.user_ns["prof"]
+    for name, frame in prof.frames().items():
+        assert list(frame.columns)[: len(FRAME_COLUMNS[name])] == FRAME_COLUMNS[name]
+        assert frame.empty, name
+    assert prof.summary()["compiles"] == 0 and not prof.failed
+
+
+def test_profile_round_trips_through_save_and_load(run, shell, tmp_path):
+    run("""%%xla_profile --var prof
+v = torch.randn(9, 2, device=dev)
+(v @ v.T).sum().item()
+""")
+    prof = shell.user_ns["prof"]
+    path = prof.save(tmp_path / "cell.xlanb.json")
+    loaded = xlanb.load(path)
+    for name, frame in prof.frames().items():
+        pd.testing.assert_frame_equal(loaded.frames()[name], frame, check_dtype=True)
+    assert loaded.summary() == prof.summary()
+    assert loaded.name == prof.name and loaded.source == prof.source
+
+
+def test_python_api_and_history():
+    import torch._lazy
+
+    count = len(xlanb.history())
+    with xlanb.profile(backend="torch_lazy", name="api") as prof:
+        (torch.ones(4, 4, device="lazy") * 3).sum()
+        torch._lazy.mark_step()
+    assert xlanb.last() is prof and prof.name == "api"
+    assert len(xlanb.history()) == count + 1
+    assert prof.backends == ["torch_lazy"]
+    assert prof.summary()["executions"] == 1
+    assert prof.compiles["cell_line"].isna().all()  # no cell outside a notebook
+
+
+def test_no_graphs_option_skips_graph_capture(run, shell):
+    run("%%xla_profile --no-graphs --var prof\nr = (torch.ones(11, device=dev) + 1).sum()\n"
+        "torch._lazy.mark_step()")
+    prof = shell.user_ns["prof"]
+    assert prof.graphs.empty and len(prof.compiles) == 1
+
+
+def test_debug_files_are_emptied_after_each_cell(run, shell):
+    import os
+
+    run("%%xla_profile -q\nfor i in range(20):\n    (torch.ones(3, device=dev) * i).sum()\n"
+        "    torch._lazy.mark_step()")
+    run("for i in range(20):\n    (torch.ones(3, device=dev) * i).sum()\n"
+        "    torch._lazy.mark_step()")
+    assert os.path.getsize(os.environ["LTC_SAVE_TENSORS_FILE"]) == 0
+
+
+def test_torch_version_is_the_pinned_one():
+    assert torch.__version__.startswith("2.13.0")

@@ -1,0 +1,84 @@
+"""xlanb: a Jupyter-native profiler for lazy-tensor and XLA workloads.
+
+In a notebook::
+
+    %load_ext xlanb          # sets the runtimes' debug switches if they have not started
+
+    %%xla_profile
+    train_step()
+
+In a script::
+
+    import xlanb
+    xlanb.enable()           # before importing torch_xla / starting torch._lazy
+    with xlanb.profile() as prof:
+        train_step()
+    print(prof.compiles)
+
+A plain ``import xlanb`` changes nothing in the process.
+"""
+
+from __future__ import annotations
+
+from xlanb.errors import BackendUnavailable, FormatError, XlanbError
+from xlanb.profile import FRAME_COLUMNS, Profile, load_profile
+from xlanb.recorder import history, last, profile
+
+__all__ = [
+    "FRAME_COLUMNS",
+    "BackendUnavailable",
+    "FormatError",
+    "Profile",
+    "XlanbError",
+    "enable",
+    "history",
+    "last",
+    "load",
+    "load_ipython_extension",
+    "profile",
+    "unload_ipython_extension",
+]
+__version__ = "0.1.0"
+
+
+def load(path) -> Profile:
+    """Read a Profile saved with :meth:`Profile.save`."""
+    return load_profile(path)
+
+
+def enable() -> list[str]:
+    """Set the debug switches of every installed runtime that has not started yet.
+
+    Call it before importing torch_xla (or before the first torch._lazy sync). Returns, and
+    prints, one line per runtime that started too early to be configured."""
+    from xlanb import debug_env
+    from xlanb.backends import BACKENDS
+
+    notes = debug_env.enable(list(BACKENDS.values()))
+    for note in notes:
+        print(note)
+    return notes
+
+
+def _clear_debug_files_between_cells(result=None) -> None:
+    from xlanb import debug_env, recorder
+
+    if not recorder.active:
+        debug_env.clear_owned_files()
+
+
+def load_ipython_extension(ipython) -> None:
+    """``%load_ext xlanb``: set the debug switches, register ``%%xla_profile``."""
+    from xlanb.magics import XlaProfileMagics
+
+    enable()
+    ipython.register_magics(XlaProfileMagics)
+    events = ipython.events
+    if _clear_debug_files_between_cells not in events.callbacks["post_run_cell"]:
+        events.register("post_run_cell", _clear_debug_files_between_cells)
+
+
+def unload_ipython_extension(ipython) -> None:
+    events = ipython.events
+    if _clear_debug_files_between_cells in events.callbacks["post_run_cell"]:
+        events.unregister("post_run_cell", _clear_debug_files_between_cells)

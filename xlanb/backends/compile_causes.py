@@ -1,0 +1,81 @@
+"""Why a graph was compiled: compare it with the last graph compiled from the same line.
+
+Shared by the PyTorch backends, whose runtimes say *that* they compiled and *where* (the Python
+frame of the sync) but not *why*. Two graphs with the same structure and different shapes mean
+the shapes changed (pad or bucket them); a different structure means the traced code changed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Shapes as the runtimes print them: HLO `f32[8,4]{1,0}` / `f32[]`, LTC IR `Float[8,4]`.
+_SHAPE = re.compile(r"\b([A-Za-z]+\d*)\[([\d,\s]*)\](?:\{[\d,]*\})?")
+_NUMBER = re.compile(r"\d+")
+
+FORCED_SYNC = "forced sync"
+NEW_GRAPH = "new graph"
+CHANGED_GRAPH = "new graph (the traced code changed)"
+NEW_SHAPE = "new shape"
+
+
+# Lines that bring data into a graph: LTC IR `device_data()`, HLO `parameter(N)`.
+_INPUT_MARKERS = ("device_data(", " parameter(")
+
+
+@dataclass(frozen=True)
+class GraphSignature:
+    structure: str
+    shapes: tuple[str, ...]
+    input_shapes: tuple[str, ...]
+
+
+def _shapes(text: str) -> tuple[str, ...]:
+    return tuple(f"{m.group(1)}[{m.group(2).replace(' ', '')}]" for m in _SHAPE.finditer(text))
+
+
+def signature(text: str) -> GraphSignature:
+    inputs = "\n".join(line.split("=", 1)[-1].split("(", 1)[0] for line in text.splitlines()
+                       if any(marker in line for marker in _INPUT_MARKERS))
+    structure = _NUMBER.sub("N", _SHAPE.sub("S", text))
+    return GraphSignature(structure, _shapes(text), _shapes(inputs))
+
+
+def shape_change(before: GraphSignature, after: GraphSignature, limit: int = 3) -> str:
+    """``f32[8,4] -> f32[16,4]``: the distinct input shapes that changed (all shapes when the
+    inputs kept theirs)."""
+    pairs = _changed_pairs(before.input_shapes, after.input_shapes) or _changed_pairs(
+        before.shapes, after.shapes)
+    shown = ", ".join(pairs[:limit])
+    return shown + (f" (+{len(pairs) - limit} more)" if len(pairs) > limit else "")
+
+
+def _changed_pairs(before: tuple[str, ...], after: tuple[str, ...]) -> list[str]:
+    pairs: list[str] = []
+    for old, new in zip(before, after, strict=False):
+        pair = f"{old} -> {new}"
+        if old != new and pair not in pairs:
+            pairs.append(pair)
+    return pairs
+
+
+class CompileHistory:
+    """Remembers, per source location, the last compiled graph, for the session's lifetime."""
+
+    def __init__(self) -> None:
+        self._last: dict[str, GraphSignature] = {}
+
+    def cause(self, location: str | None, graph_text: str | None, forced: bool) -> str:
+        """The cause of a compile at `location` of a graph with `graph_text`, and remember it."""
+        current = signature(graph_text) if graph_text else None
+        previous = self._last.get(location) if location else None
+        if location and current is not None:
+            self._last[location] = current
+        if forced:
+            return f"{FORCED_SYNC} (a tensor value was read before the step ended)"
+        if current is None or previous is None:
+            return NEW_GRAPH
+        if previous.structure == current.structure and previous.shapes != current.shapes:
+            return f"{NEW_SHAPE}: {shape_change(previous, current)}"
+        return CHANGED_GRAPH

@@ -1,0 +1,143 @@
+"""The runtimes' debug switches: set them before a runtime starts, read what they write.
+
+PyTorch/XLA, torch._lazy and XLA read these environment variables once, at start-up. xlanb
+points them into one temporary directory (its *workdir*) that it empties after every cell and
+removes at exit, so the files never grow without bound. A switch the user set themselves wins:
+xlanb reads that file too but never truncates or deletes it.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+#: Set by the xlanb kernel (kernel_ext/) to a per-kernel directory created before start-up.
+WORKDIR_ENV = "XLANB_WORKDIR"
+
+_workdir: str | None = None
+_notes_given: set[str] = set()
+
+
+def workdir() -> str:
+    """The directory that holds the files the debug switches write (created on first use)."""
+    global _workdir
+    if _workdir is None:
+        preset = os.environ.get(WORKDIR_ENV)
+        if preset:
+            Path(preset).mkdir(parents=True, exist_ok=True)
+            _workdir = preset
+        else:
+            _workdir = tempfile.mkdtemp(prefix="xlanb-")
+            os.environ[WORKDIR_ENV] = _workdir
+        atexit.register(shutil.rmtree, _workdir, True)
+    return _workdir
+
+
+def is_owned(path: str | os.PathLike | None) -> bool:
+    """Whether `path` lies in xlanb's workdir, so xlanb may truncate or delete it."""
+    if not path or _workdir is None:
+        return False
+    try:
+        return Path(path).resolve().is_relative_to(Path(_workdir).resolve())
+    except OSError:
+        return False
+
+
+def enable(backends: list) -> list[str]:
+    """Set each installed runtime's debug switches if it has not started yet.
+
+    Returns one-line notes for runtimes that started too early (each said once a session)."""
+    notes = []
+    for backend in backends:
+        if not backend.is_installed():
+            continue
+        if backend.has_started():
+            note = (f"xlanb: {backend.NAME} started before xlanb was loaded, so its debug "
+                    f"switches are off ({backend.LATE_LOSS}); run `%load_ext xlanb` (or "
+                    "`xlanb.enable()`) before importing it, or use the xlanb kernel.")
+            if backend.NAME not in _notes_given:
+                _notes_given.add(backend.NAME)
+                notes.append(note)
+            continue
+        for name, value in backend.debug_switches(workdir()).items():
+            if name == "XLA_FLAGS":
+                os.environ[name] = _merge_xla_flags(os.environ.get(name, ""), value)
+            else:
+                os.environ.setdefault(name, value)
+    return notes
+
+
+def _merge_xla_flags(existing: str, ours: str) -> str:
+    """Add our XLA flags to the user's, never overriding a flag the user set."""
+    present = {flag.split("=", 1)[0] for flag in existing.split()}
+    added = [flag for flag in ours.split() if flag.split("=", 1)[0] not in present]
+    return " ".join(existing.split() + added)
+
+
+class AppendedFile:
+    """A file a runtime appends to; yields only what was appended since :meth:`start`."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path = path
+        self.owned = is_owned(path)
+        self._offset = 0
+
+    def start(self) -> None:
+        if not self.path:
+            return
+        if self.owned:
+            _truncate(self.path)
+            self._offset = 0
+        else:
+            self._offset = _size(self.path)
+
+    def read_new(self) -> str:
+        if not self.path or not os.path.exists(self.path):
+            return ""
+        with open(self.path, encoding="utf-8", errors="replace") as handle:
+            handle.seek(self._offset)
+            text = handle.read()
+        if self.owned:
+            _truncate(self.path)
+            self._offset = 0
+        else:
+            self._offset += len(text.encode("utf-8", errors="replace"))
+        return text
+
+
+def dump_dir_from_flags(flags: str) -> str | None:
+    for flag in flags.split():
+        if flag.startswith("--xla_dump_to="):
+            return flag.split("=", 1)[1]
+    return None
+
+
+def clear_owned_files() -> None:
+    """Empty every file xlanb owns in its workdir (between profiled cells, and at cell start)."""
+    if _workdir is None or not os.path.isdir(_workdir):
+        return
+    for entry in os.scandir(_workdir):
+        if entry.is_file():
+            _truncate(entry.path)
+        elif entry.is_dir():
+            for child in os.scandir(entry.path):
+                if child.is_file():
+                    os.unlink(child.path)
+
+
+def _truncate(path: str) -> None:
+    try:
+        if os.path.getsize(path):
+            os.truncate(path, 0)
+    except OSError:
+        pass
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0

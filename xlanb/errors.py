@@ -1,0 +1,23 @@
+"""Exceptions xlanb raises to users."""
+
+from __future__ import annotations
+
+import os
+
+
+class XlanbError(Exception):
+    """Base class of xlanb's own errors."""
+
+
+class BackendUnavailable(XlanbError):
+    """A runtime was asked for by name but cannot be used; the message says how to install it."""
+
+
+class FormatError(XlanbError, ValueError):
+    """A file is not in a format xlanb reads; names the file and the first line that does not fit."""
+
+    def __init__(self, path: str | os.PathLike, line: int, reason: str) -> None:
+        self.path = str(path)
+        self.line = line
+        self.reason = reason
+        super().__init__(f"{self.path}, line {line}: {reason}")

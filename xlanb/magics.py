@@ -1,0 +1,81 @@
+"""``%%xla_profile`` / ``%xla_profile``: parse arguments, run the cell under the recorder,
+display the Profile. Nothing else lives here."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
+
+from xlanb import backends
+from xlanb.errors import BackendUnavailable
+from xlanb.recorder import profile
+
+
+@magics_class
+class XlaProfileMagics(Magics):
+    @magic_arguments()
+    @argument("-b", "--backend", default="auto", choices=backends.CHOICES,
+              help="Runtime to profile; auto = every runtime the process has imported.")
+    @argument("-n", "--name", default=None, help="Name of the Profile.")
+    @argument("--var", default=None, help="Store the Profile in this user variable.")
+    @argument("-q", "--quiet", action="store_true", help="Show nothing.")
+    @argument("--no-graphs", action="store_true", help="Skip IR/HLO graph capture.")
+    @argument("statement", nargs="*", help="Code to profile (line magic form).")
+    @line_cell_magic
+    def xla_profile(self, line: str, cell: str | None = None) -> Any:
+        """Profile a cell on PyTorch/XLA, torch._lazy or JAX and show why it is slow.
+
+        Usage::
+
+            %%xla_profile [-b auto|torch_xla|torch_lazy] [-n NAME] [--var NAME] [-q]
+                          [--no-graphs]
+            <code>
+
+        or ``%xla_profile [options] statement`` for one line. The Profile is also available
+        as ``xlanb.last()``.
+        """
+        __tracebackhide__ = True  # IPython hides this frame in the user's traceback
+        args = parse_argstring(self.xla_profile, line)
+        if cell is None:
+            code, line_offset = " ".join(args.statement), 0
+            if not code.strip():
+                raise UsageError("%xla_profile needs a statement, or use %%xla_profile on a "
+                                 "cell.")
+        else:
+            if args.statement:
+                raise UsageError(f"unexpected arguments: {' '.join(args.statement)}")
+            code, line_offset = cell, 1  # the editor counts the %%xla_profile line as line 1
+        filename = self.shell.compile.cache(code, self.shell.execution_count or 0)
+        try:
+            recorder = profile(backend=args.backend, name=args.name,
+                               graphs=not args.no_graphs, cell_filename=filename, source=code)
+        except BackendUnavailable as error:
+            raise UsageError(str(error)) from None
+        recorder.options.cell_line_offset = line_offset
+        try:
+            with recorder:
+                return self._execute(code, filename)
+        finally:
+            if args.var:
+                self.shell.user_ns[args.var] = recorder.profile
+            if not args.quiet:
+                display(recorder.profile)
+
+    def _execute(self, code: str, filename: str) -> Any:
+        """Run the cell in the user namespace; return the value of its last expression."""
+        __tracebackhide__ = True
+        transformed = self.shell.transform_cell(code)
+        tree = self.shell.compile.ast_parse(transformed, filename=filename)
+        last_expression = None
+        if tree.body and isinstance(tree.body[-1], ast.Expr):
+            last_expression = ast.Expression(tree.body.pop().value)
+        namespace = self.shell.user_ns
+        exec(self.shell.compile(tree, filename, "exec"), namespace)
+        if last_expression is not None:
+            return eval(self.shell.compile(last_expression, filename, "eval"), namespace)
+        return None

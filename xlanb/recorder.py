@@ -1,0 +1,99 @@
+"""Start and stop the backends around user code and combine what they saw into a Profile."""
+
+from __future__ import annotations
+
+import time
+from types import ModuleType, TracebackType
+
+from xlanb import backends as backend_registry
+from xlanb.backends.base import Capture, CaptureOptions
+from xlanb.diagnose import findings_frame
+from xlanb.profile import FRAME_NAMES, Profile, concat_frames
+
+_history: list[Profile] = []
+#: True while a capture is running (the notebook hook leaves the debug files alone then).
+active = 0
+
+
+def history() -> list[Profile]:
+    """Every Profile captured in this process, oldest first."""
+    return list(_history)
+
+
+def last() -> Profile | None:
+    """The most recent Profile, or None before the first capture."""
+    return _history[-1] if _history else None
+
+
+class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as prof:`
+    """Profile the code in a ``with`` block; the yielded Profile is filled when the block ends.
+
+    >>> with xlanb.profile(backend="auto", name="train") as prof:
+    ...     train_step()
+    >>> prof.compiles
+
+    `backend` is ``"auto"`` (every runtime the process has imported), a backend name
+    (``torch_xla``, ``torch_lazy``) or a list of names; `graphs=False` skips graph capture.
+    An exception in the block marks the Profile as failed and propagates unchanged.
+    """
+
+    def __init__(self, backend: str | list[str] = "auto", name: str | None = None,
+                 graphs: bool = True, *, cell_filename: str | None = None,
+                 source: str = "") -> None:
+        self.modules: list[ModuleType] = backend_registry.resolve(backend)
+        self.options = CaptureOptions(graphs=graphs, cell_filename=cell_filename)
+        self.profile = Profile(name=name or f"profile-{len(_history) + 1}",
+                               backends=[m.NAME for m in self.modules], source=source)
+        self._tokens: list[tuple[ModuleType, object]] = []
+        self._started = 0.0
+
+    def __enter__(self) -> Profile:
+        global active
+        active += 1
+        self.profile.started_at = time.time()
+        try:
+            for module in self.modules:
+                self._tokens.append((module, module.begin(self.options)))
+        except BaseException:
+            self._end_backends()
+            active -= 1
+            raise
+        self._started = time.perf_counter()
+        return self.profile
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 traceback: TracebackType | None) -> bool:
+        global active
+        wall_seconds = time.perf_counter() - self._started
+        try:
+            captures = self._end_backends()
+            _fill(self.profile, captures, wall_seconds)
+            if exc_type is not None:
+                self.profile.failed = True
+                self.profile.error = f"{exc_type.__name__}: {exc}"
+            _history.append(self.profile)
+        finally:
+            active -= 1
+        return False  # never swallow the user's exception
+
+    def _end_backends(self) -> list[Capture]:
+        captures = []
+        for module, token in self._tokens:
+            try:
+                captures.append(module.end(token, self.options))
+            except Exception as error:  # a broken capture must not hide the user's result
+                captures.append(Capture(notes=[f"{module.NAME}: capture failed: {error!r}"]))
+        self._tokens.clear()
+        return captures
+
+
+def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None:
+    target.wall_seconds = wall_seconds
+    for name in FRAME_NAMES:
+        if name == "findings":
+            continue
+        setattr(target, name, concat_frames(name, [c.frame(name) for c in captures]))
+    for capture in captures:
+        target.notes.extend(capture.notes)
+        target.environment.update(capture.environment)
+    target.findings = findings_frame(target)
