@@ -1,0 +1,114 @@
+"""The magic itself: options, usage errors, displays, and what a plain import changes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+from IPython.core.error import UsageError
+from IPython.utils.capture import capture_output
+
+import xlanb
+from xlanb.views.summary import summary_html
+
+
+def test_last_expression_value_is_returned(run):
+    result = run("%%xla_profile -q\na = 20\na + 22")
+    assert result.result == 42
+
+
+def test_line_magic_profiles_one_statement(run, shell):
+    run("%xla_profile -q --var line_prof sum(range(3))")
+    assert shell.user_ns["line_prof"] is xlanb.last()
+    assert xlanb.last().source == "sum(range(3))"
+
+
+def test_name_and_var_options(run, shell):
+    run("%%xla_profile -q -n my-cell --var named\npass")
+    assert shell.user_ns["named"].name == "my-cell"
+
+
+def test_quiet_shows_nothing_and_default_shows_html_and_text(shell):
+    with capture_output() as quiet:
+        shell.run_cell("%%xla_profile -q\npass")
+    assert quiet.outputs == []
+    html_formatter = shell.display_formatter.formatters["text/html"]
+    was_enabled, html_formatter.enabled = html_formatter.enabled, True
+    active_types = shell.display_formatter.active_types
+    shell.display_formatter.active_types = [*active_types, "text/html"]
+    try:
+        with capture_output() as shown:
+            shell.run_cell("%%xla_profile\npass")
+    finally:
+        html_formatter.enabled = was_enabled
+        shell.display_formatter.active_types = active_types
+    assert len(shown.outputs) == 1
+    data = shown.outputs[0].data
+    assert "compiles" in data["text/plain"]
+    assert "<b>compiles</b>" in data["text/html"]
+
+
+def test_unknown_option_is_a_usage_error(shell):
+    result = shell.run_cell("%%xla_profile --bogus\npass")
+    assert isinstance(result.error_in_exec, UsageError)
+
+
+def test_unknown_backend_is_a_usage_error(shell):
+    result = shell.run_cell("%%xla_profile -b tensorflow\npass")
+    assert isinstance(result.error_in_exec, UsageError)
+
+
+def test_missing_torch_xla_says_how_to_install(shell):
+    if xlanb.backends.torch_xla.is_installed():
+        return  # this environment has torch_xla: covered by tests/xla
+    result = shell.run_cell("%%xla_profile -b torch_xla\npass")
+    assert isinstance(result.error_in_exec, UsageError)
+    assert "pip install torch==2.9.0 torch-xla==2.9.0" in str(result.error_in_exec)
+
+
+def test_html_escapes_names_and_errors():
+    prof = xlanb.Profile(name="<script>alert(1)</script>", failed=True,
+                         error="ValueError: </div><img src=x onerror=alert(1)>")
+    page = summary_html(prof)
+    assert "<script>alert" not in page and "<img" not in page
+    assert "&lt;script&gt;" in page
+
+
+def test_plain_import_changes_nothing():
+    code = textwrap.dedent("""
+        import os
+        before = dict(os.environ)
+        import xlanb
+        assert dict(os.environ) == before
+        xlanb.enable()
+        assert "LTC_SAVE_TENSORS_FILE" in os.environ
+        assert os.environ["LTC_SAVE_TENSORS_FILE"].startswith(os.environ["XLANB_WORKDIR"])
+        print("ok")
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LTC_", "PT_XLA", "XLA_", "XLANB"))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "ok"
+
+
+def test_loading_after_the_runtime_started_says_so_once():
+    code = textwrap.dedent("""
+        import torch, torch._lazy, torch._lazy.ts_backend
+        torch._lazy.ts_backend.init()
+        t = torch.ones(2, device="lazy") + 1
+        torch._lazy.mark_step()
+        import xlanb
+        xlanb.enable()
+        xlanb.enable()
+    """)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("LTC_", "PT_XLA", "XLA_", "XLANB"))}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True)
+    lines = [line for line in out.stdout.splitlines() if line.startswith("xlanb:")]
+    assert len(lines) == 1
+    assert "torch_lazy started before xlanb was loaded" in lines[0]
+    assert "%load_ext xlanb" in lines[0]

@@ -1,0 +1,192 @@
+"""%%xla_profile on the real PyTorch/XLA 2.9 runtime (PJRT_DEVICE=CPU), in a real shell.
+
+torch_xla is imported by the setup cell, after the shell fixture loaded xlanb, so the runtime
+starts with PT_XLA_DEBUG, XLA_HLO_DEBUG and --xla_dump_to set, as a notebook user's would.
+Each test uses its own shapes so the compile cache of earlier tests does not leak into its
+numbers.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+import xlanb
+from tests.helpers import outputs_of, run_notebook
+
+SETUP = """
+import torch, torch_xla
+import torch_xla.debug.metrics as met
+dev = torch_xla.device()
+torch.manual_seed(0)
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def xla_runtime(shell):
+    assert shell.run_cell(SETUP).success
+
+
+def test_stable_training_loop_stops_compiling_after_warm_up(run, shell):
+    run("""
+model = torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.ReLU(),
+                            torch.nn.Linear(16, 1)).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 6).to(dev), torch.randn(32, 1).to(dev)
+torch_xla.sync()
+def train_step():
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+    torch_xla.sync()
+""")
+    run("%%xla_profile --var warm\nfor _ in range(5):\n    train_step()")
+    run("%%xla_profile --var steady\nfor _ in range(10):\n    train_step()")
+    warm, steady = shell.user_ns["warm"], shell.user_ns["steady"]
+    assert 1 <= len(warm.compiles) <= 2
+    assert warm.compiles["seconds"].gt(0).all()
+    assert warm.compiles["graph"].str.fullmatch(r"[0-9a-f]{32}").all()
+    assert (warm.compiles["trigger"] == "user torch_xla.sync").all()
+    assert steady.summary()["compiles"] == 0
+    assert steady.summary()["executions"] == 10
+    counters = steady.counters.set_index("name")
+    assert counters.loc["CachedCompile", "delta"] == 10
+    assert "UncachedCompile" not in counters.index
+    execute = steady.metrics.set_index("name").loc["ExecuteTime"]
+    assert execute["count"] == 10 and execute["unit"] == "s"
+    assert 0 < execute["p50"] <= execute["p99"] <= execute["max"]
+    assert len(steady.samples[steady.samples["metric"] == "ExecuteTime"]) == 10
+    assert steady.samples["time"].between(steady.started_at,
+                                          steady.started_at + steady.wall_seconds + 1).all()
+    assert not steady.fallbacks.shape[0]
+
+
+def test_changing_batch_size_compiles_once_per_new_shape(run, shell):
+    run("""%%xla_profile --var prof
+w = torch.randn(7, 3, device=dev)
+torch_xla.sync()
+for batch in [8, 8, 16, 16, 32, 8]:
+    out = (torch.randn(batch, 7).to(dev) @ w).sum()
+    torch_xla.sync()
+""")
+    prof = shell.user_ns["prof"]
+    loop = prof.compiles[prof.compiles["cell_line"] == 6]
+    assert list(loop["cause"]) == [
+        "new graph",
+        "new shape: f32[8,7] -> f32[16,7]",
+        "new shape: f32[16,7] -> f32[32,7]",
+    ]
+    # `location` numbers the code without the magic line; `cell_line` as the editor does.
+    assert loop["location"].str.endswith(":5").all()
+    assert prof.summary()["executions"] == 7
+    assert "2 recompilation(s) from changing input shapes (cell line 6)" in " ".join(
+        prof.findings["title"])
+    hlo = prof.graphs[(prof.graphs["kind"] == "hlo") & prof.graphs["graph"].isin(loop["graph"])]
+    assert len(hlo) == 3
+    # XLA_HLO_DEBUG metadata points back to the cell's matmul line.
+    assert hlo["text"].str.contains('op_type="aten__mm"').all()
+    assert hlo["text"].str.contains("source_line=4").all()
+    assert (hlo["nodes"] > 3).all()
+
+
+def test_item_in_loop_is_a_fallback_with_cause_item(run, shell):
+    run("""%%xla_profile --var prof
+w = torch.randn(5, 5, device=dev)
+values = []
+for _ in range(4):
+    w = w * 0.5
+    values.append(w.sum().item())
+""")
+    prof = shell.user_ns["prof"]
+    row = prof.fallbacks.set_index("op").loc["aten::_local_scalar_dense"]
+    assert row["count"] == 4 and row["cause"] == "item"
+    forced = prof.compiles[prof.compiles["cause"].str.startswith("forced sync")]
+    assert len(forced) >= 1 and set(forced["cell_line"]) == {6}
+    assert forced["trigger"].str.contains("access tensor value").all()
+
+
+def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
+    run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\n"
+        "idx = torch.nonzero(m > 0)")
+    row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]
+    assert row["count"] == 1 and row["cause"] == "dynamic_shape"
+
+
+def test_raising_cell_keeps_profile_and_reraises_unchanged(run, shell):
+    result = run("""%%xla_profile --var prof
+t = torch.ones(3, 2, device=dev) * 2
+torch_xla.sync()
+error = RuntimeError("boom")
+raise error
+""", expect_error=True)
+    assert result.error_in_exec is shell.user_ns["error"]
+    prof = shell.user_ns["prof"]
+    assert prof.failed and prof.error == "RuntimeError: boom"
+    assert prof.summary()["compiles"] == 1
+
+
+def test_counters_and_metrics_are_never_cleared(run, shell):
+    met = shell.user_ns["met"]
+    before = met.counter_value("MarkStep")
+    executions_before = met.metric_data("ExecuteTime")[0]
+    run("%%xla_profile -q\nfor _ in range(3):\n    z = torch.ones(2, 9, device=dev).sum()\n"
+        "    torch_xla.sync()")
+    assert met.counter_value("MarkStep") == before + 3
+    assert met.metric_data("ExecuteTime")[0] == executions_before + 3
+    assert xlanb.last().counters.set_index("name").loc["MarkStep", "total"] == before + 3
+
+
+def test_transfers_counted_from_transfer_metrics(run, shell):
+    run("%%xla_profile --var prof\nh = torch.randn(4, 13).to(dev)\nback = (h * 2).cpu()")
+    prof = shell.user_ns["prof"]
+    transfer_metrics = prof.metrics.set_index("name")
+    assert transfer_metrics.loc["TransferToDeviceTime", "count"] >= 1
+    assert transfer_metrics.loc["TransferFromDeviceTime", "count"] == 1
+    assert prof.summary()["transfers"] == int(
+        transfer_metrics.loc[["TransferToDeviceTime", "TransferFromDeviceTime"], "count"].sum())
+
+
+def test_profile_round_trips_with_graphs(run, shell, tmp_path):
+    run("%%xla_profile --var prof\nq = (torch.randn(3, 17, device=dev) ** 2).sum()\n"
+        "torch_xla.sync()")
+    prof = shell.user_ns["prof"]
+    assert not prof.graphs.empty
+    loaded = xlanb.load(prof.save(tmp_path / "p.json"))
+    for name, frame in prof.frames().items():
+        pd.testing.assert_frame_equal(loaded.frames()[name], frame)
+
+
+def test_debug_files_stay_small_across_cells(run, shell):
+    import os
+
+    for _ in range(3):
+        run("%%xla_profile -q\nfor i in range(3):\n    r = torch.randn(2, 19, device=dev) * i\n"
+            "    torch_xla.sync()")
+    assert os.path.getsize(os.environ["PT_XLA_DEBUG_FILE"]) == 0
+    dump_dir = os.environ["XLA_FLAGS"].split("--xla_dump_to=")[1].split()[0]
+    assert os.listdir(dump_dir) == []
+
+
+def test_in_a_real_kernel():
+    notebook = run_notebook([
+        "%load_ext xlanb",
+        "import torch, torch_xla\ndev = torch_xla.device()\n"
+        "w = torch.randn(4, 4, device=dev)\ntorch_xla.sync()",
+        "%%xla_profile --var prof\n"
+        "for batch in [8, 16]:\n"
+        "    y = (torch.randn(batch, 4).to(dev) @ w).sum()\n"
+        "    torch_xla.sync()\n"
+        "print((y * 2).item())",
+        "import json\n"
+        "print(json.dumps({'causes': list(prof.compiles['cause']),\n"
+        "                  'lines': [int(v) for v in prof.compiles['cell_line'].dropna()]}))",
+    ])
+    html = outputs_of(notebook.cells[2], "text/html")
+    assert "<b>compiles</b> 3" in html and "aten::_local_scalar_dense" in html
+    result = json.loads(outputs_of(notebook.cells[3], "text/plain").strip())
+    assert result["causes"][:2] == ["new graph", "new shape: f32[8,4] -> f32[16,4]"]
+    assert result["causes"][2].startswith("forced sync")
+    assert result["lines"] == [4, 4, 5]
