@@ -5,7 +5,6 @@ VENV := .venv
 VENV_XLA := .venv-xla
 PY := $(VENV)/bin/python
 PY_XLA := $(VENV_XLA)/bin/python
-TEST_DEPS := pytest nbclient nbformat ipykernel ipywidgets plotly ruff
 
 .PHONY: setup test test-main test-xla demo bench lint clean
 
@@ -24,21 +23,22 @@ $(VENV_XLA)/.ready: pyproject.toml
 	touch $@
 
 lint: $(VENV)/.ready
-	$(VENV)/bin/ruff check xlanb tests bench
+	$(VENV)/bin/ruff check xlanb tests bench notebooks
 
 test-main: $(VENV)/.ready
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --ignore=tests/xla
 
 test-xla: $(VENV_XLA)/.ready
-	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests
+	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
 
 test: setup lint test-main test-xla
 
 demo: $(VENV)/.ready
-	$(PY) -m xlanb.demo
+	$(PY) notebooks/run.py notebooks/01_quickstart.ipynb --out out
 
 bench: setup
 	PJRT_DEVICE=CPU $(PY_XLA) bench/overhead.py
+	$(PY) bench/overhead.py
 
 clean:
 	rm -rf $(VENV) $(VENV_XLA)

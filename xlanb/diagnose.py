@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.backends.base import FALLBACK_ADVICE
-from xlanb.backends.compile_causes import FORCED_SYNC, NEW_SHAPE
+from xlanb.backends.compile_causes import CHANGED_GRAPH, FORCED_SYNC, NEW_SHAPE
 from xlanb.profile import Profile, make_frame
 
 Finding = dict[str, Any]
@@ -47,12 +47,15 @@ def recompilation(profile: Profile) -> list[Finding]:
             "advice": "Keep shapes static: pad batches to a fixed size or bucket them into a "
                       "few sizes, and drop the last partial batch (drop_last=True).",
         })
-    by_location = compiles.dropna(subset=["location"]).groupby("location")
-    for location, rows in by_location:
-        if len(rows) >= 3 and rows["cause"].astype(str).str.startswith(NEW_SHAPE).sum() < 2:
+    # The first two steps of a loop legitimately differ (fresh inputs, then step outputs);
+    # a third "changed" graph from the same line means something changes every step.
+    changed = compiles[compiles["cause"] == CHANGED_GRAPH].dropna(subset=["location"])
+    for _location, rows in changed.groupby("location"):
+        if len(rows) >= 2:
             findings.append({
                 "severity": "warning",
-                "title": f"{len(rows)} graphs compiled at the same line {location}",
+                "title": f"{len(rows) + 1} different graphs compiled by the same line"
+                         + _lines(rows),
                 "detail": "The steps look alike, yet each compiled a new graph: something in "
                           "the traced code changes every step (a Python scalar baked in as a "
                           "constant, a growing list, a changing condition).",

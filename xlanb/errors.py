@@ -14,7 +14,7 @@ class BackendUnavailable(XlanbError):
 
 
 class FormatError(XlanbError, ValueError):
-    """A file is not in a format xlanb reads; names the file and the first line that does not fit."""
+    """A file is not in a format xlanb reads; names the file and the first line that fails."""
 
     def __init__(self, path: str | os.PathLike, line: int, reason: str) -> None:
         self.path = str(path)

@@ -37,10 +37,17 @@ FRAME_NAMES = tuple(FRAME_COLUMNS)
 COUNTER_CATEGORIES = ("fallback", "compile", "execute", "transfer", "lowered_op", "tensor", "other")
 
 
+_EMPTY_FRAMES: dict[str, pd.DataFrame] = {}
+
+
 def empty_frame(name: str) -> pd.DataFrame:
     """An empty frame with the documented columns of frame `name`."""
-    return pd.DataFrame({column: pd.Series(dtype=_dtype_of(column)) for column in
-                         FRAME_COLUMNS[name]})
+    template = _EMPTY_FRAMES.get(name)
+    if template is None:  # building frames from dtypes is slow; copying a template is not
+        template = pd.DataFrame({column: pd.Series(dtype=_dtype_of(column)) for column in
+                                 FRAME_COLUMNS[name]})
+        _EMPTY_FRAMES[name] = template
+    return template.copy()
 
 
 def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
@@ -53,16 +60,6 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
             frame[column] = pd.Series([None] * len(frame), dtype=_dtype_of(column))
     extra = [c for c in frame.columns if c not in FRAME_COLUMNS[name]]
     return frame[FRAME_COLUMNS[name] + extra].reset_index(drop=True)
-
-
-def concat_frames(name: str, frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate frames of the same kind (from several backends), skipping empty ones."""
-    non_empty = [f for f in frames if not f.empty]
-    if not non_empty:
-        return empty_frame(name)
-    if len(non_empty) == 1:
-        return non_empty[0].reset_index(drop=True)
-    return pd.concat(non_empty, ignore_index=True)
 
 
 _FLOAT_COLUMNS = {"total", "mean", "p50", "p90", "p99", "max", "time", "value", "seconds"}

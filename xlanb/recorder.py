@@ -8,7 +8,7 @@ from types import ModuleType, TracebackType
 from xlanb import backends as backend_registry
 from xlanb.backends.base import Capture, CaptureOptions
 from xlanb.diagnose import findings_frame
-from xlanb.profile import FRAME_NAMES, Profile, concat_frames
+from xlanb.profile import FRAME_NAMES, Profile, make_frame
 
 _history: list[Profile] = []
 #: True while a capture is running (the notebook hook leaves the debug files alone then).
@@ -92,7 +92,8 @@ def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None
     for name in FRAME_NAMES:
         if name == "findings":
             continue
-        setattr(target, name, concat_frames(name, [c.frame(name) for c in captures]))
+        rows = [row for capture in captures for row in capture.rows.get(name, [])]
+        setattr(target, name, make_frame(name, rows))
     for capture in captures:
         target.notes.extend(capture.notes)
         target.environment.update(capture.environment)

@@ -20,9 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
-
-from xlanb.profile import make_frame
 
 
 @dataclass
@@ -46,9 +43,6 @@ class Capture:
 
     def add(self, frame: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(frame, []).append(row)
-
-    def frame(self, name: str) -> pd.DataFrame:
-        return make_frame(name, self.rows.get(name, []))
 
 
 class Backend(Protocol):
