@@ -205,3 +205,20 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
 
 def test_torch_version_is_the_pinned_one():
     assert torch.__version__.startswith("2.13.0")
+
+
+def test_line_compiling_a_different_graph_every_step_is_a_finding(run, shell):
+    run("""%%xla_profile --var prof
+base = torch.randn(3, 3, device=dev)
+torch._lazy.mark_step()
+for depth in range(1, 5):
+    y = base
+    for _ in range(depth):
+        y = y @ base
+    torch._lazy.mark_step()
+""")
+    prof = shell.user_ns["prof"]
+    loop = prof.compiles[prof.compiles["cell_line"] == 8]
+    assert list(loop["cause"]) == ["new graph"] + ["new graph (the traced code changed)"] * 3
+    titles = list(prof.findings["title"])
+    assert "4 different graphs compiled by the same line (cell line 8)" in titles

@@ -1,0 +1,5 @@
+import sys
+
+from xlanb.cli import main
+
+sys.exit(main())
