@@ -99,6 +99,7 @@ for _ in range(4):
     forced = prof.compiles[prof.compiles["trigger"] == "forced sync"]
     assert len(forced) >= 1 and set(forced["cell_line"]) == {6}
     assert prof.summary()["fallback_ops"] == 4
+    assert fallbacks.loc["aten::_local_scalar_dense", "cell_line"] == 6
     assert any("forced sync" in t for t in prof.findings["title"])
 
 
@@ -110,6 +111,7 @@ idx = torch.nonzero(m > 0)
     prof = shell.user_ns["prof"]
     row = prof.fallbacks.set_index("op").loc["aten::nonzero"]
     assert row["count"] == 1 and row["cause"] == "dynamic_shape"
+    assert row["cell_line"] == 3
     assert prof.findings.iloc[0]["severity"] == "error"
     assert "data-dependent output shapes" in prof.findings.iloc[0]["title"]
 
@@ -122,6 +124,7 @@ torch._lazy.mark_step()
 """)
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::mse_loss"]
     assert row["cause"] == "missing_lowering" and row["count"] == 1
+    assert row["cell_line"] == 3
 
 
 def test_raising_cell_keeps_profile_and_reraises_unchanged(run, shell):
@@ -170,6 +173,7 @@ v = torch.randn(9, 2, device=dev)
         pd.testing.assert_frame_equal(loaded.frames()[name], frame, check_dtype=True)
     assert loaded.summary() == prof.summary()
     assert loaded.name == prof.name and loaded.source == prof.source
+    assert prof.source.splitlines()[2] == "(v @ v.T).sum().item()"
 
 
 def test_python_api_and_history():

@@ -42,18 +42,20 @@ class XlaProfileMagics(Magics):
         __tracebackhide__ = True  # IPython hides this frame in the user's traceback
         args = parse_argstring(self.xla_profile, line)
         if cell is None:
-            code, line_offset = " ".join(args.statement), 0
+            code = source = " ".join(args.statement)
+            line_offset = 0
             if not code.strip():
                 raise UsageError("%xla_profile needs a statement, or use %%xla_profile on a "
                                  "cell.")
         else:
             if args.statement:
                 raise UsageError(f"unexpected arguments: {' '.join(args.statement)}")
-            code, line_offset = cell, 1  # the editor counts the %%xla_profile line as line 1
+            # The editor counts the %%xla_profile line as line 1; so do cell_line and source.
+            code, source, line_offset = cell, f"%%xla_profile {line}".rstrip() + "\n" + cell, 1
         filename = self.shell.compile.cache(code, self.shell.execution_count or 0)
         try:
             recorder = profile(backend=args.backend, name=args.name,
-                               graphs=not args.no_graphs, cell_filename=filename, source=code)
+                               graphs=not args.no_graphs, cell_filename=filename, source=source)
         except BackendUnavailable as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset

@@ -6,6 +6,7 @@ import time
 from types import ModuleType, TracebackType
 
 from xlanb import backends as backend_registry
+from xlanb.attribution import attribute_fallbacks
 from xlanb.backends.base import Capture, CaptureOptions
 from xlanb.diagnose import findings_frame
 from xlanb.profile import FRAME_NAMES, Profile, make_frame
@@ -67,7 +68,7 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
         wall_seconds = time.perf_counter() - self._started
         try:
             captures = self._end_backends()
-            _fill(self.profile, captures, wall_seconds)
+            _fill(self.profile, captures, wall_seconds, self.options)
             if exc_type is not None:
                 self.profile.failed = True
                 self.profile.error = f"{exc_type.__name__}: {exc}"
@@ -87,13 +88,16 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
         return captures
 
 
-def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None:
+def _fill(target: Profile, captures: list[Capture], wall_seconds: float,
+          options: CaptureOptions) -> None:
     target.wall_seconds = wall_seconds
     for name in FRAME_NAMES:
         if name == "findings":
             continue
         rows = [row for capture in captures for row in capture.rows.get(name, [])]
         setattr(target, name, make_frame(name, rows))
+    if options.cell_filename:
+        target.fallbacks = attribute_fallbacks(target.fallbacks, target.compiles, target.source)
     for capture in captures:
         target.notes.extend(capture.notes)
         target.environment.update(capture.environment)

@@ -35,6 +35,14 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
     ]
 
 
+def with_code(profile: Profile, frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with a ``code`` column: the text of its ``cell_line`` in the profiled cell."""
+    lines = profile.source.splitlines()
+    code = [lines[int(n) - 1].strip() if not pd.isna(n) and 0 < int(n) <= len(lines) else ""
+            for n in frame["cell_line"]]
+    return frame.assign(code=code)
+
+
 def _title(profile: Profile) -> str:
     backends = ", ".join(profile.backends) or "no runtime in use"
     status = " FAILED: " + profile.error if profile.failed else ""
@@ -47,8 +55,9 @@ def summary_text(profile: Profile) -> str:
         lines.append(f"  [{row.severity}] {row.title}")
     if not profile.fallbacks.empty:
         lines.append("  CPU fallbacks:")
-        for row in profile.fallbacks.itertuples():
-            lines.append(f"    {row.op} ×{row.count} ({row.cause})")
+        for row in with_code(profile, profile.fallbacks).itertuples():
+            where = f" line {row.cell_line}: {row.code}" if row.code else ""
+            lines.append(f"    {row.op} ×{row.count} ({row.cause}){where}")
     if not profile.compiles.empty:
         lines.append("  compiles:")
         for row in profile.compiles.head(20).itertuples():
@@ -107,7 +116,8 @@ def summary_html(profile: Profile) -> str:
             f"<i>{html.escape(str(row.advice))}</i></small></div>")
     if not profile.fallbacks.empty:
         parts.append("<div><b>CPU fallbacks</b></div>")
-        parts.append(_table(profile.fallbacks, ["backend", "op", "count", "cause", "advice"],
+        parts.append(_table(with_code(profile, profile.fallbacks),
+                            ["backend", "op", "count", "cause", "cell_line", "code", "advice"],
                             highlight=True))
     if not profile.compiles.empty:
         parts.append("<div><b>Compiles</b></div>")
