@@ -102,7 +102,7 @@ for _ in range(4):
 """)
     prof = shell.user_ns["prof"]
     row = prof.fallbacks.set_index("op").loc["aten::_local_scalar_dense"]
-    assert row["count"] == 4 and row["cause"] == "item"
+    assert row["count"] == 4 and row["cause"] == "item" and row["cell_line"] == 6
     forced = prof.compiles[prof.compiles["cause"].str.startswith("forced sync")]
     assert len(forced) >= 1 and set(forced["cell_line"]) == {6}
     assert forced["trigger"].str.contains("access tensor value").all()
@@ -112,7 +112,7 @@ def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
     run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\n"
         "idx = torch.nonzero(m > 0)")
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]
-    assert row["count"] == 1 and row["cause"] == "dynamic_shape"
+    assert row["count"] == 1 and row["cause"] == "dynamic_shape" and row["cell_line"] == 3
 
 
 def test_raising_cell_keeps_profile_and_reraises_unchanged(run, shell):
