@@ -226,3 +226,21 @@ for depth in range(1, 5):
     assert list(loop["cause"]) == ["new graph"] + ["new graph (the traced code changed)"] * 3
     titles = list(prof.findings["title"])
     assert "4 different graphs compiled by the same line (cell line 8)" in titles
+
+
+def test_max_compiles_guard_raises_with_graphs_and_causes(run, shell):
+    run("base = torch.randn(2, 5, device=dev)\ntorch._lazy.mark_step()")
+    result = run("""%%xla_profile -q --max-compiles 1 --var prof
+for batch in [2, 4, 6]:
+    z = (torch.randn(batch, 2).to(dev) @ base).sum()
+    torch._lazy.mark_step()
+""", expect_error=True)
+    error = result.error_in_exec
+    assert isinstance(error, xlanb.CompileBudgetExceeded)
+    assert (error.compiles, error.limit) == (3, 1)
+    message = str(error)
+    assert "compiled 3 graphs, more than --max-compiles 1" in message
+    assert "at cell line 4: new shape: Float[2,2] -> Float[4,2]" in message
+    assert shell.user_ns["prof"].summary()["compiles"] == 3  # the profile is kept
+    run("%%xla_profile -q --max-compiles 0\nz = (torch.randn(2, 2).to(dev) @ base).sum()\n"
+        "torch._lazy.mark_step()")  # cached: within budget

@@ -20,13 +20,14 @@ A plain ``import xlanb`` changes nothing in the process.
 
 from __future__ import annotations
 
-from xlanb.errors import BackendUnavailable, FormatError, XlanbError
+from xlanb.errors import BackendUnavailable, CompileBudgetExceeded, FormatError, XlanbError
 from xlanb.profile import FRAME_COLUMNS, Profile, load_profile
 from xlanb.recorder import history, last, profile
 
 __all__ = [
     "FRAME_COLUMNS",
     "BackendUnavailable",
+    "CompileBudgetExceeded",
     "FormatError",
     "Profile",
     "XlanbError",

@@ -108,3 +108,23 @@ def findings_frame(profile: Profile) -> pd.DataFrame:
     rows = [finding for rule in RULES for finding in rule(profile)]
     rows.sort(key=lambda f: SEVERITY_ORDER.get(f["severity"], 9))
     return make_frame("findings", rows)
+
+
+def check_compile_budget(profile: Profile, limit: int) -> None:
+    """Raise :class:`xlanb.CompileBudgetExceeded` when `profile` compiled more than `limit`
+    graphs (JAX's eager single-op compiles are not counted)."""
+    from xlanb.errors import CompileBudgetExceeded
+
+    compiles = profile.compiles
+    if "eager" in compiles.columns:
+        compiles = compiles[compiles["eager"] != True]  # noqa: E712 - NaN means not eager
+    if len(compiles) <= limit:
+        return
+    shown = []
+    for row in compiles.head(10).itertuples():
+        where = f" at cell line {row.cell_line}" if not pd.isna(row.cell_line) else ""
+        shown.append(f"  {row.backend} {row.graph}{where}: {row.cause}")
+    more = f"\n  ... and {len(compiles) - 10} more" if len(compiles) > 10 else ""
+    raise CompileBudgetExceeded(
+        f"{profile.name} compiled {len(compiles)} graphs, more than --max-compiles {limit}:\n"
+        + "\n".join(shown) + more, len(compiles), limit)

@@ -21,3 +21,12 @@ class FormatError(XlanbError, ValueError):
         self.line = line
         self.reason = reason
         super().__init__(f"{self.path}, line {line}: {reason}")
+
+
+class CompileBudgetExceeded(XlanbError):
+    """A cell compiled more graphs than ``--max-compiles`` allows (a recompilation guard)."""
+
+    def __init__(self, message: str, compiles: int, limit: int) -> None:
+        self.compiles = compiles
+        self.limit = limit
+        super().__init__(message)

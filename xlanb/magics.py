@@ -12,6 +12,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from xlanb import backends
+from xlanb.diagnose import check_compile_budget
 from xlanb.errors import BackendUnavailable
 from xlanb.recorder import profile
 
@@ -25,6 +26,8 @@ class XlaProfileMagics(Magics):
     @argument("--var", default=None, help="Store the Profile in this user variable.")
     @argument("-q", "--quiet", action="store_true", help="Show nothing.")
     @argument("--no-graphs", action="store_true", help="Skip IR/HLO graph capture.")
+    @argument("--max-compiles", type=int, default=None, metavar="N",
+              help="Raise xlanb.CompileBudgetExceeded if the cell compiled more than N graphs.")
     @argument("statement", nargs="*", help="Code to profile (line magic form).")
     @line_cell_magic
     def xla_profile(self, line: str, cell: str | None = None) -> Any:
@@ -32,8 +35,8 @@ class XlaProfileMagics(Magics):
 
         Usage::
 
-            %%xla_profile [-b auto|torch_xla|torch_lazy] [-n NAME] [--var NAME] [-q]
-                          [--no-graphs]
+            %%xla_profile [-b auto|torch_xla|torch_lazy|jax] [-n NAME] [--var NAME] [-q]
+                          [--no-graphs] [--max-compiles N]
             <code>
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
@@ -61,12 +64,15 @@ class XlaProfileMagics(Magics):
         recorder.options.cell_line_offset = line_offset
         try:
             with recorder:
-                return self._execute(code, filename)
+                value = self._execute(code, filename)
         finally:
             if args.var:
                 self.shell.user_ns[args.var] = recorder.profile
             if not args.quiet:
                 display(recorder.profile)
+        if args.max_compiles is not None:
+            check_compile_budget(recorder.profile, args.max_compiles)
+        return value
 
     def _execute(self, code: str, filename: str) -> Any:
         """Run the cell in the user namespace; return the value of its last expression."""
