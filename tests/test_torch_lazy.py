@@ -244,3 +244,30 @@ for batch in [2, 4, 6]:
     assert shell.user_ns["prof"].summary()["compiles"] == 3  # the profile is kept
     run("%%xla_profile -q --max-compiles 0\nz = (torch.randn(2, 2).to(dev) @ base).sum()\n"
         "torch._lazy.mark_step()")  # cached: within budget
+
+
+def test_compare_two_profiles_of_the_same_loop(run, shell):
+    run("""%%xla_profile -q -n slow
+for i in range(3):
+    h = (torch.ones(4, 3, device=dev) * i).sum()
+    torch._lazy.mark_step()
+    h.item()
+    nz = torch.nonzero(torch.ones(3, device=dev))
+""")
+    run("""%%xla_profile -q -n fast
+acc = torch.zeros((), device=dev)
+for i in range(3):
+    acc = acc + torch.ones(4, 3, device=dev).sum()
+    torch._lazy.mark_step()
+""")
+    comparison = shell.run_line_magic("xla_profile", "compare slow fast")
+    assert comparison.summary.loc["fallback_ops"].tolist() == [6.0, 0.0, -6.0]
+    assert comparison.fallbacks.loc["aten::nonzero", "change"] == -3
+    assert set(comparison.findings["status"]) == {"gone"}, comparison.findings.to_dict("records")
+    by_index = shell.run_line_magic("xla_profile", "compare -2 -1")
+    assert by_index.a.name == "slow" and by_index.b.name == "fast"
+    html = comparison._repr_html_()
+    assert "slow → fast" in html and "aten::nonzero" in html
+    assert "gone" in repr(comparison)
+    result = shell.run_cell("%xla_profile compare slow nothing-by-that-name")
+    assert "no profile named 'nothing-by-that-name'" in str(result.error_in_exec)

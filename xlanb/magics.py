@@ -12,9 +12,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from xlanb import backends
+from xlanb.compare import Comparison, compare
 from xlanb.diagnose import check_compile_budget
 from xlanb.errors import BackendUnavailable
-from xlanb.recorder import profile
+from xlanb.profile import Profile
+from xlanb.recorder import history, profile
 
 
 @magics_class
@@ -40,9 +42,12 @@ class XlaProfileMagics(Magics):
             <code>
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
-        as ``xlanb.last()``.
+        as ``xlanb.last()``. ``%xla_profile compare A B`` shows what changed between two
+        profiles (names, history indices such as -1, or variables holding a Profile).
         """
         __tracebackhide__ = True  # IPython hides this frame in the user's traceback
+        if cell is None and line.split()[:1] == ["compare"]:
+            return self._compare(line.split()[1:])
         args = parse_argstring(self.xla_profile, line)
         if cell is None:
             code = source = " ".join(args.statement)
@@ -73,6 +78,29 @@ class XlaProfileMagics(Magics):
         if args.max_compiles is not None:
             check_compile_budget(recorder.profile, args.max_compiles)
         return value
+
+    def _compare(self, names: list[str]) -> Comparison:
+        if len(names) != 2:
+            raise UsageError("usage: %xla_profile compare A B (profile names, history indices "
+                             "or variables)")
+        return compare(*(self._find_profile(name) for name in names))
+
+    def _find_profile(self, name: str) -> Profile:
+        value = self.shell.user_ns.get(name)
+        if isinstance(value, Profile):
+            return value
+        profiles = history()
+        try:
+            return profiles[int(name)]
+        except ValueError:
+            pass
+        except IndexError:
+            raise UsageError(f"no profile at history index {name} "
+                             f"({len(profiles)} in history)") from None
+        for candidate in reversed(profiles):
+            if candidate.name == name:
+                return candidate
+        raise UsageError(f"no profile named {name!r}")
 
     def _execute(self, code: str, filename: str) -> Any:
         """Run the cell in the user namespace; return the value of its last expression."""

@@ -146,3 +146,29 @@ def summary_page(profile: Profile) -> str:
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
             f"<title>{html.escape(_title(profile))}</title></head>"
             f"<body>{''.join(sections)}</body></html>")
+
+
+def comparison_html(comparison) -> str:
+    """The difference between two profiles as HTML tables (escaped)."""
+    def frame_table(frame: pd.DataFrame, index_name: str) -> str:
+        flat = frame.reset_index()
+        flat.columns = [index_name if str(c).startswith(("index", "level_")) else str(c)
+                        for c in flat.columns]
+        return _table(flat, list(flat.columns))
+
+    a, b = comparison.a, comparison.b
+    parts = [f"<div class='xlanb'><style>{_STYLE}</style>",
+             f"<div><b>{html.escape(a.name)} → {html.escape(b.name)}</b> "
+             "(a → b, change = b − a)</div>",
+             frame_table(comparison.summary, "")]
+    if not comparison.fallbacks.empty:
+        parts += ["<div><b>CPU fallbacks</b></div>", frame_table(comparison.fallbacks, "op")]
+    if not comparison.findings.empty:
+        parts += ["<div><b>Findings</b></div>",
+                  _table(comparison.findings, ["status", "title"])]
+    if not comparison.counters.empty:
+        changed = comparison.counters[comparison.counters["change"] != 0]
+        parts += ["<details><summary>counters that changed</summary>",
+                  frame_table(changed, "counter"), "</details>"]
+    parts.append("</div>")
+    return "".join(parts)
