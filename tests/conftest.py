@@ -25,3 +25,20 @@ def run(shell):
         return result
 
     return run_cell
+
+
+LAZY_SETUP = """
+import torch, torch._lazy, torch._lazy.ts_backend
+torch._lazy.ts_backend.init()
+dev = "lazy"
+torch.manual_seed(0)
+"""
+
+
+@pytest.fixture(scope="session")
+def lazy_runtime(shell):
+    """torch._lazy's TorchScript backend, initialised once per process (a second init raises),
+    with `torch` and `dev = "lazy"` in the shell's namespace."""
+    result = shell.run_cell(LAZY_SETUP)
+    assert result.success, result.error_in_exec
+    return shell

@@ -18,12 +18,10 @@ def test_report_values_in_every_unit():
     assert parse_value("32.00") == (32.0, "count")
 
 
-def test_parses_the_real_lazy_report(shell):
+def test_parses_the_real_lazy_report(lazy_runtime):
     import torch._lazy
     import torch._lazy.metrics
-    import torch._lazy.ts_backend
 
-    torch._lazy.ts_backend.init()
     kept = torch.ones(3, device="lazy") * 2
     torch._lazy.mark_step()
     text = torch._lazy.metrics.metrics_report()
@@ -50,7 +48,7 @@ def test_malformed_profile_file_names_the_line(tmp_path):
         xlanb.load(other)
 
 
-def test_cli_shows_and_renders_a_saved_profile(tmp_path):
+def test_cli_shows_and_renders_a_saved_profile(lazy_runtime, tmp_path):
     import torch._lazy
 
     with xlanb.profile(backend="torch_lazy", name="cli <run>") as prof:

@@ -112,3 +112,14 @@ def test_loading_after_the_runtime_started_says_so_once():
     assert len(lines) == 1
     assert "torch_lazy started before xlanb was loaded" in lines[0]
     assert "%load_ext xlanb" in lines[0]
+
+
+def test_child_process_gets_its_own_files_and_leaves_ours_alone(shell):
+    parent_file = os.environ["LTC_SAVE_TENSORS_FILE"]
+    code = "import os, xlanb; xlanb.enable(); print(os.environ['LTC_SAVE_TENSORS_FILE'])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    child_file = out.stdout.strip().splitlines()[-1]
+    assert child_file != parent_file
+    assert os.path.isdir(os.environ["XLANB_WORKDIR"])  # the child's exit removed only its own
+    assert not os.path.exists(os.path.dirname(child_file))

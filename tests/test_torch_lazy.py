@@ -9,18 +9,10 @@ import torch
 import xlanb
 from xlanb.profile import FRAME_COLUMNS
 
-SETUP = """
-import torch, torch._lazy, torch._lazy.ts_backend
-torch._lazy.ts_backend.init()
-dev = "lazy"
-torch.manual_seed(0)
-"""
-
 
 @pytest.fixture(scope="module", autouse=True)
-def lazy_runtime(shell):
-    result = shell.run_cell(SETUP)
-    assert result.success
+def _lazy(lazy_runtime):
+    return lazy_runtime
 
 
 def test_stable_training_loop_stops_compiling_after_warm_up(run, shell):

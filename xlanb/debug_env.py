@@ -9,29 +9,34 @@ xlanb reads that file too but never truncates or deletes it.
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import tempfile
 from pathlib import Path
 
-#: Set by the xlanb kernel (kernel_ext/) to a per-kernel directory created before start-up.
+#: This process's workdir (informational: child processes make their own).
 WORKDIR_ENV = "XLANB_WORKDIR"
+#: Where workdirs are made (the xlanb kernel sets it to a per-kernel directory).
+WORKDIR_ROOT_ENV = "XLANB_WORKDIR_ROOT"
+#: The switches xlanb set, as JSON, so that a child process replaces them with its own
+#: instead of writing into its parent's files.
+SWITCHES_ENV = "XLANB_SWITCHES"
 
 _workdir: str | None = None
 _notes_given: set[str] = set()
 
 
 def workdir() -> str:
-    """The directory that holds the files the debug switches write (created on first use)."""
+    """This process's directory for the files the debug switches write (made on first use,
+    removed at exit)."""
     global _workdir
     if _workdir is None:
-        preset = os.environ.get(WORKDIR_ENV)
-        if preset:
-            Path(preset).mkdir(parents=True, exist_ok=True)
-            _workdir = preset
-        else:
-            _workdir = tempfile.mkdtemp(prefix="xlanb-")
-            os.environ[WORKDIR_ENV] = _workdir
+        root = os.environ.get(WORKDIR_ROOT_ENV) or None
+        if root:
+            Path(root).mkdir(parents=True, exist_ok=True)
+        _workdir = tempfile.mkdtemp(prefix="xlanb-", dir=root)
+        os.environ[WORKDIR_ENV] = _workdir
         atexit.register(shutil.rmtree, _workdir, True)
     return _workdir
 
@@ -62,19 +67,25 @@ def enable(backends: list) -> list[str]:
                 _notes_given.add(backend.NAME)
                 notes.append(note)
             continue
+        inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
+        ours = {}
         for name, value in backend.debug_switches(workdir()).items():
+            current = os.environ.get(name, "")
             if name == "XLA_FLAGS":
-                os.environ[name] = _merge_xla_flags(os.environ.get(name, ""), value)
-            else:
-                os.environ.setdefault(name, value)
+                flags = [f for f in current.split() if f not in inherited.get(name, "").split()]
+                added = _missing_flags(flags, value)
+                os.environ[name] = " ".join(flags + added.split())
+                ours[name] = added
+            elif not current or inherited.get(name) == current:
+                os.environ[name] = ours[name] = value
+        os.environ[SWITCHES_ENV] = json.dumps({**inherited, **ours})
     return notes
 
 
-def _merge_xla_flags(existing: str, ours: str) -> str:
-    """Add our XLA flags to the user's, never overriding a flag the user set."""
-    present = {flag.split("=", 1)[0] for flag in existing.split()}
-    added = [flag for flag in ours.split() if flag.split("=", 1)[0] not in present]
-    return " ".join(existing.split() + added)
+def _missing_flags(existing: list[str], ours: str) -> str:
+    """Our XLA flags that the user did not set themselves."""
+    present = {flag.split("=", 1)[0] for flag in existing}
+    return " ".join(flag for flag in ours.split() if flag.split("=", 1)[0] not in present)
 
 
 class AppendedFile:
