@@ -29,6 +29,7 @@ FRAME_COLUMNS: dict[str, list[str]] = {
     "fallbacks": ["backend", "op", "count", "cause", "advice", "location", "cell_line"],
     "graphs": ["backend", "graph", "kind", "text", "nodes"],
     "findings": ["severity", "title", "detail", "advice"],
+    "steps": ["step", "name", "field", "value"],
 }
 
 FRAME_NAMES = tuple(FRAME_COLUMNS)
@@ -63,7 +64,7 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 _FLOAT_COLUMNS = {"total", "mean", "p50", "p90", "p99", "max", "time", "value", "seconds"}
-_INT_COLUMNS = {"delta", "count", "nodes"}
+_INT_COLUMNS = {"delta", "count", "nodes", "step"}
 
 
 def _dtype_of(column: str) -> str:
@@ -89,7 +90,8 @@ class Profile:
     - ``executions``: backend, graph, seconds, time, count (rows may aggregate several runs);
     - ``fallbacks``: backend, op, count, cause, advice, location, cell_line;
     - ``graphs``: backend, graph, kind (``ir``, ``hlo``), text, nodes;
-    - ``findings``: severity, title, detail, advice.
+    - ``findings``: severity, title, detail, advice;
+    - ``steps``: step, name, field, value (per-step metrics read from an XLA_METRICS_FILE).
     """
 
     name: str = ""
@@ -109,6 +111,7 @@ class Profile:
     fallbacks: pd.DataFrame = field(default_factory=lambda: empty_frame("fallbacks"))
     graphs: pd.DataFrame = field(default_factory=lambda: empty_frame("graphs"))
     findings: pd.DataFrame = field(default_factory=lambda: empty_frame("findings"))
+    steps: pd.DataFrame = field(default_factory=lambda: empty_frame("steps"))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """All frames by name."""
