@@ -11,7 +11,7 @@ from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
 import xlanb
-from xlanb.views.summary import summary_html
+from xlanb.views.html import profile_html
 
 
 def test_last_expression_value_is_returned(run):
@@ -71,7 +71,7 @@ def test_missing_torch_xla_says_how_to_install(shell):
 def test_html_escapes_names_and_errors():
     prof = xlanb.Profile(name="<script>alert(1)</script>", failed=True,
                          error="ValueError: </div><img src=x onerror=alert(1)>")
-    page = summary_html(prof)
+    page = profile_html(prof)
     assert "<script>alert" not in page and "<img" not in page
     assert "&lt;script&gt;" in page
 

@@ -21,7 +21,7 @@ class Comparison:
     findings: pd.DataFrame  # title, status ("added" / "gone")
 
     def _repr_html_(self) -> str:
-        from xlanb.views.summary import comparison_html
+        from xlanb.views.html import comparison_html
 
         return comparison_html(self)
 

@@ -9,7 +9,6 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
-from IPython.display import display
 
 from xlanb import backends
 from xlanb.compare import Comparison, compare
@@ -17,6 +16,7 @@ from xlanb.diagnose import check_compile_budget
 from xlanb.errors import BackendUnavailable
 from xlanb.profile import Profile
 from xlanb.recorder import history, profile
+from xlanb.views.notebook import display_profile
 
 
 @magics_class
@@ -74,7 +74,7 @@ class XlaProfileMagics(Magics):
             if args.var:
                 self.shell.user_ns[args.var] = recorder.profile
             if not args.quiet:
-                display(recorder.profile)
+                display_profile(recorder.profile)
         if args.max_compiles is not None:
             check_compile_budget(recorder.profile, args.max_compiles)
         return value

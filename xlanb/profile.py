@@ -204,15 +204,22 @@ class Profile:
         return summary_text(self)
 
     def _repr_html_(self) -> str:
-        from xlanb.views.summary import summary_html
+        from xlanb.views.html import profile_html
 
-        return summary_html(self)
+        return profile_html(self)
+
+    def charts(self) -> list:
+        """Plotly charts of this profile (percentiles of each timed metric, a timeline);
+        each displays itself in a notebook, ``.to_plotly()`` gives a plotly Figure."""
+        from xlanb.views.notebook import charts
+
+        return charts(self)
 
     def to_html(self, path: str | os.PathLike | None = None) -> str:
         """A self-contained HTML page of this profile; written to `path` when given."""
-        from xlanb.views.summary import summary_page
+        from xlanb.views.html import page as render_page
 
-        page = summary_page(self)
+        page = render_page(self)
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page

@@ -1,0 +1,96 @@
+"""The notebook view of real captured profiles: summary HTML, plotly charts and their SVG
+twins, and what a profiled cell sends to the front end."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from IPython.utils.capture import capture_output
+
+from xlanb.views.charts import time_unit
+from xlanb.views.html import page, profile_html
+from xlanb.views.notebook import PLOTLY_MIME
+
+
+@pytest.fixture(scope="module")
+def loop_profile(lazy_runtime):
+    shell = lazy_runtime
+    result = shell.run_cell("""%%xla_profile -q --var view_prof
+wv = torch.randn(8, 8, device=dev)
+torch._lazy.mark_step()
+for step in range(30):
+    batch = 4 if step < 20 else 6
+    out = (torch.randn(batch, 8).to(dev) @ wv).relu().sum()
+    torch._lazy.mark_step()
+print(out.item() > -1)
+""")
+    assert result.success
+    return shell.user_ns["view_prof"]
+
+
+def test_readable_time_units():
+    assert time_unit(2.5) == ("s", 1.0)
+    assert time_unit(0.004) == ("ms", 1e3)
+    assert time_unit(3e-6) == ("µs", 1e6)
+
+
+def test_percentile_chart_of_sync_times_marks_p50_p90_p99(loop_profile):
+    charts = {chart.title: chart for chart in loop_profile.charts()}
+    figure = charts["percentiles"].to_plotly()  # plotly validates the figure
+    line, markers = figure.data[0], figure.data[1]
+    assert line.name == "SyncTime" and list(line.x) == list(range(1, 100))
+    assert list(markers.x) == [50, 90, 99]
+    samples = loop_profile.samples.query("metric == 'SyncTime'")["value"].to_numpy()
+    unit = figure.layout.yaxis.title.text
+    factor = {"s": 1, "ms": 1e3, "µs": 1e6}[unit]
+    assert markers.y[0] == pytest.approx(np.percentile(samples, 50) * factor, rel=1e-3)
+    assert markers.text[2].startswith("p99 ")
+    assert np.all(np.diff(line.y) >= 0)  # a percentile curve never goes down
+
+
+def test_timeline_has_a_row_per_graph_and_compiles_and_executions(loop_profile):
+    charts = {chart.title: chart for chart in loop_profile.charts()}
+    figure = charts["timeline"].to_plotly()
+    kinds = {trace.name: trace for trace in figure.data}
+    assert set(kinds) == {"compile", "execute"}
+    assert len(kinds["execute"].x) == 31  # the init sync and 30 steps: all timed
+    timed_compiles = loop_profile.compiles.dropna(subset=["seconds"])
+    assert len(kinds["compile"].x) == len(timed_compiles) == 3
+    assert set(kinds["compile"].y) == {f"torch_lazy {g[:12]}" for g in timed_compiles["graph"]}
+    starts = np.array(kinds["execute"].base)
+    assert (starts >= 0).all() and (starts <= loop_profile.wall_seconds * 1e3 + 1).all()
+
+
+def test_chart_bundle_has_plotly_json_and_a_static_svg_twin(loop_profile):
+    bundle = loop_profile.charts()[0]._repr_mimebundle_()
+    assert set(bundle) == {PLOTLY_MIME, "text/html", "text/plain"}
+    assert bundle[PLOTLY_MIME]["data"][0]["type"] == "scatter"
+    svg = bundle["text/html"]
+    assert svg.count("<polyline") == 1 and "p50 " in svg and "SyncTime" in svg
+
+
+def test_profiled_cell_sends_summary_then_charts(lazy_runtime):
+    with capture_output() as shown:
+        lazy_runtime.run_cell("%%xla_profile\nfor i in range(3):\n"
+                              "    k = torch.ones(3, 5, device=dev).sum()\n"
+                              "    torch._lazy.mark_step()")
+    kinds = [next(iter(o.data)) if len(o.data) == 1 else sorted(o.data)
+             for o in shown.outputs]
+    assert len(shown.outputs) == 3  # summary, percentiles, timeline
+    assert PLOTLY_MIME in shown.outputs[1].data and PLOTLY_MIME in shown.outputs[2].data, kinds
+
+
+def test_summary_html_sections(loop_profile):
+    fragment = profile_html(loop_profile)
+    assert "<details open><summary>Compiles (" in fragment
+    for section in ("Executions by graph", "Counters", "Metrics", "Graphs"):
+        assert f"<summary>{section} (" in fragment
+    assert "xlanb-sortable" in fragment and "xlanb-bad" in fragment
+    assert "<code>print(out.item() &gt; -1)</code>" in fragment
+
+
+def test_standalone_page_has_static_charts_and_no_external_resources(loop_profile):
+    text = page(loop_profile)
+    assert text.count("<svg") == 2
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "https://" not in text

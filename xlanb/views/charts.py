@@ -1,0 +1,251 @@
+"""Plotly figures of a Profile: percentile curves of every timed metric and a timeline of
+compiles and executions.
+
+Figures are built as plain plotly JSON dicts (what ``go.Figure(...).to_plotly_json()`` gives),
+not through ``plotly.graph_objects``: validation there costs tens of milliseconds per cell, and
+the figures are rendered by plotly.js in the front end either way. Every figure also gets a
+static SVG twin (``figure_svg``) for front ends and exports without plotly.js (nbconvert HTML,
+a notebook reopened without its kernel's extensions).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xlanb.profile import Profile
+
+PERCENTILES = np.arange(1, 100)
+MARKED = (50, 90, 99)
+#: Readable on light and dark backgrounds alike.
+INK = "#888888"
+COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
+COMPILE_COLOR, EXECUTE_COLOR, FORCED_COLOR = "#ff7f0e", "#1f77b4", "#d62728"
+
+
+def time_unit(seconds: float) -> tuple[str, float]:
+    """(unit, factor) that shows `seconds` with a readable magnitude: s, ms or µs."""
+    if seconds >= 1:
+        return "s", 1.0
+    if seconds >= 1e-3:
+        return "ms", 1e3
+    return "µs", 1e6
+
+
+def percentile_series(profile: Profile) -> list[dict[str, Any]]:
+    """For each timing metric with samples: name, backend, unit, factor and its p1..p99."""
+    series = []
+    samples = profile.samples
+    if samples.empty:
+        return series
+    timed = set(profile.metrics.loc[profile.metrics["unit"] == "s", "name"])
+    for (backend, metric), rows in samples.groupby(["backend", "metric"], sort=False):
+        if metric not in timed or len(rows) < 2:
+            continue
+        values = rows["value"].to_numpy(dtype=float)
+        curve = np.percentile(values, PERCENTILES)
+        unit, factor = time_unit(float(np.median(values)))
+        series.append({"backend": backend, "metric": metric, "unit": unit,
+                       "count": len(values), "values": curve * factor})
+    series.sort(key=lambda s: (s["metric"] not in ("CompileTime", "ExecuteTime", "SyncTime"),
+                               s["metric"]))
+    return series
+
+
+def _axis(index: int) -> tuple[str, str]:
+    return ("x", "y") if index == 0 else (f"x{index + 1}", f"y{index + 1}")
+
+
+def percentile_figure(profile: Profile, columns: int = 2) -> dict[str, Any] | None:
+    """One small chart per timing metric: value at each percentile, p50/p90/p99 marked."""
+    series = percentile_series(profile)
+    if not series:
+        return None
+    rows = math.ceil(len(series) / columns)
+    gap_x, gap_y = 0.08, 0.5 / max(rows, 1) / 1.5
+    width = (1 - gap_x * (columns - 1)) / columns
+    height = (1 - gap_y * (rows - 1)) / rows
+    data: list[dict[str, Any]] = []
+    layout: dict[str, Any] = _base_layout(height_px=230 * rows + 40)
+    layout["showlegend"] = False
+    annotations = []
+    for index, item in enumerate(series):
+        row, column = divmod(index, columns)
+        x_name, y_name = _axis(index)
+        x0 = column * (width + gap_x)
+        y1 = 1 - row * (height + gap_y)
+        color = COLORS[index % len(COLORS)]
+        data.append({"type": "scatter", "mode": "lines", "xaxis": x_name, "yaxis": y_name,
+                     "x": PERCENTILES.tolist(), "y": item["values"].round(4).tolist(),
+                     "line": {"color": color}, "name": item["metric"],
+                     "hovertemplate": f"p%{{x}}: %{{y:.3g}} {item['unit']}<extra></extra>"})
+        marked_y = [float(item["values"][p - 1]) for p in MARKED]
+        data.append({"type": "scatter", "mode": "markers+text", "xaxis": x_name,
+                     "yaxis": y_name, "x": list(MARKED), "y": [round(v, 4) for v in marked_y],
+                     "text": [f"p{p} {v:.3g}" for p, v in zip(MARKED, marked_y, strict=True)],
+                     "textposition": "top left", "marker": {"color": color, "size": 7},
+                     "textfont": {"color": INK, "size": 10}, "hoverinfo": "skip"})
+        layout["xaxis" + x_name[1:]] = _axis_style(domain=[x0, x0 + width], anchor=y_name,
+                                                   title="percentile")
+        layout["yaxis" + y_name[1:]] = _axis_style(domain=[y1 - height, y1], anchor=x_name,
+                                                   title=item["unit"], rangemode="tozero")
+        annotations.append({"text": f"{item['metric']} ({item['backend']}, "
+                                    f"{item['count']} samples)",
+                            "xref": "paper", "yref": "paper", "x": x0, "y": y1 + 0.02,
+                            "xanchor": "left", "yanchor": "bottom", "showarrow": False,
+                            "font": {"color": INK, "size": 12}})
+    layout["annotations"] = annotations
+    return {"data": data, "layout": layout}
+
+
+def timeline_events(profile: Profile) -> pd.DataFrame:
+    """Compile and execution events with a known time: graph, kind, start and end seconds
+    after the cell started (runtimes time-stamp an event when it ends)."""
+    events = []
+    for kind, frame in (("compile", profile.compiles), ("execute", profile.executions)):
+        for row in frame.itertuples():
+            if pd.isna(row.time) or pd.isna(row.seconds) or (kind == "execute"
+                                                               and row.count != 1):
+                continue
+            end = float(row.time) - profile.started_at
+            graph = str(row.graph) if row.graph is not None and not pd.isna(row.graph) \
+                else "(unknown graph)"
+            events.append({"graph": f"{row.backend} {graph[:12]}", "kind": kind,
+                           "start": end - float(row.seconds), "end": end})
+    return pd.DataFrame(events, columns=["graph", "kind", "start", "end"])
+
+
+def timeline_figure(profile: Profile) -> dict[str, Any] | None:
+    """Compiles and executions over the cell's time, one row per graph."""
+    events = timeline_events(profile)
+    if events.empty:
+        return None
+    span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
+    unit, factor = time_unit(span)
+    data = []
+    for kind, color in (("compile", COMPILE_COLOR), ("execute", EXECUTE_COLOR)):
+        rows = events[events["kind"] == kind]
+        if rows.empty:
+            continue
+        durations = ((rows["end"] - rows["start"]) * factor).clip(lower=span * factor / 400)
+        data.append({"type": "bar", "orientation": "h", "name": kind,
+                     "y": rows["graph"].tolist(), "x": durations.round(6).tolist(),
+                     "base": (rows["start"] * factor).round(6).tolist(),
+                     "marker": {"color": color},
+                     "hovertemplate": f"{kind} %{{y}}<br>%{{base:.3g}} {unit} "
+                                      f"+%{{x:.3g}} {unit}<extra></extra>"})
+    graphs = events["graph"].nunique()
+    layout = _base_layout(height_px=min(120 + 22 * graphs, 600))
+    layout["margin"]["l"] = 170
+    layout.update({"barmode": "overlay",
+                   "xaxis": _axis_style(title=f"time in cell ({unit})", rangemode="tozero"),
+                   "yaxis": _axis_style(automargin=True, type="category"),
+                   "legend": {"orientation": "h", "y": 1.12, "font": {"color": INK}}})
+    return {"data": data, "layout": layout}
+
+
+def _base_layout(height_px: int) -> dict[str, Any]:
+    return {"height": height_px, "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
+            "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",
+            "font": {"color": INK, "size": 11}}
+
+
+def _axis_style(title: str = "", **extra: Any) -> dict[str, Any]:
+    style = {"gridcolor": "rgba(136,136,136,0.25)", "zerolinecolor": "rgba(136,136,136,0.4)",
+             "linecolor": INK, "tickfont": {"color": INK}}
+    if title:
+        style["title"] = {"text": title, "font": {"color": INK}}
+    style.update(extra)
+    return style
+
+
+# -- static SVG twin -----------------------------------------------------------------------
+def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
+    """A static SVG of a figure made here: lines, markers and horizontal bars, with the axes'
+    domains, titles and annotations. Enough to read the numbers without plotly.js."""
+    layout = figure["layout"]
+    height = int(layout.get("height", 300))
+    margin = layout["margin"]
+    plot_w, plot_h = width - margin["l"] - margin["r"], height - margin["t"] - margin["b"]
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+             f'class="xlanb-chart" font-family="sans-serif" font-size="11" fill="{INK}">']
+    by_axis: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for trace in figure["data"]:
+        by_axis.setdefault((trace.get("xaxis", "x"), trace.get("yaxis", "y")), []).append(trace)
+    categories: list[str] = []
+    for (x_name, y_name), traces in by_axis.items():
+        x_axis = layout.get("xaxis" + x_name[1:], {})
+        y_axis = layout.get("yaxis" + y_name[1:], {})
+        x_dom, y_dom = x_axis.get("domain", [0, 1]), y_axis.get("domain", [0, 1])
+        left = margin["l"] + x_dom[0] * plot_w
+        right = margin["l"] + x_dom[1] * plot_w
+        top = margin["t"] + (1 - y_dom[1]) * plot_h
+        bottom = margin["t"] + (1 - y_dom[0]) * plot_h
+        bars = [t for t in traces if t["type"] == "bar"]
+        if bars:
+            categories = list(dict.fromkeys(c for t in bars for c in t["y"]))
+            x_max = max((b + w for t in bars for b, w in zip(t["base"], t["x"], strict=True)),
+                        default=1.0) or 1.0
+            step = (bottom - top) / max(len(categories), 1)
+            for t in bars:
+                color = t["marker"]["color"]
+                for y, b, w in zip(t["y"], t["base"], t["x"], strict=True):
+                    row = categories.index(y)
+                    parts.append(
+                        f'<rect x="{left + b / x_max * (right - left):.1f}" '
+                        f'y="{top + row * step + step * 0.2:.1f}" '
+                        f'width="{max(w / x_max * (right - left), 1):.1f}" '
+                        f'height="{step * 0.6:.1f}" fill="{color}"/>')
+            for row, name in enumerate(categories):
+                parts.append(f'<text x="{left - 4:.1f}" y="{top + (row + 0.6) * step:.1f}" '
+                             f'text-anchor="end">{html.escape(name)}</text>')
+            y_values = [0.0, x_max]
+        else:
+            xs = [x for t in traces for x in t["x"]]
+            ys = [y for t in traces for y in t["y"]]
+            x_lo, x_hi = min(xs), max(xs) or 1
+            y_hi = max(ys) or 1.0
+            for t in traces:
+                points = [(left + (x - x_lo) / ((x_hi - x_lo) or 1) * (right - left),
+                           bottom - y / y_hi * (bottom - top)) for x, y in zip(t["x"], t["y"],
+                                                                                strict=True)]
+                color = t.get("line", t.get("marker", {})).get("color", INK)
+                if "lines" in t["mode"]:
+                    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+                    parts.append(f'<polyline points="{path}" fill="none" stroke="{color}"/>')
+                if "markers" in t["mode"]:
+                    for (px, py), label in zip(points, t.get("text", [""] * len(points)),
+                                               strict=True):
+                        parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" '
+                                     f'fill="{color}"/>')
+                        if label:
+                            parts.append(f'<text x="{px - 4:.1f}" y="{py - 6:.1f}" '
+                                         f'text-anchor="end">{html.escape(label)}</text>')
+            y_values = [0.0, y_hi]
+        parts.append(f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" '
+                     f'y2="{bottom:.1f}" stroke="{INK}"/>')
+        y_title = y_axis.get("title", {}).get("text", "")
+        x_title = x_axis.get("title", {}).get("text", "")
+        parts.append(f'<text x="{left:.1f}" y="{bottom + 14:.1f}">0</text>')
+        right_label = f"{y_values[1]:.3g}" if bars else x_title
+        parts.append(f'<text x="{right:.1f}" y="{bottom + 14:.1f}" text-anchor="end">'
+                     f'{html.escape(right_label)}</text>')
+        if bars:
+            parts.append(f'<text x="{(left + right) / 2:.1f}" y="{bottom + 28:.1f}" '
+                         f'text-anchor="middle">{html.escape(x_title)}</text>')
+        if not bars:
+            parts.append(f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'
+                         f'{y_values[1]:.3g}</text>')
+            parts.append(f'<text x="{left - 4:.1f}" y="{(top + bottom) / 2:.1f}" '
+                         f'text-anchor="end">{html.escape(y_title)}</text>')
+    for note in layout.get("annotations", []):
+        x = margin["l"] + note["x"] * plot_w
+        y = margin["t"] + (1 - note["y"]) * plot_h - 2
+        parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="12">'
+                     f'{html.escape(note["text"])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)

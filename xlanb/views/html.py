@@ -1,0 +1,212 @@
+"""HTML of a Profile: the fragment shown under a profiled cell, a comparison, a standalone page.
+
+Everything is plain HTML with ``<details>`` sections, so it reads the same in JupyterLab,
+Notebook 7, VS Code, an nbconvert export and a notebook reopened without its kernel. One small
+inline script makes tables sortable where scripts run; without it they are still tables. Every
+value is escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from typing import Any
+
+import pandas as pd
+
+from xlanb.profile import Profile
+from xlanb.views.summary import format_seconds, headline, title, with_code
+
+STYLE = """
+.xlanb{font-family:system-ui,-apple-system,sans-serif;font-size:13px;color:inherit;
+line-height:1.4}
+.xlanb-title{font-weight:600}.xlanb-failed{color:#d62728}
+.xlanb-head{margin:2px 0 6px}.xlanb-head span{margin-right:1.4em;white-space:nowrap}
+.xlanb-head b{font-weight:600}
+.xlanb-bad,.xlanb-bad td{color:#d62728}
+.xlanb-table{border-collapse:collapse;margin:4px 0 8px}
+.xlanb-table td,.xlanb-table th{border:1px solid rgba(136,136,136,.35);padding:2px 6px;
+text-align:left;vertical-align:top}
+.xlanb-table th{cursor:pointer;user-select:none}
+.xlanb-table code{white-space:pre}
+.xlanb-finding{margin:3px 0;padding-left:6px;border-left:3px solid rgba(136,136,136,.5)}
+.xlanb-sev-error{border-left-color:#d62728}.xlanb-sev-warning{border-left-color:#e0a000}
+.xlanb-sev{font-weight:600;text-transform:uppercase;font-size:11px}
+.xlanb-sev-error .xlanb-sev{color:#d62728}.xlanb-sev-warning .xlanb-sev{color:#c08a00}
+.xlanb details{margin:2px 0}.xlanb summary{cursor:pointer;font-weight:600}
+.xlanb pre{max-height:24em;overflow:auto;font-size:12px}
+.xlanb-note{opacity:.75;font-size:12px}
+"""
+
+# Click a header to sort by that column (numbers numerically); tables stay plain without JS.
+SORT_SCRIPT = """
+(function(){var root=document.currentScript&&document.currentScript.parentElement;
+if(!root)return;root.querySelectorAll('table.xlanb-sortable').forEach(function(t){
+t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
+var body=t.tBodies[0],rows=Array.from(body.rows),asc=th.dataset.asc!=='1';
+th.dataset.asc=asc?'1':'0';rows.sort(function(a,b){var x=a.cells[i].dataset.v||
+a.cells[i].textContent,y=b.cells[i].dataset.v||b.cells[i].textContent,
+nx=parseFloat(x),ny=parseFloat(y);var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);
+return asc?c:-c;});rows.forEach(function(r){body.appendChild(r);});});});});})();
+"""
+
+
+def cell(value: Any) -> str:
+    """One escaped table cell value ('' for missing)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return html.escape(str(value))
+
+
+def table(frame: pd.DataFrame, columns: list[str], *, highlight: bool = False,
+          sortable: bool = False, code_columns: tuple[str, ...] = ("code",)) -> str:
+    """An HTML table of `columns` of `frame`."""
+    classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    row_class = ' class="xlanb-bad"' if highlight else ""
+    body = []
+    for record in frame[columns].to_dict("records"):
+        cells = []
+        for column in columns:
+            value = cell(record[column])
+            if column in code_columns and value:
+                value = f"<code>{value}</code>"
+            cells.append(f"<td>{value}</td>")
+        body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
+    return (f"<table class='{classes}'><thead><tr>{head}</tr></thead>"
+            f"<tbody>{''.join(body)}</tbody></table>")
+
+
+def _section(label: str, count: int, content: str, open_: bool = False) -> str:
+    state = " open" if open_ else ""
+    return (f"<details{state}><summary>{html.escape(label)} ({count})</summary>"
+            f"{content}</details>")
+
+
+def _findings(profile: Profile) -> str:
+    parts = []
+    for row in profile.findings.itertuples():
+        severity = html.escape(str(row.severity))
+        parts.append(
+            f"<div class='xlanb-finding xlanb-sev-{severity}'>"
+            f"<span class='xlanb-sev'>{severity}</span> {html.escape(str(row.title))}"
+            f"<br><small>{html.escape(str(row.detail))}<br>"
+            f"<b>Advice:</b> {html.escape(str(row.advice))}</small></div>")
+    return "".join(parts)
+
+
+def _executions_by_graph(profile: Profile) -> pd.DataFrame:
+    executions = profile.executions.assign(graph=profile.executions["graph"].fillna("(unknown)"))
+    grouped = executions.groupby(["backend", "graph"], sort=False).agg(
+        count=("count", "sum"), seconds=("seconds", "sum"))
+    grouped["mean"] = [format_seconds(s / c) if c else "-"
+                       for s, c in zip(grouped["seconds"], grouped["count"], strict=True)]
+    grouped["seconds"] = [format_seconds(s) for s in grouped["seconds"]]
+    return grouped.reset_index()
+
+
+def _readable_metrics(profile: Profile) -> pd.DataFrame:
+    metrics = profile.metrics.copy()
+    for column in ("total", "mean", "p50", "p90", "p99", "max"):
+        metrics[column] = [format_seconds(v) if unit == "s" else cell(v)
+                           for v, unit in zip(metrics[column], metrics["unit"], strict=True)]
+    return metrics
+
+
+def profile_html(profile: Profile) -> str:
+    """The fragment shown under a profiled cell: headline, findings, highlighted fallbacks,
+    then compiles, executions, counters, metrics and graphs one click away."""
+    numbers = profile.summary()
+    head = []
+    for label, value in headline(profile):
+        bad = label == "fallback ops" and numbers["fallback_ops"] > 0
+        css = ' class="xlanb-bad"' if bad else ""
+        head.append(f"<span{css} data-field='{html.escape(label)}'><b>{html.escape(label)}"
+                    f"</b> {html.escape(value)}</span>")
+    failed = " xlanb-failed" if profile.failed else ""
+    parts = [f"<div class='xlanb'><style>{STYLE}</style>",
+             f"<div class='xlanb-title{failed}'>{html.escape(title(profile))}</div>",
+             f"<div class='xlanb-head'>{''.join(head)}</div>", _findings(profile)]
+    if not profile.fallbacks.empty:
+        parts.append("<div class='xlanb-title'>CPU fallbacks</div>")
+        parts.append(table(with_code(profile, profile.fallbacks),
+                           ["op", "count", "cause", "cell_line", "code", "backend"],
+                           highlight=True))
+    if not profile.compiles.empty:
+        compiles = with_code(profile, profile.compiles).assign(
+            seconds=[format_seconds(s) for s in profile.compiles["seconds"]])
+        parts.append(_section("Compiles", len(compiles), table(
+            compiles, ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"],
+            sortable=True), open_=len(compiles) <= 8))
+    if not profile.executions.empty:
+        parts.append(_section("Executions by graph", int(profile.executions["count"].sum()),
+                              table(_executions_by_graph(profile),
+                                    ["backend", "graph", "count", "seconds", "mean"],
+                                    sortable=True)))
+    if not profile.counters.empty:
+        parts.append(_section("Counters", len(profile.counters), table(
+            profile.counters, ["backend", "category", "name", "delta", "total"],
+            sortable=True)))
+    if not profile.metrics.empty:
+        parts.append(_section("Metrics", len(profile.metrics), table(
+            _readable_metrics(profile),
+            ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
+            sortable=True)))
+    if not profile.graphs.empty:
+        graphs = "".join(
+            f"<details><summary>{cell(row.backend)} {cell(row.graph)} ({cell(row.kind)}, "
+            f"{cell(row.nodes)} nodes)</summary><pre>{cell(row.text)}</pre></details>"
+            for row in profile.graphs.itertuples())
+        parts.append(_section("Graphs", len(profile.graphs), graphs))
+    for note in profile.notes:
+        parts.append(f"<div class='xlanb-note'>{html.escape(note)}</div>")
+    parts.append(f"<script>{SORT_SCRIPT}</script></div>")
+    return "".join(parts)
+
+
+def comparison_html(comparison) -> str:
+    """The difference between two profiles as HTML tables (escaped)."""
+    def frame_table(frame: pd.DataFrame, index_name: str) -> str:
+        flat = frame.reset_index()
+        flat.columns = [index_name if str(c).startswith(("index", "level_")) else str(c)
+                        for c in flat.columns]
+        return table(flat, list(flat.columns))
+
+    a, b = comparison.a, comparison.b
+    parts = [f"<div class='xlanb'><style>{STYLE}</style>",
+             f"<div class='xlanb-title'>{html.escape(a.name)} → {html.escape(b.name)}</div>"
+             "<div class='xlanb-note'>a → b, change = b − a</div>",
+             frame_table(comparison.summary, "")]
+    if not comparison.fallbacks.empty:
+        parts += ["<div class='xlanb-title'>CPU fallbacks</div>",
+                  frame_table(comparison.fallbacks, "op")]
+    if not comparison.findings.empty:
+        parts += ["<div class='xlanb-title'>Findings</div>",
+                  table(comparison.findings, ["status", "title"])]
+    if not comparison.counters.empty:
+        changed = comparison.counters[comparison.counters["change"] != 0]
+        parts.append(_section("Counters that changed", len(changed),
+                              frame_table(changed, "counter")))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def page(profile: Profile) -> str:
+    """A standalone page (no external resources): the cell fragment, charts as static SVG,
+    and every frame in full."""
+    from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
+
+    sections = [profile_html(profile)]
+    for figure in (percentile_figure(profile), timeline_figure(profile)):
+        if figure is not None:
+            sections.append(figure_svg(figure))
+    for name, frame in profile.frames().items():
+        if name in ("findings", "graphs", "samples") or frame.empty:
+            continue
+        sections.append(_section(name, len(frame), table(frame, list(frame.columns),
+                                                          sortable=True)))
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(title(profile))}</title></head>"
+            f"<body>{''.join(sections)}</body></html>")

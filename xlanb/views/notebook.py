@@ -1,0 +1,57 @@
+"""What a profiled cell displays: the Profile's HTML/text summary, then its charts as plotly
+figures, each with a static SVG twin for front ends without plotly.js."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from xlanb.profile import Profile
+from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
+
+PLOTLY_MIME = "application/vnd.plotly.v1+json"
+
+
+class Chart:
+    """A plotly figure that displays as an interactive chart where plotly's renderer is
+    installed (JupyterLab, Notebook 7, VS Code) and as static SVG elsewhere."""
+
+    def __init__(self, title: str, figure: dict[str, Any]) -> None:
+        self.title = title
+        self.figure = figure
+
+    def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
+        figure = copy.copy(self.figure)
+        figure["config"] = {"displaylogo": False, "responsive": True}
+        return {PLOTLY_MIME: figure,
+                "text/html": f"<div class='xlanb-chart' data-chart='{self.title}'>"
+                             f"{figure_svg(self.figure)}</div>",
+                "text/plain": f"<xlanb chart: {self.title}>"}
+
+    def to_plotly(self):
+        """The figure as a ``plotly.graph_objects.Figure`` (validated by plotly)."""
+        import plotly.graph_objects as go
+
+        return go.Figure(self.figure)
+
+
+def charts(profile: Profile) -> list[Chart]:
+    """The percentile chart of every timed metric, and the compile/execute timeline."""
+    made = []
+    percentiles = percentile_figure(profile)
+    if percentiles is not None:
+        made.append(Chart("percentiles", percentiles))
+    timeline = timeline_figure(profile)
+    if timeline is not None:
+        made.append(Chart("timeline", timeline))
+    return made
+
+
+def display_profile(profile: Profile, display: Callable[..., Any] | None = None) -> None:
+    """Show a profile under the cell: its summary, then its charts."""
+    if display is None:
+        from IPython.display import display
+    display(profile)
+    for chart in charts(profile):
+        display(chart)
