@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 
+import nbformat
+from nbclient import NotebookClient
+
 from tests.helpers import outputs_of, run_notebook
 
 
@@ -36,3 +39,42 @@ def test_profiled_cell_in_a_real_kernel_shows_summary_and_fallback():
     assert result["compiles"][2].startswith("forced sync")
     assert result["lines"] == [4, 4, 5]  # the editor's numbering, %%xla_profile is line 1
     assert result["fallbacks"] == ["aten::_local_scalar_dense"]
+
+
+class _RecordingClient(NotebookClient):
+    """Keeps every display update the kernel sends (nbclient folds them into the output)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.updates: list[dict] = []
+
+    def process_message(self, msg, cell, cell_index):
+        if msg["msg_type"] == "update_display_data":
+            self.updates.append(msg["content"]["data"])
+        return super().process_message(msg, cell, cell_index)
+
+
+def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in [
+        "%load_ext xlanb",
+        "import time, torch, torch._lazy, torch._lazy.ts_backend\n"
+        "torch._lazy.ts_backend.init()",
+        "%%xla_profile --live\n"
+        "for i in range(30):\n"
+        "    t = torch.ones(3, device='lazy').sum()\n"
+        "    torch._lazy.mark_step()\n"
+        "    time.sleep(0.07)\n"
+        "t.nonzero()",
+    ]]
+    client = _RecordingClient(notebook, timeout=120, kernel_name="python3")
+    client.execute()
+    live_updates = [u["text/html"] for u in client.updates if "xlanb live" in u.get("text/html", "")]
+    assert len(live_updates) >= 2
+    assert "<b>executions</b> 0" not in live_updates[-1]  # progress was seen mid-cell
+    final = client.updates[-1]
+    assert "<b>executions</b> 30 (" in final["text/html"]
+    assert "xlanb live" not in final["text/html"]
+    outputs = notebook.cells[2].outputs
+    assert "<b>fallback ops</b> 1" in outputs[0]["data"]["text/html"]  # replaced in place
+    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs[1:])

@@ -16,7 +16,8 @@ from xlanb.diagnose import check_compile_budget
 from xlanb.errors import BackendUnavailable
 from xlanb.profile import Profile
 from xlanb.recorder import history, profile
-from xlanb.views.notebook import display_profile
+from xlanb.views.live import LiveView
+from xlanb.views.notebook import display_charts, display_profile
 
 
 @magics_class
@@ -30,6 +31,8 @@ class XlaProfileMagics(Magics):
     @argument("--no-graphs", action="store_true", help="Skip IR/HLO graph capture.")
     @argument("--max-compiles", type=int, default=None, metavar="N",
               help="Raise xlanb.CompileBudgetExceeded if the cell compiled more than N graphs.")
+    @argument("--live", action="store_true",
+              help="While the cell runs, show compiles, executions and fallbacks so far.")
     @argument("statement", nargs="*", help="Code to profile (line magic form).")
     @line_cell_magic
     def xla_profile(self, line: str, cell: str | None = None) -> Any:
@@ -38,7 +41,7 @@ class XlaProfileMagics(Magics):
         Usage::
 
             %%xla_profile [-b auto|torch_xla|torch_lazy|jax] [-n NAME] [--var NAME] [-q]
-                          [--no-graphs] [--max-compiles N]
+                          [--no-graphs] [--max-compiles N] [--live]
             <code>
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
@@ -67,13 +70,19 @@ class XlaProfileMagics(Magics):
         except BackendUnavailable as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
+        live = None
         try:
             with recorder:
+                if args.live and not args.quiet:
+                    live = LiveView(recorder)
                 value = self._execute(code, filename)
         finally:
             if args.var:
                 self.shell.user_ns[args.var] = recorder.profile
-            if not args.quiet:
+            if live is not None:
+                live.stop(recorder.profile)  # the live line becomes the summary
+                display_charts(recorder.profile)
+            elif not args.quiet:
                 display_profile(recorder.profile)
         if args.max_compiles is not None:
             check_compile_budget(recorder.profile, args.max_compiles)

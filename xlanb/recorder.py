@@ -7,7 +7,7 @@ from types import ModuleType, TracebackType
 
 from xlanb import backends as backend_registry
 from xlanb.attribution import attribute_fallbacks
-from xlanb.backends.base import Capture, CaptureOptions
+from xlanb.backends.base import Capture, CaptureOptions, Progress
 from xlanb.diagnose import findings_frame
 from xlanb.profile import FRAME_NAMES, Profile, make_frame
 
@@ -76,6 +76,19 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
         finally:
             active -= 1
         return False  # never swallow the user's exception
+
+    def progress(self) -> Progress:
+        """Totals so far, from the backends that can tell cheaply (safe from another
+        thread)."""
+        total = Progress()
+        for module, token in list(self._tokens):
+            peek = getattr(module, "peek", None)
+            if peek is not None:
+                try:
+                    total = total + peek(token)
+                except Exception:  # a runtime mid-teardown must not break the live view
+                    pass
+        return total
 
     def _end_backends(self) -> list[Capture]:
         captures = []

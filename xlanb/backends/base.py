@@ -8,7 +8,9 @@ A backend is a module, not a class. It provides:
 - ``has_started()``: too late to set the debug switches it reads at start-up;
 - ``debug_switches(workdir)``: the environment variables it reads at start-up, with values;
 - ``begin(options)`` -> token: snapshot before the user's code;
-- ``end(token, options)`` -> :class:`Capture`: the frames for what happened in between.
+- ``end(token, options)`` -> :class:`Capture`: the frames for what happened in between;
+- optionally ``peek(token)`` -> :class:`Progress`: cheap running totals while the cell runs
+  (read from another thread by ``--live``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,25 @@ class Capture:
 
     def add(self, frame: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(frame, []).append(row)
+
+
+@dataclass
+class Progress:
+    """Running totals of a capture in progress."""
+
+    compiles: int = 0
+    executions: int = 0
+    fallbacks: int = 0
+
+    def __add__(self, other: Progress) -> Progress:
+        return Progress(self.compiles + other.compiles, self.executions + other.executions,
+                        self.fallbacks + other.fallbacks)
+
+
+def fallback_progress(before: dict[str, int], after: dict[str, int]) -> int:
+    """How many ``aten::`` fallback ops ran between two counter snapshots."""
+    return sum(value - before.get(name, 0) for name, value in after.items()
+               if name.startswith("aten::"))
 
 
 class Backend(Protocol):

@@ -23,7 +23,9 @@ from xlanb import debug_env
 from xlanb.backends.base import (
     Capture,
     CaptureOptions,
+    Progress,
     counter_rows,
+    fallback_progress,
     fallback_rows,
     location_fields,
     metric_row,
@@ -134,6 +136,14 @@ def begin(options: CaptureOptions) -> _Token:
 
     lazy_c._mark_step = timed_mark_step
     return token
+
+
+def peek(token: _Token) -> Progress:
+    counters = _counters()
+    syncs = sum(counters.get(name, 0) - token.counters.get(name, 0) for name in _SYNC_COUNTERS)
+    return Progress(
+        compiles=counters.get("UncachedCompile", 0) - token.counters.get("UncachedCompile", 0),
+        executions=syncs, fallbacks=fallback_progress(token.counters, counters))
 
 
 @dataclass

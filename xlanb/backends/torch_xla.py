@@ -20,7 +20,9 @@ from xlanb import debug_env
 from xlanb.backends.base import (
     Capture,
     CaptureOptions,
+    Progress,
     counter_rows,
+    fallback_progress,
     fallback_rows,
     location_fields,
     metric_row,
@@ -112,6 +114,15 @@ def begin(options: CaptureOptions) -> _Token:
         if data is not None:
             totals[name] = (data[0], data[1])
     return _Token(time.time(), _counters(metrics), totals, debug_file, dump_dir, seen)
+
+
+def peek(token: _Token) -> Progress:
+    metrics = _metrics_module()
+    counters = _counters(metrics)
+    return Progress(
+        compiles=counters.get("UncachedCompile", 0) - token.counters.get("UncachedCompile", 0),
+        executions=_count_delta(token, metrics, "ExecuteTime"),
+        fallbacks=fallback_progress(token.counters, counters))
 
 
 def end(token: _Token, options: CaptureOptions) -> Capture:

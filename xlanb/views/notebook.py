@@ -4,7 +4,6 @@ figures, each with a static SVG twin for front ends without plotly.js."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 from xlanb.profile import Profile
@@ -48,10 +47,16 @@ def charts(profile: Profile) -> list[Chart]:
     return made
 
 
-def display_profile(profile: Profile, display: Callable[..., Any] | None = None) -> None:
+def display_profile(profile: Profile) -> None:
     """Show a profile under the cell: its summary, then its charts."""
-    if display is None:
-        from IPython.display import display
+    from IPython.display import display
+
     display(profile)
+    display_charts(profile)
+
+
+def display_charts(profile: Profile) -> None:
+    from IPython.display import display
+
     for chart in charts(profile):
         display(chart)
