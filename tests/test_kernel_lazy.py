@@ -69,7 +69,8 @@ def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
     ]]
     client = _RecordingClient(notebook, timeout=120, kernel_name="python3")
     client.execute()
-    live_updates = [u["text/html"] for u in client.updates if "xlanb live" in u.get("text/html", "")]
+    live_updates = [update["text/html"] for update in client.updates
+                    if "xlanb live" in update.get("text/html", "")]
     assert len(live_updates) >= 2
     assert "<b>executions</b> 0" not in live_updates[-1]  # progress was seen mid-cell
     final = client.updates[-1]
