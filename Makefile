@@ -5,10 +5,17 @@ VENV := .venv
 VENV_XLA := .venv-xla
 PY := $(VENV)/bin/python
 PY_XLA := $(VENV_XLA)/bin/python
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: setup test test-main test-xla demo bench lint clean
 
-setup: $(VENV)/.ready $(VENV_XLA)/.ready
+setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
+
+# Debian's Chromium drives the browser tests (Playwright with executable_path; browsers are
+# never downloaded at run time).
+$(CHROMIUM):
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -25,7 +32,7 @@ $(VENV_XLA)/.ready: pyproject.toml
 lint: $(VENV)/.ready
 	$(VENV)/bin/ruff check xlanb tests bench notebooks
 
-test-main: $(VENV)/.ready
+test-main: $(VENV)/.ready $(CHROMIUM)
 	$(PY) -m pytest -q tests --ignore=tests/xla
 
 test-xla: $(VENV_XLA)/.ready
@@ -39,6 +46,7 @@ demo: $(VENV)/.ready
 bench: setup
 	PJRT_DEVICE=CPU $(PY_XLA) bench/overhead.py
 	$(PY) bench/overhead.py
+	$(PY) bench/display.py
 
 clean:
 	rm -rf $(VENV) $(VENV_XLA)
