@@ -25,8 +25,8 @@ line-height:1.4}
 .xlanb-head b{font-weight:600}
 .xlanb-bad,.xlanb-bad td{color:#d62728}
 .xlanb-table{border-collapse:collapse;margin:4px 0 8px}
-.xlanb-table td,.xlanb-table th{border:1px solid rgba(136,136,136,.35);padding:2px 6px;
-text-align:left;vertical-align:top}
+.xlanb .xlanb-table td,.xlanb .xlanb-table th{border:1px solid rgba(136,136,136,.35);
+padding:2px 6px;text-align:left;vertical-align:top}
 .xlanb-table th{cursor:pointer;user-select:none}
 .xlanb-table code{white-space:pre}
 .xlanb-finding{margin:3px 0;padding-left:6px;border-left:3px solid rgba(136,136,136,.5)}

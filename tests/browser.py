@@ -1,0 +1,79 @@
+"""Driving Debian's Chromium with Playwright (never a downloaded browser), offline."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+@contextlib.contextmanager
+def browser_page(allowed_prefixes: tuple[str, ...] = ("file://", "data:", "blob:"),
+                 width: int = 1300, height: int = 1000) -> Iterator[tuple[object, list[str]]]:
+    """A page in headless Chromium whose requests outside `allowed_prefixes` are aborted and
+    recorded in the list yielded with it."""
+    from playwright.sync_api import sync_playwright
+
+    blocked: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+
+            def route(request_route):
+                url = request_route.request.url
+                if url.startswith(allowed_prefixes):
+                    request_route.continue_()
+                else:
+                    blocked.append(url)
+                    request_route.abort()
+
+            page.route("**/*", route)
+            yield page, blocked
+        finally:
+            browser.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def jupyter_lab(root: Path, token: str = "xlanb-test") -> Iterator[str]:
+    """A JupyterLab server on localhost serving `root`; yields its base URL."""
+    port = free_port()
+    log = (root / "jupyter-lab.log").open("w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+         f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class="
+         "jupyterlab.NeverCheckForUpdate"],
+        stdout=log, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2)
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError((root / "jupyter-lab.log").read_text()) from None
+                time.sleep(0.25)
+        yield f"{base}?token={token}"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
