@@ -7,7 +7,6 @@ import shutil
 from pathlib import Path
 
 import nbformat
-import pytest
 from nbconvert import HTMLExporter
 
 from tests.browser import browser_page, jupyter_lab
