@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from xlanb.backends import jax as jax_backend
 from xlanb.backends import torch_lazy, torch_xla
 from xlanb.errors import BackendUnavailable
 
@@ -11,6 +12,7 @@ from xlanb.errors import BackendUnavailable
 BACKENDS: dict[str, ModuleType] = {
     torch_xla.NAME: torch_xla,
     torch_lazy.NAME: torch_lazy,
+    jax_backend.NAME: jax_backend,
 }
 
 CHOICES = ("auto", *BACKENDS)

@@ -1,0 +1,432 @@
+"""%%xla_profile on real JAX (CPU), in a real shell.
+
+The shell is shared by every test of the session, so each test uses its own function names and
+shapes; JAX's caches outlive the cells.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import weakref
+
+import pytest
+
+import xlanb
+from tests.helpers import outputs_of, run_notebook
+from xlanb import backends
+from xlanb.backends import jax as jax_backend
+from xlanb.profile import FRAME_COLUMNS
+
+jax = pytest.importorskip("jax")
+
+SETUP = """
+import jax, jax.numpy as jnp, numpy as np
+from functools import partial
+xa = jnp.ones((4, 4)); wa = jnp.ones((4, 3)); x84 = jnp.ones((8, 4))
+"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def jax_runtime(shell):
+    result = shell.run_cell(SETUP)
+    assert result.success, result.error_in_exec
+
+
+def jit_compiles(prof):
+    """The compiles of jitted functions (not of eager single ops)."""
+    compiles = prof.compiles[prof.compiles["backend"] == "jax"]
+    return compiles[~compiles["eager"].eq(True)] if "eager" in compiles else compiles
+
+
+def executions(prof) -> dict[str, int]:
+    return dict(zip(prof.executions["graph"], prof.executions["count"], strict=True))
+
+
+def test_backend_is_registered_after_torch_lazy():
+    names = list(backends.BACKENDS)
+    assert names.index("jax") == names.index("torch_lazy") + 1
+    assert "jax" in backends.CHOICES
+    assert jax_backend.is_installed() and jax_backend.is_imported()
+    assert jax_backend.debug_switches("/tmp") == {} and not jax_backend.has_started()
+    assert "pip install jax jaxlib" in jax_backend.INSTALL_HINT
+
+
+def test_first_call_compiles_once_then_hits_the_cache(run, shell):
+    run("@jax.jit\ndef jt_first(x, w):\n    return jnp.tanh(x @ w).sum()")
+    run("%%xla_profile -b jax -q --var first\nout = jt_first(xa, wa)")
+    run("%%xla_profile -b jax -q --var cached\nfor _ in range(5):\n    out = jt_first(xa, wa)")
+    first, cached = shell.user_ns["first"], shell.user_ns["cached"]
+
+    assert len(first.compiles) == 1
+    row = first.compiles.iloc[0]
+    assert row["graph"] == "jit(jt_first)"
+    assert row["cause"] == "never seen function"
+    assert row["cell_line"] == 2 and row["trigger"] == "jit" and not row["eager"]
+    assert row["trace_seconds"] > 0 and row["lower_seconds"] > 0 and row["seconds"] > 0
+    assert executions(first) == {"jit(jt_first)": 1}
+
+    graphs = first.graphs.set_index("kind")
+    assert list(first.graphs["kind"]) == ["stablehlo", "hlo_optimized"]
+    assert (first.graphs["graph"] == "jit(jt_first)").all()
+    assert "stablehlo.tanh" in graphs.loc["stablehlo", "text"]
+    assert "tanh(" in graphs.loc["hlo_optimized", "text"]
+    assert (first.graphs["nodes"] > 0).all()
+    assert graphs.loc["hlo_optimized", "flops"] > 0
+    assert graphs.loc["hlo_optimized", "bytes_accessed"] > 0
+    assert graphs.loc["hlo_optimized", "peak_memory_bytes"] > 0
+    assert graphs.loc["hlo_optimized", "signature"] == "f32[4,4], f32[4,3]"
+    assert set(first.graphs["compile_id"]) == {row["compile_id"]}
+
+    assert cached.compiles.empty and cached.graphs.empty
+    assert executions(cached) == {"jit(jt_first)": 5}
+    assert cached.summary()["executions"] == 5
+    assert cached.executions.iloc[0]["seconds"] > 0
+    assert cached.findings.empty
+    for name, frame in cached.frames().items():
+        assert list(frame.columns)[: len(FRAME_COLUMNS[name])] == FRAME_COLUMNS[name]
+
+
+def test_new_input_shape_compiles_once_more_with_the_shape_change(run, shell):
+    run("@jax.jit\ndef jt_shape(x):\n    return (x * 2).sum()\nout = jt_shape(xa)")
+    run("%%xla_profile -b jax -q --var prof\nout = jt_shape(xa)\nout = jt_shape(x84)\n"
+        "out = jt_shape(x84)")
+    prof = shell.user_ns["prof"]
+    assert list(prof.compiles["cause"]) == ["different input types: f32[4,4] -> f32[8,4]"]
+    assert list(prof.compiles["cell_line"]) == [3]
+    assert "now f32[8,4] and before f32[4,4]" in prof.compiles.iloc[0]["explanation"]
+    assert executions(prof) == {"jit(jt_shape)": 3}
+    assert set(prof.graphs["signature"]) == {"f32[8,4]"}
+    finding = prof.findings.iloc[0]
+    assert finding["severity"] == "warning"
+    assert finding["title"] == "jit(jt_shape) recompiled 1 time(s) in this cell (cell line 3)"
+    assert "f32[4,4] -> f32[8,4]" in finding["detail"]
+    assert "pad" in finding["advice"]
+
+
+def test_static_argument_change_recompiles(run, shell):
+    run("@partial(jax.jit, static_argnums=1)\ndef jt_static(x, k):\n    return x * k")
+    run("%%xla_profile -b jax -q --var prof\nfor k in [2, 3, 2, 3]:\n    out = jt_static(xa, k)")
+    prof = shell.user_ns["prof"]
+    assert list(prof.compiles["cause"]) == ["never seen function",
+                                            "static argument changed: 2 -> 3"]
+    assert list(prof.compiles["cell_line"]) == [3, 3]
+    assert executions(prof) == {"jit(jt_static)": 4}
+    assert prof.fallbacks.empty  # static Python ints are not transferred
+    titles = list(prof.findings["title"])
+    assert titles == ["jit(jt_static) recompiled 1 time(s) in this cell (cell line 3)"]
+    assert "static argument" in prof.findings.iloc[0]["advice"]
+
+
+def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
+    run("@jax.jit\ndef jt_host(x, scale):\n    return x * scale\nnp_in = np.ones((4, 4), "
+        "np.float32)\nout = jt_host(xa, xa)")
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    out = jt_host(np_in, xa)\n"
+        "out = jt_host(xa, 0.5)")
+    prof = shell.user_ns["prof"]
+    fallbacks = prof.fallbacks.set_index("op")
+    numpy_row = fallbacks.loc["jit(jt_host) argument: numpy.ndarray"]
+    assert numpy_row["count"] == 3 and numpy_row["cause"] == "host_transfer"
+    assert numpy_row["advice"] == ("pass a device array (jax.device_put) instead of a numpy "
+                                   "array")
+    assert numpy_row["cell_line"] == 3
+    scalar_row = fallbacks.loc["jit(jt_host) argument: float"]
+    assert scalar_row["count"] == 1 and scalar_row["cell_line"] == 4
+    assert prof.summary()["transfers"] == 4
+    assert prof.summary()["fallback_ops"] == 4
+    counters = prof.counters.set_index("name")
+    assert counters.loc["HostToDeviceTransfer", "delta"] == 4
+    assert counters.loc["HostToDeviceTransfer", "category"] == "transfer"
+    # A numpy array of the same shape and dtype hits the cache; a Python float is weakly typed.
+    assert list(prof.compiles["cause"]) == [
+        "different input types: f32[4,4] -> f32[]{weak_type=True}"]
+    finding = prof.findings[prof.findings["title"].str.contains("host-to-device")].iloc[0]
+    assert finding["title"] == ("4 implicit host-to-device transfer(s) into jitted functions "
+                                "(cell line 3, 4)")
+    assert "jax.device_put" in finding["advice"]
+
+
+def test_pure_callback_in_a_hot_function_is_a_host_callback_fallback(run, shell):
+    run("""%%xla_profile -b jax -q --var prof
+def _double(v):
+    return np.asarray(v) * 2
+@jax.jit
+def jt_callback(x):
+    y = jax.pure_callback(_double, jax.ShapeDtypeStruct(x.shape, x.dtype), x)
+    return y + 1
+for _ in range(12):
+    out = jt_callback(xa)
+""")
+    prof = shell.user_ns["prof"]
+    assert float(shell.user_ns["out"][0, 0]) == 3.0
+    assert len(prof.fallbacks) == 1
+    row = prof.fallbacks.iloc[0]
+    assert row["op"] == "pure_callback in jit(jt_callback)"
+    assert row["cause"] == "host_callback" and row["count"] == 12
+    assert row["cell_line"] == 6  # the pure_callback line inside the function
+    assert list(prof.compiles["cell_line"]) == [9]
+    assert "xla_ffi_python_cpu_callback" in prof.graphs.set_index("kind").loc[
+        "hlo_optimized", "text"]
+    finding = prof.findings.iloc[0]
+    assert finding["severity"] == "warning"
+    assert finding["title"] == ("host callback(s) pure_callback in hot function "
+                                "jit(jt_callback): 12 round trip(s) to Python (cell line 6)")
+    # Known from the compile: the callbacks of a cached function are still counted.
+    run("%%xla_profile -b jax -q --var again\nout = jt_callback(xa)\nout = jt_callback(xa)")
+    again = shell.user_ns["again"]
+    assert again.compiles.empty
+    assert list(again.fallbacks["count"]) == [2]
+    assert list(again.findings["severity"]) == ["info"]
+
+
+def test_debug_print_and_no_graphs(run, shell, capfd):
+    run("""%%xla_profile -b jax -q --no-graphs --var prof
+@jax.jit
+def jt_print(x):
+    jax.debug.print("sum={s}", s=x.sum())
+    return x * 2
+out = jt_print(xa)
+""")
+    prof = shell.user_ns["prof"]
+    assert prof.graphs.empty and len(prof.compiles) == 1
+    assert list(prof.fallbacks["op"]) == ["debug_print in jit(jt_print)"]
+    assert list(prof.fallbacks["cell_line"]) == [4]
+    assert "sum=16" in capfd.readouterr().out
+
+
+def test_grad_of_a_jitted_function(run, shell):
+    run("@jax.jit\ndef jt_loss(w, x):\n    return jnp.sum(jnp.tanh(x @ w) ** 2)")
+    run("%%xla_profile -b jax -q --var prof\ngrads = jax.grad(jt_loss)(wa, xa)")
+    run("%%xla_profile -b jax -q --var again\ngrads = jax.grad(jt_loss)(wa, xa)")
+    prof, again = shell.user_ns["prof"], shell.user_ns["again"]
+    compiles = jit_compiles(prof)
+    # Forward pass (with residuals) and backward pass: two programs, both named after the
+    # function; the first explained by JAX, the second derived from it.
+    assert list(compiles["graph"]) == ["jit(jt_loss)", "jit(jt_loss)"]
+    assert list(compiles["cause"]) == ["never seen function", jax_backend.DERIVED]
+    assert list(compiles["trigger"]) == ["transformation", "transformation"]
+    assert list(compiles["cell_line"]) == [2, 2]
+    assert len(prof.graphs[prof.graphs["kind"] == "hlo_optimized"]) == 2
+    assert shell.user_ns["grads"].shape == (4, 3)
+    assert jit_compiles(again).empty
+    assert executions(again)["jit(jt_loss)"] == 2  # the traced call, and the backward pass
+
+
+def test_jit_recreated_in_a_loop_is_a_finding(run, shell):
+    run("%%xla_profile -b jax -q --var prof\nfor i in range(3):\n"
+        "    out = jax.jit(lambda v: v + 100)(xa)")
+    prof = shell.user_ns["prof"]
+    assert list(prof.compiles["cause"]) == ["never seen function"] * 3
+    assert list(prof.findings["title"]) == [
+        "jit(<lambda>) compiled 3 times as a function JAX had never seen (cell line 3)"]
+    assert "outside the loop" in prof.findings.iloc[0]["advice"]
+
+
+def test_raising_cell_keeps_what_compiled_and_restores_jax(run, shell):
+    from jax._src import compiler
+    from jax._src import config as jax_config
+    from jax._src.lib import _jax
+
+    result = run("""%%xla_profile -b jax -q --var prof
+@jax.jit
+def jt_fine(x):
+    return x - 1
+out = jt_fine(xa)
+@jax.jit
+def jt_raises(x):
+    raise ValueError("bad <b>")
+out = jt_raises(xa)
+""", expect_error=True)
+    assert isinstance(result.error_in_exec, ValueError)
+    assert str(result.error_in_exec) == "bad <b>"
+    prof = shell.user_ns["prof"]
+    assert prof.failed and prof.error == "ValueError: bad <b>"
+    assert list(prof.compiles["graph"]) == ["jit(jt_fine)"]
+    assert executions(prof) == {"jit(jt_fine)": 1}
+    # Everything xlanb switched on for the capture is off again.
+    assert compiler.compile_or_get_cached is not jax_backend._compile_hook
+    assert type(_jax.PjitFunction.__dict__["__call__"]).__name__ == "wrapper_descriptor"
+    assert _jax.PjitFunction.__flags__ & (1 << 11)
+    assert jax_config.explain_cache_misses.value is False
+    assert not jax_backend._listening
+
+
+def test_html_and_quotes_in_a_function_name_are_kept_verbatim(run, shell):
+    name = '<img src=x onerror="alert(1)">\'q\''
+    run(f"def _html(x):\n    return x * 3\n_html.__name__ = {name!r}\n"
+        "jt_html = jax.jit(_html)")
+    run("%%xla_profile -b jax -q --var prof\nout = jt_html(xa)")
+    prof = shell.user_ns["prof"]
+    assert list(prof.compiles["graph"]) == [f"jit({name})"]
+    assert list(prof.compiles["cause"]) == ["never seen function"]
+    assert set(prof.graphs["graph"]) == {f"jit({name})"}
+    assert executions(prof) == {f"jit({name})": 1}
+    html = prof._repr_html_()
+    assert "<img src=x" not in html
+
+
+def test_many_eager_op_compiles_are_flagged_not_graphed(run, shell):
+    run("%%xla_profile -b jax -q --var prof\nfor n in range(1001, 1013):\n"
+        "    v = jnp.sin(jnp.ones((n,)))")
+    prof = shell.user_ns["prof"]
+    assert len(prof.compiles) >= 12 and prof.compiles["eager"].all()
+    assert (prof.compiles["cause"] == "eager op").all()
+    assert (prof.compiles["cell_line"] == 3).all()
+    assert "jit(sin)" in set(prof.compiles["graph"])
+    assert prof.graphs.empty and prof.fallbacks.empty
+    assert executions(prof)["jit(sin)"] == 12
+    assert prof.executions.set_index("graph").loc["jit(sin)", "eager"]
+    finding = prof.findings.iloc[0]
+    assert finding["title"].endswith("small eager-op compiles (cell line 3)")
+    assert "jax.jit" in finding["advice"]
+
+
+def test_nothing_is_printed_and_user_explain_setting_is_kept(run, shell, capfd):
+    records: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger(jax_backend.EXPLAIN_LOGGER)
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        run("%%xla_profile -b jax -q --var prof\njt_quiet = jax.jit(lambda x: x + 7)\n"
+            "out = jt_quiet(xa)")
+        assert records == []  # xlanb switched the explanations on and kept them to itself
+        assert "TRACING CACHE MISS" not in capfd.readouterr().err
+        assert list(shell.user_ns["prof"].compiles["cause"]) == ["never seen function"]
+        run("jt_plain = jax.jit(lambda x: x + 8)\nout = jt_plain(xa)")
+        assert records == []  # off again outside captures
+        run("jax.config.update('jax_explain_cache_misses', True)")
+        try:
+            run("%%xla_profile -b jax -q --var prof\njt_user = jax.jit(lambda x: x + 9)\n"
+                "out = jt_user(xa)")
+            assert len(records) == 1 and records[0].startswith("TRACING CACHE MISS")
+            assert list(shell.user_ns["prof"].compiles["cause"]) == ["never seen function"]
+            run("jt_user2 = jax.jit(lambda x: x + 10)\nout = jt_user2(xa)")
+            assert len(records) == 2
+        finally:
+            run("jax.config.update('jax_explain_cache_misses', False)")
+    finally:
+        logger.removeHandler(handler)
+
+
+def test_python_api_and_nested_captures(shell):
+    import jax.numpy as jnp
+
+    @jax.jit
+    def jt_api(x):
+        return x @ x
+
+    class Callable:
+        def __call__(self):
+            return "mine"
+
+    value = jnp.ones((5, 5))
+    with xlanb.profile(backend="jax", name="outer") as outer:
+        # Other callables are untouched by the dispatch counter, also right after their
+        # class changed (CPython's attribute cache).
+        Callable.changed = True
+        assert Callable()() == "mine"
+        target, called = Callable(), []
+        weakref.finalize(target, called.append, 1)
+        del target
+        assert called == [1]
+        jt_api(value)
+        with xlanb.profile(backend="jax", name="inner") as inner:
+            jt_api(value)
+            jt_api(value)
+    assert len(outer.compiles) == 1 and inner.compiles.empty
+    assert executions(outer) == {"jit(jt_api)": 3}
+    assert executions(inner) == {"jit(jt_api)": 2}
+    assert outer.compiles["cell_line"].isna().all()
+    assert outer.compiles.iloc[0]["location"].startswith(__file__ + ":")
+
+
+def test_explanation_causes():
+    cause = jax_backend.explanation_cause
+    assert cause("TRACING CACHE MISS at f.py:3 (<module>):\n  never seen function:\n"
+                 "    f id=1 defined at f.py:1") == "never seen function"
+    assert cause("TRACING CACHE MISS at f.py:3 (<module>):\n  for f defined at f.py:1\n"
+                 "  all previously seen cache keys differ. For the closest previous key:\n"
+                 "  different input types:\n  * at x, now f32[8,4] and before f32[4,4]\n"
+                 "  * at y, now i32[] and before f32[]") == (
+        "different input types: f32[4,4] -> f32[8,4], f32[] -> i32[]")
+    assert cause("TRACING CACHE MISS at f.py:3 (<module>):\n  for f defined at f.py:1\n"
+                 "  different input pytree:\n  * at input path [0][1], now <class "
+                 "'jax._src.tree_util.Static'> with pytree metadata Static(val=(1, 2)) and "
+                 "before <class 'jax._src.tree_util.Static'> with pytree metadata "
+                 "Static(val=None), so the pytree node metadata does not match") == (
+        "static argument changed: None -> (1, 2)")
+    parsed = jax_backend.parse_explanation(
+        "TRACING CACHE MISS at /a b/c.py:12 (run (x)):\n  for g defined at /a b/c.py:2\n"
+        "  different input types:\n  * at x, now f32[2] and before f32[1]")
+    assert parsed.name == "g" and parsed.frames == [("run (x)", "/a b/c.py", 12)]
+
+
+def test_mixed_torch_lazy_and_jax_cell(run, shell, request):
+    pytest.importorskip("torch")
+    try:
+        request.getfixturevalue("lazy_runtime")
+    except pytest.FixtureLookupError:  # an older conftest: set torch._lazy up here
+        shell.run_cell("import torch, torch._lazy, torch._lazy.ts_backend\n"
+                       "try:\n    torch._lazy.ts_backend.init()\nexcept RuntimeError:\n"
+                       "    pass\ndev = 'lazy'")
+    run("@jax.jit\ndef jt_mixed(x):\n    return x * 5")
+    run("""%%xla_profile -q --var prof
+t = (torch.ones(3, device=dev) * 2).sum()
+torch._lazy.mark_step()
+out = jt_mixed(xa)
+""")
+    prof = shell.user_ns["prof"]
+    assert prof.backends == ["torch_lazy", "jax"]
+    assert set(prof.compiles["backend"]) == {"torch_lazy", "jax"}
+    jax_rows = prof.compiles[prof.compiles["backend"] == "jax"]
+    assert list(jax_rows["graph"]) == ["jit(jt_mixed)"] and list(jax_rows["cell_line"]) == [4]
+    assert set(prof.executions["backend"]) == {"torch_lazy", "jax"}
+    assert executions(prof)["jit(jt_mixed)"] == 1
+
+
+def test_profiled_jax_cell_in_a_real_kernel():
+    notebook = run_notebook([
+        "%load_ext xlanb",
+        "import jax, jax.numpy as jnp\n"
+        "@jax.jit\n"
+        "def step(x):\n"
+        "    return (x * 2).sum()\n"
+        "small, big = jnp.ones((3, 3)), jnp.ones((5, 3))",
+        "%%xla_profile --var prof\n"
+        "for batch in [small, small, big]:\n"
+        "    out = step(batch)",
+        "import json\n"
+        "print(json.dumps({'causes': list(prof.compiles['cause']),\n"
+        "                  'lines': [int(v) for v in prof.compiles['cell_line']],\n"
+        "                  'runs': int(prof.executions['count'].sum()),\n"
+        "                  'backends': prof.backends}))",
+    ], timeout=120)
+    profiled = notebook.cells[2]
+    shown = outputs_of(profiled, "text/html")
+    assert "jit(step)" in shown or "<b>compiles</b> 2" in shown
+    streams = "".join(output.get("text", "") for cell in notebook.cells
+                      for output in cell.get("outputs", [])
+                      if output.get("output_type") == "stream")
+    assert "TRACING CACHE MISS" not in streams
+    result = json.loads(outputs_of(notebook.cells[3], "text/plain").strip())
+    assert result == {"causes": ["never seen function",
+                                 "different input types: f32[3,3] -> f32[5,3]"],
+                      "lines": [3, 3], "runs": 3, "backends": ["jax"]}
+
+
+def test_jax_profile_round_trips_through_save_and_load(run, shell, tmp_path):
+    import pandas as pd
+
+    run("@jax.jit\ndef jt_saved(x):\n    return jnp.cos(x)\nnp_saved = np.ones((2, 2))")
+    run("%%xla_profile -b jax -q --var prof\nout = jt_saved(xa)\nout = jt_saved(np_saved)")
+    prof = shell.user_ns["prof"]
+    assert not prof.compiles.empty and not prof.graphs.empty and not prof.fallbacks.empty
+    loaded = xlanb.load(prof.save(tmp_path / "jax.xlanb.json"))
+    for name, frame in prof.frames().items():
+        pd.testing.assert_frame_equal(loaded.frames()[name], frame, check_dtype=True)
+    assert loaded.environment["jax"] == jax.__version__
