@@ -263,3 +263,31 @@ for i in range(3):
     assert "gone" in repr(comparison)
     result = shell.run_cell("%xla_profile compare slow nothing-by-that-name")
     assert "no profile named 'nothing-by-that-name'" in str(result.error_in_exec)
+
+
+def test_auto_profiling_shows_a_line_only_under_cells_with_lazy_work(run, shell):
+    from IPython.utils.capture import capture_output
+
+    run("%xla_profile on")
+    try:
+        with capture_output() as lazy_cell:
+            run("auto_t = torch.ones(2, 21, device=dev).sum()\ntorch._lazy.mark_step()\n"
+                "auto_t.nonzero()")
+        with capture_output() as plain_cell:
+            run("plain = [i * 2 for i in range(5)]")
+        with capture_output() as status:
+            run("%xla_profile status")
+    finally:
+        run("%xla_profile off")
+    html = [o.data["text/html"] for o in lazy_cell.outputs if "text/html" in o.data]
+    assert len(html) == 1
+    assert html[0].startswith("<details class='xlanb-auto'><summary style='color:#d62728'>")
+    assert "xlanb: 1 compiles" in html[0] and "1 CPU fallback ops" in html[0]
+    assert "<td>3</td><td><code>auto_t.nonzero()</code></td>" in html[0]  # cell line
+    assert plain_cell.outputs == []
+    assert "auto-profiling: on" in status.stdout
+    assert "torch_lazy: in use" in status.stdout
+    assert "LTC_SAVE_TENSORS_FILE=" in status.stdout
+    before = len(xlanb.history())
+    run("after_off = 1")
+    assert len(xlanb.history()) == before

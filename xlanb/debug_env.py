@@ -82,6 +82,29 @@ def enable(backends: list) -> list[str]:
     return notes
 
 
+#: Every switch a runtime reads at start-up, for ``%xla_profile status``.
+KNOWN_SWITCHES = ("PT_XLA_DEBUG_LEVEL", "PT_XLA_DEBUG_FILE", "XLA_IR_DEBUG", "XLA_HLO_DEBUG",
+                  "XLA_FLAGS", "LTC_SAVE_TENSORS_FILE", "LTC_SAVE_TENSORS_FMT", "PJRT_DEVICE")
+
+
+def status_text(auto_profiling: bool) -> str:
+    """What ``%xla_profile status`` prints: auto-profiling, runtimes, debug switches."""
+    from xlanb.backends import BACKENDS
+
+    lines = [f"auto-profiling: {'on' if auto_profiling else 'off'}", "runtimes:"]
+    for name, backend in BACKENDS.items():
+        state = ("in use" if backend.is_imported() else "installed, not imported"
+                 ) if backend.is_installed() else "not installed"
+        lines.append(f"  {name}: {state}")
+    lines.append("debug switches:")
+    for name in KNOWN_SWITCHES:
+        value = os.environ.get(name)
+        if value is not None:
+            lines.append(f"  {name}={value}")
+    lines.append(f"workdir: {_workdir or '(none yet)'}")
+    return "\n".join(lines)
+
+
 def _missing_flags(existing: list[str], ours: str) -> str:
     """Our XLA flags that the user did not set themselves."""
     present = {flag.split("=", 1)[0] for flag in existing}

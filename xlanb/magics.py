@@ -11,7 +11,9 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from xlanb import backends
+from xlanb.autoprofile import AutoProfiler
 from xlanb.compare import Comparison, compare
+from xlanb.debug_env import status_text
 from xlanb.diagnose import check_compile_budget
 from xlanb.errors import BackendUnavailable
 from xlanb.profile import Profile
@@ -47,10 +49,15 @@ class XlaProfileMagics(Magics):
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
         as ``xlanb.last()``. ``%xla_profile compare A B`` shows what changed between two
         profiles (names, history indices such as -1, or variables holding a Profile).
+        ``%xla_profile on`` / ``off`` profiles every cell (a one-line summary under cells
+        that did lazy-tensor work); ``%xla_profile status`` says what is on.
         """
         __tracebackhide__ = True  # IPython hides this frame in the user's traceback
-        if cell is None and line.split()[:1] == ["compare"]:
-            return self._compare(line.split()[1:])
+        words = line.split()
+        if cell is None and words[:1] == ["compare"]:
+            return self._compare(words[1:])
+        if cell is None and words in (["on"], ["off"], ["status"]):
+            return self._auto(words[0])
         args = parse_argstring(self.xla_profile, line)
         if cell is None:
             code = source = " ".join(args.statement)
@@ -87,6 +94,22 @@ class XlaProfileMagics(Magics):
         if args.max_compiles is not None:
             check_compile_budget(recorder.profile, args.max_compiles)
         return value
+
+    @property
+    def auto_profiler(self) -> AutoProfiler:
+        if not hasattr(self, "_auto_profiler"):
+            self._auto_profiler = AutoProfiler(self.shell)
+        return self._auto_profiler
+
+    def _auto(self, word: str) -> None:
+        if word == "on":
+            self.auto_profiler.on()
+            print("xlanb: profiling every cell (%xla_profile off to stop)")
+        elif word == "off":
+            self.auto_profiler.off()
+            print("xlanb: auto-profiling off")
+        else:
+            print(status_text(self.auto_profiler.enabled))
 
     def _compare(self, names: list[str]) -> Comparison:
         if len(names) != 2:
