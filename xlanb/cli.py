@@ -11,6 +11,11 @@ from xlanb.profile import load_profile
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["kernel"]:
+        from xlanb.kernel import main as kernel_main
+
+        return kernel_main(argv[1:])
     parser = argparse.ArgumentParser(prog="xlanb", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     show = commands.add_parser("show", help="print the summary of saved profiles")
