@@ -123,3 +123,16 @@ def test_child_process_gets_its_own_files_and_leaves_ours_alone(shell):
     assert child_file != parent_file
     assert os.path.isdir(os.environ["XLANB_WORKDIR"])  # the child's exit removed only its own
     assert not os.path.exists(os.path.dirname(child_file))
+
+
+def test_runtime_imported_inside_the_cell_gets_a_note(shell):
+    code = textwrap.dedent("""
+        from IPython.testing.globalipapp import start_ipython
+        ip = start_ipython()
+        ip.run_line_magic("load_ext", "xlanb")
+        ip.run_cell("%%xla_profile -q --var p\\nimport jax.numpy as jnp\\njnp.ones(3).sum()")
+        print(ip.user_ns["p"].notes)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert "jax was imported during this cell, so this cell was not profiled on it" in out.stdout

@@ -33,8 +33,9 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
     ...     train_step()
     >>> prof.compiles
 
-    `backend` is ``"auto"`` (every runtime the process has imported), a backend name
-    (``torch_xla``, ``torch_lazy``) or a list of names; `graphs=False` skips graph capture.
+    `backend` is ``"auto"`` (every runtime the process has imported when the block starts), a
+    backend name (``torch_xla``, ``torch_lazy``, ``jax``) or a list of names; `graphs=False`
+    skips graph capture.
     An exception in the block marks the Profile as failed and propagates unchanged.
     """
 
@@ -42,6 +43,7 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
                  graphs: bool = True, *, cell_filename: str | None = None,
                  source: str = "") -> None:
         self.modules: list[ModuleType] = backend_registry.resolve(backend)
+        self._auto = backend == "auto"
         self.options = CaptureOptions(graphs=graphs, cell_filename=cell_filename)
         self.profile = Profile(name=name or f"profile-{len(_history) + 1}",
                                backends=[m.NAME for m in self.modules], source=source)
@@ -69,6 +71,8 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
         try:
             captures = self._end_backends()
             _fill(self.profile, captures, wall_seconds, self.options)
+            if self._auto:
+                self.profile.notes.extend(self._late_imports())
             if exc_type is not None:
                 self.profile.failed = True
                 self.profile.error = f"{exc_type.__name__}: {exc}"
@@ -76,6 +80,12 @@ class profile:  # noqa: N801 - used like a function: `with xlanb.profile() as pr
         finally:
             active -= 1
         return False  # never swallow the user's exception
+
+    def _late_imports(self) -> list[str]:
+        started = [m.NAME for m in backend_registry.BACKENDS.values()
+                   if m not in self.modules and m.is_imported()]
+        return [f"{name} was imported during this cell, so this cell was not profiled on it; "
+                "profiled cells after this one are." for name in started]
 
     def progress(self) -> Progress:
         """Totals so far, from the backends that can tell cheaply (safe from another
