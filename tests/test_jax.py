@@ -430,3 +430,17 @@ def test_jax_profile_round_trips_through_save_and_load(run, shell, tmp_path):
     for name, frame in prof.frames().items():
         pd.testing.assert_frame_equal(loaded.frames()[name], frame, check_dtype=True)
     assert loaded.environment["jax"] == jax.__version__
+
+
+def test_dispatch_times_are_sampled_for_percentile_charts(run, shell):
+    run("@jax.jit\ndef jt_sampled(x):\n    return jnp.cos(x).sum()\nout = jt_sampled(xa)")
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(25):\n    out = jt_sampled(xa)")
+    prof = shell.user_ns["prof"]
+    dispatch = prof.metrics.set_index("name").loc["DispatchTime"]
+    assert dispatch["count"] == 25 and dispatch["unit"] == "s"
+    samples = prof.samples[prof.samples["metric"] == "DispatchTime"]
+    assert len(samples) == 25
+    assert samples["value"].sum() == pytest.approx(dispatch["total"])
+    assert samples["time"].between(prof.started_at, prof.started_at + prof.wall_seconds + 1).all()
+    charts = {chart.title: chart for chart in prof.charts()}
+    assert charts["percentiles"].to_plotly().data[0].name == "DispatchTime"

@@ -127,6 +127,10 @@ _active: list[_Token] = []
 _events: list[tuple] = []
 #: PjitFunction -> [function, count, seconds, first wall time, static positions and names]
 _calls: dict[Any, list] = {}
+#: (perf_counter at start, seconds) of each top-level call, for DispatchTime percentiles;
+#: capped like the runtimes' own sample buffers.
+_dispatch_samples: list[tuple[float, float]] = []
+_SAMPLE_LIMIT = 10_000
 _transfers: list[tuple] = []  # (function, type name, count, frames)
 _depth = 0
 _current: Any = None  # the jitted function whose top-level call is running
@@ -182,6 +186,7 @@ class _Token:
     calls: dict[Any, tuple[int, float]]
     notes: list[str] = field(default_factory=list)
     graphs: bool = True
+    sample_start: int = 0
 
 
 @dataclass
@@ -199,10 +204,11 @@ def begin(options: CaptureOptions) -> _Token:
         _events.clear()
         _transfers.clear()
         _calls.clear()
+        _dispatch_samples.clear()
         _switch_on(notes)
     token = _Token(len(_events), len(_transfers),
                    {key: (entry[1], entry[2]) for key, entry in _calls.items()}, notes,
-                   options.graphs)
+                   options.graphs, len(_dispatch_samples))
     _active.append(token)
     return token
 
@@ -211,6 +217,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     events = _events[token.event_start:]
     transfers = _transfers[token.transfer_start:]
     calls = _call_deltas(token)
+    samples = _dispatch_samples[token.sample_start:]
     if token in _active:
         _active.remove(token)
     if not _active:
@@ -220,12 +227,13 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     executions = _execution_rows(calls)
     capture.rows["executions"] = executions
     _fallback_rows(capture, compiles, executions, transfers, options)
-    _metric_and_counter_rows(capture, compiles, executions)
+    _metric_and_counter_rows(capture, compiles, executions, samples)
     capture.environment = _environment()
     if not _active:
         _events.clear()
         _transfers.clear()
         _calls.clear()
+        _dispatch_samples.clear()
     return capture
 
 
@@ -437,6 +445,8 @@ def _dispatch(self, *args, **kwargs):
     finally:
         _depth, _current = 0, None
     elapsed = _perf() - started
+    if len(_dispatch_samples) < _SAMPLE_LIMIT:
+        _dispatch_samples.append((started, elapsed))
     entry = _calls.get(self)
     if entry is None:
         entry = _calls[self] = [self, 1, elapsed, time.time() - elapsed,
@@ -925,7 +935,8 @@ def _fallback_rows(capture: Capture, compiles: list[dict[str, Any]],
 
 
 def _metric_and_counter_rows(capture: Capture, compiles: list[dict[str, Any]],
-                             executions: list[dict[str, Any]]) -> None:
+                             executions: list[dict[str, Any]],
+                             samples: list[tuple[float, float]]) -> None:
     for metric, column in (("TraceTime", "trace_seconds"), ("LowerTime", "lower_seconds"),
                            ("CompileTime", "seconds")):
         values = [row[column] for row in compiles if not math.isnan(row[column])]
@@ -935,7 +946,12 @@ def _metric_and_counter_rows(capture: Capture, compiles: list[dict[str, Any]],
     calls = sum(row["count"] for row in executions)
     if calls:
         capture.add("metrics", metric_row(NAME, "DispatchTime", "s", calls,
-                                          sum(row["seconds"] for row in executions), []))
+                                          sum(row["seconds"] for row in executions),
+                                          [seconds for _, seconds in samples]))
+        wall_offset = time.time() - _perf()
+        for started, seconds in samples:
+            capture.add("samples", {"backend": NAME, "metric": "DispatchTime",
+                                    "time": started + seconds + wall_offset, "value": seconds})
     transfers = sum(row["count"] for row in capture.rows.get("fallbacks", [])
                     if row["cause"] == HOST_TRANSFER)
     callbacks = sum(row["count"] for row in capture.rows.get("fallbacks", [])
