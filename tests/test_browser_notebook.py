@@ -24,6 +24,14 @@ CELLS = [
     "    y = (torch.randn(b, 4).to(dev) @ w).sum()\n"
     "    torch._lazy.mark_step()\n"
     "idx = torch.nonzero(w > 0)",
+    "import jax, jax.numpy as jnp, numpy as np",
+    "%%xla_profile\n"
+    "@jax.jit\n"
+    "def scale_sum(x):\n"
+    "    return (x * 2).sum()\n"
+    "scale_sum(jnp.ones((4, 4)))\n"
+    "scale_sum(jnp.ones((8, 4)))\n"
+    "scale_sum(np.ones((8, 4), np.float32))",
 ]
 
 KERNEL_READY = """() => {
@@ -73,11 +81,13 @@ def test_jupyterlab_shows_header_fallback_line_and_chart(tmp_path):
         page.goto(f"{base}/lab/tree/profiled.ipynb?{token}")
         page.wait_for_function(KERNEL_READY, timeout=120_000)
         page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        page.wait_for_selector(".xlanb-head", timeout=120_000)
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
-        header = page.inner_text(".xlanb-head")
+        page.wait_for_function("document.querySelectorAll('.xlanb-head').length == 2",
+                               timeout=120_000)
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot .main-svg')"
+                               ".length >= 4", timeout=60_000)
+        header = page.locator(".xlanb-head").first.inner_text()
         assert "compiles 4" in header and "executions 4" in header
-        fallback_ops = page.locator(".xlanb-head .xlanb-bad")
+        fallback_ops = page.locator(".xlanb-head .xlanb-bad").first
         assert fallback_ops.inner_text() == "fallback ops 1"
         assert page.evaluate("getComputedStyle(document.querySelector("
                              "'.xlanb-head .xlanb-bad')).color") == "rgb(214, 39, 40)"
@@ -86,6 +96,12 @@ def test_jupyterlab_shows_header_fallback_line_and_chart(tmp_path):
                            "idx = torch.nonzero(w > 0)"]
         # The plotly chart is drawn (an SVG with the percentile curve), not just its JSON.
         assert page.locator(".js-plotly-plot .scatterlayer .trace").count() >= 2
+        jax_header = page.locator(".xlanb-head").nth(1).inner_text()
+        assert "compiles 5" in jax_header and "fallback ops 1" in jax_header
+        jax_row = page.locator("tr.xlanb-bad").nth(1).inner_text().split("\t")
+        assert jax_row[:5] == ["jit(scale_sum) argument: numpy.ndarray", "1", "host_transfer",
+                               "7", "scale_sum(np.ones((8, 4), np.float32))"]
+        assert "jit(scale_sum) recompiled 1 time(s)" in page.inner_text(".jp-Notebook")
         page.screenshot(path=str(ARTIFACTS / "jupyterlab-light.png"), full_page=True)
         assert _contrast(page, ".xlanb-head") >= 4.5
         page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
@@ -110,7 +126,7 @@ def test_nbconvert_export_shows_the_same_summary_offline(tmp_path):
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         page.goto(page_path.as_uri())
-        header = page.inner_text(".xlanb-head")
+        header = page.locator(".xlanb-head").first.inner_text()
         assert "compiles 4" in header and "fallback ops 1" in header
         row = page.locator("tr.xlanb-bad").first.inner_text().split("\t")
         assert row[:5] == ["aten::nonzero", "1", "dynamic_shape", "6",
