@@ -77,6 +77,129 @@ print("wrote quickstart-report.html")"""),
 ]
 
 
+TORCH_XLA = [
+    ("md", """# PyTorch/XLA: a recompiling loop, a value read every step, and the fix
+
+Run this notebook in the environment that has torch_xla (`.venv-xla` here, with
+`PJRT_DEVICE=CPU`; on a TPU or GPU VM it runs unchanged). Load xlanb first: torch_xla reads
+its debug switches (compile causes, source lines in the HLO) when it starts."""),
+    ("code", "%load_ext xlanb"),
+    ("code", """import os
+os.environ.setdefault("PJRT_DEVICE", "CPU")
+import torch, torch_xla
+dev = torch_xla.device()
+torch.manual_seed(0)
+# A data loader without drop_last: most batches have 32 rows, a few do not.
+sizes = [32, 32, 24, 32, 17, 32, 32, 9]
+batches = [(torch.randn(n, 16), torch.randn(n, 1)) for n in sizes]
+
+def make_model():
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 1)).to(dev)
+    return model, torch.optim.SGD(model.parameters(), lr=0.05)"""),
+    ("md", """## The first version
+
+Every odd-sized batch is a new input shape, so XLA compiles a new graph for it; and
+`loss.item()` copies a value back to the host every step."""),
+    ("code", """%%xla_profile -n first
+model, opt = make_model()
+for x, y in batches:
+    x, y = x.to(dev), y.to(dev)
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    torch_xla.sync()
+    if loss.item() > 10:
+        print("diverging")"""),
+    ("md", """## The fixed version
+
+Pad every batch to 32 rows and mask the padding out of the loss (one shape, one graph), and
+keep the divergence check on the device with `torch.where`, reading it once at the end."""),
+    ("code", """%%xla_profile -n fixed
+model, opt = make_model()
+diverged = torch.zeros((), dtype=torch.int32, device=dev)
+for x, y in batches:
+    rows = x.shape[0]
+    x = torch.nn.functional.pad(x, (0, 0, 0, 32 - rows)).to(dev)
+    y = torch.nn.functional.pad(y, (0, 0, 0, 32 - rows)).to(dev)
+    mask = (torch.arange(32) < rows).float().unsqueeze(1).to(dev)
+    opt.zero_grad()
+    loss = (((model(x) - y) ** 2) * mask).sum() / mask.sum()
+    loss.backward()
+    opt.step()
+    diverged = diverged + torch.where(loss > 10, 1, 0).int()
+    torch_xla.sync()
+print("steps that diverged:", int(diverged.item()))"""),
+    ("md", "What changed:"),
+    ("code", "%xla_profile compare first fixed"),
+]
+
+JAX = [
+    ("md", """# JAX: a transformer block under `jax.grad`, changing lengths and NumPy inputs
+
+`%%xla_profile` on JAX shows each compile with JAX's own explanation of the cache miss, how
+often each jitted function ran, and the values that went from the host to the device."""),
+    ("code", "%load_ext xlanb"),
+    ("code", """import jax, jax.numpy as jnp, numpy as np
+
+D, HEADS = 32, 4
+
+def init(key):
+    keys = jax.random.split(key, 6)
+    dense = lambda k, a, b: jax.random.normal(k, (a, b)) / np.sqrt(a)
+    return {"q": dense(keys[0], D, D), "k": dense(keys[1], D, D), "v": dense(keys[2], D, D),
+            "o": dense(keys[3], D, D), "up": dense(keys[4], D, 4 * D),
+            "down": dense(keys[5], 4 * D, D)}
+
+def layer_norm(x):
+    return (x - x.mean(-1, keepdims=True)) / (x.std(-1, keepdims=True) + 1e-5)
+
+def block(p, x):                       # x: [batch, seq, D]
+    b, s, _ = x.shape
+    heads = lambda t: t.reshape(b, s, HEADS, D // HEADS).transpose(0, 2, 1, 3)
+    h = layer_norm(x)
+    q, k, v = heads(h @ p["q"]), heads(h @ p["k"]), heads(h @ p["v"])
+    attention = jax.nn.softmax(q @ k.transpose(0, 1, 3, 2) / np.sqrt(D // HEADS), axis=-1)
+    x = x + (attention @ v).transpose(0, 2, 1, 3).reshape(b, s, D) @ p["o"]
+    return x + jax.nn.gelu(layer_norm(x) @ p["up"]) @ p["down"]
+
+def loss_fn(p, x):
+    return jnp.mean(block(p, x) ** 2)
+
+@jax.jit
+def train_step(p, x):
+    grads = jax.grad(loss_fn)(p, x)
+    return jax.tree_util.tree_map(lambda w, g: w - 0.01 * g, p, grads)
+
+params = init(jax.random.PRNGKey(0))
+rng = np.random.default_rng(0)
+lengths = [16, 16, 24, 16, 32, 16]
+batches = [rng.standard_normal((8, n, D)).astype(np.float32) for n in lengths]"""),
+    ("md", """## The first version
+
+The batches are NumPy arrays of varying sequence length, fed straight to the jitted step."""),
+    ("code", """%%xla_profile -n first
+p = params
+for x in batches:
+    p = train_step(p, x)
+p = jax.block_until_ready(p)"""),
+    ("md", """## The fixed version
+
+Pad every batch to one length (masking would go in the loss) and put the data on the device
+once, ahead of the loop."""),
+    ("code", """padded = [jax.device_put(np.pad(x, ((0, 0), (0, 32 - x.shape[1]), (0, 0))))
+          for x in batches]
+_ = train_step(params, padded[0])   # compile once, outside the measured cell"""),
+    ("code", """%%xla_profile -n fixed
+p = params
+for x in padded:
+    p = train_step(p, x)
+p = jax.block_until_ready(p)"""),
+    ("code", "%xla_profile compare first fixed"),
+]
+
+
 def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -86,5 +209,9 @@ def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     return notebook
 
 
+NOTEBOOKS = {"01_quickstart.ipynb": QUICKSTART, "02_torch_xla.ipynb": TORCH_XLA,
+             "03_jax.ipynb": JAX}
+
 if __name__ == "__main__":
-    nbformat.write(build(QUICKSTART), HERE / "01_quickstart.ipynb")
+    for filename, cells in NOTEBOOKS.items():
+        nbformat.write(build(cells), HERE / filename)

@@ -12,24 +12,28 @@ import re
 
 import pandas as pd
 
-# How an op looks in Python source, when its name is not literally there.
+# How an op looks in Python source (regular expressions), when its name is not literally
+# there. Builtins must not match methods: ``float(x)`` reads a value, ``x.float()`` does not.
+_BUILTIN = r"(?<![\w.])"
 _SOURCE_SPELLINGS = {
-    "_local_scalar_dense": (".item(", ".tolist(", "float(", "int(", "bool(", "print("),
-    "index.Tensor": ("[",),
+    "_local_scalar_dense": (r"\.item\(", r"\.tolist\(", _BUILTIN + r"(float|int|bool|print)\("),
+    "index.Tensor": (r"\[",),
     "_unique2": ("unique",),
 }
 
 
-def _spellings(op: str) -> tuple[str, ...]:
+def _spellings(op: str) -> list[re.Pattern[str]]:
     bare = op.split("::", 1)[-1]
-    return _SOURCE_SPELLINGS.get(bare, (bare.strip("_").split(".")[0],))
+    patterns = _SOURCE_SPELLINGS.get(bare, (re.escape(bare.strip("_").split(".")[0]),))
+    return [re.compile(pattern) for pattern in patterns]
 
 
 def fallback_line(op: str, source: str, forced_sync_lines: set[int]) -> int | None:
     """The line of the cell `source` (1-based, as the editor shows it) that most likely ran
     `op`."""
+    patterns = _spellings(op)
     candidates = [number for number, text in enumerate(source.splitlines(), start=1)
-                  if any(spelling in _code_part(text) for spelling in _spellings(op))]
+                  if any(pattern.search(_code_part(text)) for pattern in patterns)]
     synced = [line for line in candidates if line in forced_sync_lines]
     chosen = synced or candidates
     return chosen[0] if chosen else None

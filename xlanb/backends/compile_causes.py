@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 
 # Shapes as the runtimes print them: HLO `f32[8,4]{1,0}` / `f32[]`, LTC IR `Float[8,4]`.
 _SHAPE = re.compile(r"\b([A-Za-z]+\d*)\[([\d,\s]*)\](?:\{[\d,]*\})?")
 _NUMBER = re.compile(r"\d+")
+# Debug metadata (source files and lines of each op) says where, not what: not structure.
+_METADATA = re.compile(r",?\s*metadata=\{[^{}]*\}")
 
 FORCED_SYNC = "forced sync"
 NEW_GRAPH = "new graph"
@@ -38,7 +41,7 @@ def _shapes(text: str) -> tuple[str, ...]:
 def signature(text: str) -> GraphSignature:
     inputs = "\n".join(line.split("=", 1)[-1].split("(", 1)[0] for line in text.splitlines()
                        if any(marker in line for marker in _INPUT_MARKERS))
-    structure = _NUMBER.sub("N", _SHAPE.sub("S", text))
+    structure = _NUMBER.sub("N", _SHAPE.sub("S", _METADATA.sub("", text)))
     return GraphSignature(structure, _shapes(text), _shapes(inputs))
 
 
@@ -61,21 +64,43 @@ def _changed_pairs(before: tuple[str, ...], after: tuple[str, ...]) -> list[str]
 
 
 class CompileHistory:
-    """Remembers, per source location, the last compiled graph, for the session's lifetime."""
+    """Remembers, per source location, the graphs compiled there, for the session's
+    lifetime (the newest few per location)."""
+
+    KEEP = 16
 
     def __init__(self) -> None:
-        self._last: dict[str, GraphSignature] = {}
+        self._seen: dict[str, list[GraphSignature]] = {}
 
     def cause(self, location: str | None, graph_text: str | None, forced: bool) -> str:
-        """The cause of a compile at `location` of a graph with `graph_text`, and remember it."""
+        """The cause of a compile at `location` of a graph with `graph_text`, and remember it.
+
+        A loop's first steps often compile two different graphs (fresh inputs, then the
+        previous step's outputs), so a new graph is compared with every graph remembered at
+        its line, newest first: one with the same structure means only shapes changed."""
         current = signature(graph_text) if graph_text else None
-        previous = self._last.get(location) if location else None
+        seen = self._seen.setdefault(location, []) if location else []
+        same_structure = next((old for old in reversed(seen) if current is not None
+                               and _same_program(old, current)), None)
         if location and current is not None:
-            self._last[location] = current
+            seen.append(current)
+            del seen[: -self.KEEP]
         if forced:
             return f"{FORCED_SYNC} (a tensor value was read before the step ended)"
-        if current is None or previous is None:
+        if current is None or not seen[:-1]:
             return NEW_GRAPH
-        if previous.structure == current.structure and previous.shapes != current.shapes:
-            return f"{NEW_SHAPE}: {shape_change(previous, current)}"
+        if same_structure is not None and same_structure.shapes != current.shapes:
+            return f"{NEW_SHAPE}: {shape_change(same_structure, current)}"
         return CHANGED_GRAPH
+
+
+def _same_program(old: GraphSignature, new: GraphSignature) -> bool:
+    """The same program up to shapes: identical structure, or the same inputs and nearly
+    the same instructions (a compiler lowers some ops differently for some sizes, e.g. a
+    division by a power of two)."""
+    if old.structure == new.structure:
+        return True
+    if len(old.input_shapes) != len(new.input_shapes) or old.input_shapes == new.input_shapes:
+        return False
+    old_lines, new_lines = old.structure.splitlines(), new.structure.splitlines()
+    return SequenceMatcher(None, old_lines, new_lines, autojunk=False).quick_ratio() >= 0.95

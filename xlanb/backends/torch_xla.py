@@ -126,6 +126,10 @@ def peek(token: _Token) -> Progress:
 
 
 def end(token: _Token, options: CaptureOptions) -> Capture:
+    import torch_xla.core.xla_model as xm
+
+    # Executions run asynchronously: wait for the cell's to finish and record their times.
+    xm.wait_device_ops()
     metrics = _metrics_module()
     capture = Capture()
     counter_deltas = counter_rows(NAME, token.counters, _counters(metrics))
