@@ -33,7 +33,7 @@ def make_model():
 
 A typical first version: batches of 64 (the last one is smaller), the loss from
 `F.mse_loss`, and the loss printed with `.item()` every step."""),
-    ("code", """%%xla_profile --var first
+    ("code", """%%xla_profile -n first --var first
 model, opt = make_model()
 for epoch in range(3):
     for start in range(0, 200, 64):
@@ -54,7 +54,7 @@ and the last, smaller batch compiles a second graph. Every frame is a pandas Dat
 
 Drop the partial batch (static shapes), write the loss with lowered ops, and keep the
 running loss as a tensor, reading it once at the end."""),
-    ("code", """%%xla_profile --var fixed
+    ("code", """%%xla_profile -n fixed --var fixed
 model, opt = make_model()
 running = torch.zeros((), device=dev)
 for epoch in range(3):

@@ -42,3 +42,21 @@ def lazy_runtime(shell):
     result = shell.run_cell(LAZY_SETUP)
     assert result.success, result.error_in_exec
     return shell
+
+
+@pytest.fixture(scope="session")
+def xlanb_kernel(tmp_path_factory):
+    """The xlanb kernel spec installed into a temporary Jupyter prefix; yields its name."""
+    import os
+
+    from xlanb.kernel import install
+
+    prefix = tmp_path_factory.mktemp("xlanb-kernel-prefix")
+    install("xlanb-notebooks", "Python (xlanb notebooks)", prefix=str(prefix))
+    old = os.environ.get("JUPYTER_PATH")
+    os.environ["JUPYTER_PATH"] = str(prefix / "share" / "jupyter")
+    yield "xlanb-notebooks"
+    if old is None:
+        os.environ.pop("JUPYTER_PATH", None)
+    else:
+        os.environ["JUPYTER_PATH"] = old

@@ -27,3 +27,22 @@ def outputs_of(cell, mime: str = "text/html") -> str:
         elif mime in output.get("data", {}):
             parts.append(output["data"][mime])
     return "\n".join(parts)
+
+
+def execute_notebook_file(path, kernel_name: str, workdir, timeout: int = 600):
+    """Execute an .ipynb file in `kernel_name` with `workdir` as its directory."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=timeout, kernel_name=kernel_name,
+                   resources={"metadata": {"path": str(workdir)}}).execute()
+    return notebook
+
+
+def profile_texts(notebook) -> dict[str, str]:
+    """The text summary of every profile shown in a notebook, by profile name."""
+    found = {}
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            text = output.get("data", {}).get("text/plain", "")
+            if text.startswith("xlanb profile "):
+                found[text.split()[2]] = text
+    return found

@@ -1,0 +1,36 @@
+"""The example notebooks, executed through the xlanb kernel; their key numbers asserted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.helpers import execute_notebook_file, outputs_of, profile_texts
+
+NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+
+
+def test_quickstart_finds_the_fallbacks_and_the_fix(xlanb_kernel, tmp_path):
+    notebook = execute_notebook_file(NOTEBOOKS / "01_quickstart.ipynb", xlanb_kernel, tmp_path)
+    profiles = profile_texts(notebook)
+    first, fixed = profiles["first"], profiles["fixed"]
+    assert "compiles: 7 " in first and "fallback ops: 36" in first
+    assert "aten::mse_loss ×12 (missing_lowering) line 8:" in first
+    assert "aten::_local_scalar_dense ×12 (item) line 12:" in first
+    assert "[warning] 1 recompilation(s) from changing input shapes (cell line 11)" in first
+    assert "compiles: 2 " in fixed and "fallback ops: 1" in fixed
+    assert "[warning]" in fixed and "recompilation" not in fixed
+    assert (tmp_path / "quickstart-report.html").stat().st_size > 1000
+    assert (tmp_path / "quickstart-first.xlanb.json").exists()
+
+
+def test_jax_notebook_finds_recompiles_and_numpy_inputs_then_the_fix(xlanb_kernel, tmp_path):
+    notebook = execute_notebook_file(NOTEBOOKS / "03_jax.ipynb", xlanb_kernel, tmp_path)
+    profiles = profile_texts(notebook)
+    first, fixed = profiles["first"], profiles["fixed"]
+    assert "compiles: 3 " in first and "fallback ops: 6" in first
+    assert "different input types: f32[8,16,32] -> f32[8,24,32]" in first
+    assert "jit(train_step) recompiled 2 time(s) in this cell (cell line 4)" in first
+    assert "6 implicit host-to-device transfer(s)" in first
+    assert "compiles: 0 " in fixed and "fallback ops: 0" in fixed
+    comparison = outputs_of(notebook.cells[-1], "text/plain")
+    assert "first -> fixed" in comparison and "gone" in comparison
