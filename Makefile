@@ -41,7 +41,11 @@ test-xla: $(VENV_XLA)/.ready
 test: setup lint test-main test-xla
 
 demo: $(VENV)/.ready
-	$(PY) notebooks/run.py notebooks/01_quickstart.ipynb --out out
+	$(VENV)/bin/xlanb kernel install --sys-prefix --name xlanb
+	JUPYTER_PATH=$(VENV)/share/jupyter $(PY) notebooks/run.py notebooks/01_quickstart.ipynb \
+	  --kernel xlanb --out out
+	JUPYTER_PATH=$(VENV)/share/jupyter $(PY) notebooks/run.py notebooks/03_jax.ipynb \
+	  --kernel xlanb --out out
 
 bench: setup
 	PJRT_DEVICE=CPU $(PY_XLA) bench/overhead.py

@@ -179,7 +179,7 @@ batches = [rng.standard_normal((8, n, D)).astype(np.float32) for n in lengths]""
     ("md", """## The first version
 
 The batches are NumPy arrays of varying sequence length, fed straight to the jitted step."""),
-    ("code", """%%xla_profile -n first
+    ("code", """%%xla_profile -n first --var first
 p = params
 for x in batches:
     p = train_step(p, x)
@@ -191,12 +191,14 @@ once, ahead of the loop."""),
     ("code", """padded = [jax.device_put(np.pad(x, ((0, 0), (0, 32 - x.shape[1]), (0, 0))))
           for x in batches]
 _ = train_step(params, padded[0])   # compile once, outside the measured cell"""),
-    ("code", """%%xla_profile -n fixed
+    ("code", """%%xla_profile -n fixed --var fixed
 p = params
 for x in padded:
     p = train_step(p, x)
 p = jax.block_until_ready(p)"""),
     ("code", "%xla_profile compare first fixed"),
+    ("code", """first.to_html("jax-first-report.html")
+print("wrote jax-first-report.html")"""),
 ]
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbconvert import HTMLExporter
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,6 +27,8 @@ def main(argv: list[str] | None = None) -> int:
                    resources={"metadata": {"path": str(args.out)}}).execute()
     executed = args.out / args.notebook.name
     nbformat.write(notebook, executed)
+    body, _ = HTMLExporter().from_notebook_node(notebook)
+    (args.out / args.notebook.with_suffix(".html").name).write_text(body, encoding="utf-8")
     print(f"ran {args.notebook} in {time.perf_counter() - started:.1f} s")
     for path in sorted(args.out.iterdir()):
         if path == executed or before.get(path) != path.stat().st_mtime:

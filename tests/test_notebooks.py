@@ -32,5 +32,6 @@ def test_jax_notebook_finds_recompiles_and_numpy_inputs_then_the_fix(xlanb_kerne
     assert "jit(train_step) recompiled 2 time(s) in this cell (cell line 4)" in first
     assert "6 implicit host-to-device transfer(s)" in first
     assert "compiles: 0 " in fixed and "fallback ops: 0" in fixed
-    comparison = outputs_of(notebook.cells[-1], "text/plain")
+    comparison = outputs_of(notebook.cells[-2], "text/plain")
     assert "first -> fixed" in comparison and "gone" in comparison
+    assert "jit(train_step)" in (tmp_path / "jax-first-report.html").read_text()
