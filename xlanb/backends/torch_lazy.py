@@ -159,31 +159,44 @@ class _Entry:
 
 
 def parse_saved_graphs(text: str) -> list[_Entry]:
-    """Entries of an ``LTC_SAVE_TENSORS_FILE`` written with ``LTC_SAVE_TENSORS_FMT=text``."""
+    """Entries of an ``LTC_SAVE_TENSORS_FILE`` written with ``LTC_SAVE_TENSORS_FMT=text``::
+
+        [ScheduleSyncTensorsGraph]
+        Python Stacktrace:
+          mark_step (/.../torch/_lazy/__init__.py:17)
+          <module> (/tmp/train.py:13)
+
+        Hashes: (237efb2c..., 75a378ee...)
+
+        ## BEGIN_GRAPH
+        IR { ... }
+        ## END_GRAPH
+
+    A training loop writes one entry per step, so this scans with ``str.find`` and parses
+    only each entry's short header line by line."""
     entries: list[_Entry] = []
-    frames: list[tuple[str, str, int]] = []
-    hashes = ""
-    graph_lines: list[str] = []
-    section = ""
-    for line in text.splitlines():
-        if line.startswith("[") and line.endswith("]") and section != "graph":
-            frames, hashes, graph_lines, section = [], "", [], "header"
-        elif line.startswith("Python Stacktrace:"):
-            section = "frames"
-        elif line.startswith("Hashes:"):
-            hashes, section = line.partition(":")[2].strip(), ""
-        elif line.startswith("## BEGIN_GRAPH"):
-            section, graph_lines = "graph", []
-        elif line.startswith("## END_GRAPH"):
-            graph = hashlib.md5(hashes.encode()).hexdigest()[:16]
-            entries.append(_Entry(frames, graph, "\n".join(graph_lines).strip()))
-            section = ""
-        elif section == "graph":
-            graph_lines.append(line)
-        elif section == "frames":
-            match = _FRAME.match(line)
-            if match:
-                frames.append((match["function"], match["file"], int(match["line"])))
+    begin_marker, end_marker = "## BEGIN_GRAPH", "## END_GRAPH"
+    position = 0
+    while True:
+        begin = text.find(begin_marker, position)
+        if begin < 0:
+            break
+        finish = text.find(end_marker, begin)
+        if finish < 0:
+            break  # the runtime is still writing this entry
+        header = text[position:begin]
+        frames: list[tuple[str, str, int]] = []
+        hashes = ""
+        for line in header[header.rfind("Python Stacktrace:"):].splitlines()[1:]:
+            if line.startswith("Hashes:"):
+                hashes = line[7:].strip()
+            else:
+                match = _FRAME.match(line)
+                if match:
+                    frames.append((match["function"], match["file"], int(match["line"])))
+        graph = hashlib.md5(hashes.encode()).hexdigest()[:16]
+        entries.append(_Entry(frames, graph, text[begin + len(begin_marker):finish].strip()))
+        position = finish + len(end_marker)
     return entries
 
 
