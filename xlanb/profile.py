@@ -215,6 +215,47 @@ class Profile:
 
         return charts(self)
 
+    def graph(self, name_or_index: str | int = 0, kind: str | None = None) -> Any:
+        """The graph ``name_or_index`` of the ``graphs`` frame as an :class:`xlanb.graphs.Graph`
+        (displays as the interactive viewer, CPU-fallback ops of this profile in red).
+
+        An int is a position among the distinct graph names in frame order (``-1``: the last);
+        a str is a graph name or a prefix of one (a hash prefix). Of that graph's texts the
+        ``hlo``, then ``stablehlo``, then ``ir`` one is used, unless ``kind`` names another
+        (e.g. ``"hlo_optimized"``). A text that does not parse gives a Graph whose ``error``
+        says why and whose display shows the text."""
+        from xlanb.graphs import Graph, ParseError, parse
+
+        graphs = self.graphs[self.graphs["text"].notna()]
+        names = list(dict.fromkeys(graphs["graph"].astype(str)))
+        if not names:
+            raise KeyError("this profile holds no graph (was it captured with graphs off?)")
+        if isinstance(name_or_index, int):
+            try:
+                name = names[name_or_index]
+            except IndexError:
+                raise IndexError(f"graph {name_or_index} of {len(names)}") from None
+        else:
+            found = [n for n in names if n == name_or_index] or \
+                [n for n in names if n.startswith(str(name_or_index))]
+            if len(found) != 1:
+                raise KeyError(f"{'no' if not found else len(found)} graphs named "
+                               f"{name_or_index!r}; graphs: {', '.join(names[:10])}")
+            name = found[0]
+        rows = graphs[graphs["graph"].astype(str) == name]
+        kinds = list(rows["kind"])
+        preferred = [kind] if kind else ["hlo", "stablehlo", "ir", "hlo_optimized"]
+        chosen = next((k for k in preferred if k in kinds), None if kind else kinds[0])
+        if chosen is None:
+            raise KeyError(f"graph {name!r} has no {kind!r} text; it has {', '.join(kinds)}")
+        text = str(rows[rows["kind"] == chosen]["text"].iloc[0])
+        try:
+            parsed = parse(text, chosen)
+        except ParseError as error:
+            return Graph.unparsed(text, chosen, error, name=name)
+        parsed.name = name
+        return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
+
     def to_html(self, path: str | os.PathLike | None = None) -> str:
         """A self-contained HTML page of this profile; written to `path` when given."""
         from xlanb.views.html import page as render_page
@@ -223,6 +264,15 @@ class Profile:
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page
+
+    def to_chrome_trace(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
+        """Chrome trace events of this profile (open in Perfetto or chrome://tracing): one
+        process per backend, one track per graph; written as JSON to `path` when given."""
+        from xlanb.views.chrome_trace import chrome_trace, write_chrome_trace
+
+        if path is not None:
+            write_chrome_trace(self, path)
+        return chrome_trace(self)
 
 
 def _nan_sum(values: pd.Series) -> float:

@@ -1,0 +1,231 @@
+"""The graph viewer in headless Chromium (Debian's, offline: any request that is not file:,
+data: or blob: is aborted and recorded): what a person sees after searching, clicking,
+expanding; escaping; the side-by-side diff; the notebook widget's front end."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser import CHROMIUM, browser_page
+from xlanb import graphs
+from xlanb.views.graph_viewer import graph_page, widget_module
+
+jax = pytest.importorskip("jax")
+jnp = jax.numpy
+pytest.importorskip("playwright")
+pytestmark = pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs /usr/bin/chromium")
+
+
+def mlp_step(w1, w2, x):
+    with jax.named_scope("layer1"):
+        h = jax.nn.relu(x @ w1)
+    with jax.named_scope("layer2"):
+        y = jnp.tanh(h @ w2)
+    jax.debug.print("mean {}", y.mean())  # the host callback
+    return (y ** 2).sum()
+
+
+@pytest.fixture(scope="module")
+def page():
+    with browser_page() as (page, blocked):
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        yield page, blocked, errors
+        assert not blocked, f"the viewer tried the network: {blocked}"
+        assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def graph() -> graphs.Graph:
+    compiled = jax.jit(jax.grad(mlp_step, argnums=(0, 1))).lower(
+        jnp.ones((6, 16)), jnp.ones((16, 4)), jnp.ones((8, 6))).compile()
+    return graphs.parse(compiled.as_text())
+
+
+def open_page(page, tmp_path: Path, html: str, name: str = "graph.html") -> None:
+    path = tmp_path / name
+    path.write_text(html, encoding="utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+
+
+def node_index(page, name: str, which: int = 0) -> int:
+    return page.evaluate("([name, which]) => document.querySelectorAll('.xlanb-graph')[which]"
+                         ".xlanbViewer.m.name.indexOf(name)", [name, which])
+
+
+def screen_point(page, index: int, which: int = 0) -> dict:
+    return page.evaluate("([i, which]) => document.querySelectorAll('.xlanb-graph')[which]"
+                         ".xlanbViewer.screenPoint(i)", [index, which])
+
+
+def show(page, index: int) -> dict:
+    """Expand what hides node `index`, centre it, clear the selection; its screen point."""
+    page.evaluate("""i => {
+      const v = document.querySelector('.xlanb-graph').xlanbViewer;
+      v.reveal(i); v.centerOn(v.st.rep[i], 1); v.select(-1);
+    }""", index)
+    point = screen_point(page, index)
+    assert point["self"]
+    return point
+
+
+def field(page, name: str, which: int = 0) -> str:
+    locator = page.locator(".xlanb-graph").nth(which).locator(f"[data-field='{name}']")
+    return locator.inner_text()
+
+
+def visible_nodes(page, which: int = 0) -> int:
+    return int(page.locator(".xlanb-graph").nth(which).get_attribute("data-visible-nodes"))
+
+
+def test_search_click_expand(page, graph, tmp_path):
+    page, _blocked, _errors = page
+    open_page(page, tmp_path, graph_page(graph))
+    total = len(graph.nodes)
+    status = page.locator("[data-role=status]").inner_text()
+    shown = visible_nodes(page)
+    assert f"of {total:,} nodes shown" in status and 0 < shown < total  # fusions start closed
+
+    # search an op: the first match is selected, revealed and its details shown
+    page.fill(".xg-search", "dot")
+    page.press(".xg-search", "Enter")
+    matches = graph.find("dot")
+    assert page.locator("[data-role=match-count]").inner_text() == f"1/{len(matches)}"
+    assert field(page, "op") in set(matches["op"])
+    page.press(".xg-search", "Enter")
+    assert page.locator("[data-role=match-count]").inner_text() == f"2/{len(matches)}"
+
+    # click the host callback: red box, details with its source line and text
+    callback = graph.nodes[graph.nodes["fallback"]].iloc[0]
+    index = node_index(page, callback["name"])
+    point = show(page, index)
+    assert page.locator("[data-role=details]").is_hidden()
+    page.mouse.click(point["x"], point["y"])
+    assert field(page, "name") == callback["name"]
+    assert field(page, "op") == "custom-call"
+    assert field(page, "source") == f"{__file__}:{callback['source_line']} (mlp_step)"
+    assert "xla_ffi_python_cpu_callback" in field(page, "text")
+    assert "CPU fallback" in page.locator(".xg-warn").inner_text()
+    inputs = page.locator("[data-role=inputs] a").all_inner_texts()
+    assert inputs and set(inputs) <= set(graph.nodes["name"])
+    pixel = page.evaluate("""i => {
+      const v = document.querySelector('.xlanb-graph').xlanbViewer, st = v.st, item = st.rep[i];
+      const x = (v.tx + (st.cx[item] - st.w[item] / 2 + 4) * v.k) * v.ratio;
+      const y = (v.ty + st.cy[item] * v.k) * v.ratio;
+      return Array.from(v.ctx.getImageData(Math.round(x), Math.round(y), 1, 1).data);
+    }""", index)
+    assert pixel[0] > 200 and pixel[1] < 90 and pixel[2] < 90, pixel  # red
+
+    # expand a fusion by double-clicking it: its fused instructions are drawn
+    fusion = graph.scopes[graph.scopes["kind"] == "fusion"].sort_values("nodes").iloc[-1]
+    anchor = node_index(page, graph.node(fusion["node"])["name"])
+    show(page, anchor)
+    member = graph.nodes[graph.nodes["scope"] == fusion["id"]].iloc[-1]
+    assert not screen_point(page, node_index(page, member["name"]))["self"]
+    before = visible_nodes(page)
+    point = screen_point(page, anchor)
+    page.mouse.dblclick(point["x"], point["y"])
+    assert visible_nodes(page) == before + fusion["nodes"]
+    assert screen_point(page, node_index(page, member["name"]))["self"]
+    page.screenshot(path=str(tmp_path / "graph_viewer.png"))
+    print("screenshot:", tmp_path / "graph_viewer.png")
+
+    # colour by FLOPs: the legend turns into a scale
+    page.select_option(".xg-color", "flops")
+    assert "flops (log)" in page.locator("[data-role=legend]").inner_text()
+    page.select_option(".xg-color", "")
+
+    # expand all, then collapse all
+    page.click("[data-action=expand-all]")
+    assert visible_nodes(page) == total
+    page.click("[data-action=collapse-all]")
+    assert visible_nodes(page) < shown
+
+
+def test_names_with_markup_stay_text(page, tmp_path):
+    page, _blocked, _errors = page
+    nasty = '</script><script>window.__owned=1</script>"&<b>x'
+    dot = ('digraph G { a [label="' + nasty.replace('"', '\\"') + '\\nf32[2]"]; '
+           'b [label="add"]; a -> b; }')
+    open_page(page, tmp_path, graph_page(graphs.parse(dot), title=nasty), "nasty.html")
+    assert page.evaluate("window.__owned") is None
+    assert page.locator(".xg-title").inner_text() == nasty
+    page.evaluate("document.querySelector('.xlanb-graph').xlanbViewer.select(0)")
+    assert field(page, "name") == nasty
+
+
+def test_side_by_side_diff_selects_the_matching_node(page, tmp_path):
+    page, _blocked, _errors = page
+
+    def step(x):
+        return jnp.tanh(x @ x.T).sum(axis=0)
+
+    before = graphs.parse(jax.jit(step).lower(jnp.ones((8, 4))).compile().as_text())
+    after = graphs.parse(jax.jit(step).lower(jnp.ones((16, 4))).compile().as_text())
+    result = graphs.diff(before, after)
+    path = tmp_path / "diff.html"
+    path.write_text("<!DOCTYPE html><meta charset=utf-8><body>" + result.html(), "utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_function("document.querySelectorAll('.xlanb-graph[data-ready=true]')"
+                           ".length === 2")
+    assert "changed shape" in page.locator("[data-role=diff-summary]").inner_text()
+    assert "changed" in page.locator(".xlanb-graph").nth(0).locator("[data-role=legend]") \
+        .inner_text()
+    dot = before.nodes[before.nodes["op"] == "dot"].iloc[0]
+    page.evaluate("i => document.querySelectorAll('.xlanb-graph')[0].xlanbViewer.select(i, "
+                  "{reveal: true})", node_index(page, dot["name"]))
+    assert field(page, "shape", 0) == dot["shape"]
+    assert field(page, "op", 1) == "dot"
+    assert field(page, "shape", 1) != dot["shape"]
+    assert page.locator(".xlanb-graph").nth(1).locator(".xg-diff").inner_text() == "changed"
+
+    # overlay: one graph, the exp() added in b marked as added
+    widened = graphs.parse(jax.jit(lambda x: jnp.exp(step(x))).lower(jnp.ones((8, 4))).as_text())
+    plain = graphs.parse(jax.jit(step).lower(jnp.ones((8, 4))).as_text())
+    path.write_text("<!DOCTYPE html><meta charset=utf-8><body>" +
+                    graphs.diff(plain, widened).html(mode="overlay"), "utf-8")
+    page.goto(path.as_uri())
+    page.wait_for_selector(".xlanb-graph[data-ready=true]")
+    index = node_index(page, widened.nodes[widened.nodes["op"] == "stablehlo.exponential"]
+                       .iloc[0]["name"])
+    page.evaluate("i => document.querySelector('.xlanb-graph').xlanbViewer.select(i, "
+                  "{reveal: true})", index)
+    assert page.locator(".xg-diff").inner_text() == "added"
+    assert "1 ops added" in page.locator("[data-role=summary]").inner_text()
+
+
+def test_widget_front_end_reports_the_clicked_node(page, graph, tmp_path):
+    page, _blocked, _errors = page
+    from xlanb.views.graph_viewer import payload
+
+    (tmp_path / "widget.html").write_text("<!DOCTYPE html><meta charset=utf-8>"
+                                          "<div id=out style='width:900px'></div>", "utf-8")
+    page.goto((tmp_path / "widget.html").as_uri())
+    page.evaluate("""async ([source, data]) => {
+      const url = URL.createObjectURL(new Blob([source], {type: "text/javascript"}));
+      const widget = (await import(url)).default;
+      const values = {data, selected: null, query: "", focus: ""}, handlers = {};
+      window.model = {
+        get: k => values[k], set: (k, v) => { values[k] = v; },
+        on: (name, cb) => { handlers[name] = cb; }, save_changes: () => { window.saved = true; },
+        values, handlers,
+      };
+      widget.render({model: window.model, el: document.getElementById("out")});
+    }""", [widget_module(), json.dumps(payload(graph))])
+    page.wait_for_selector(".xlanb-graph[data-ready=true]")
+    dot = graph.nodes[graph.nodes["op"] == "dot"].iloc[0]
+    point = show(page, node_index(page, dot["name"]))
+    assert page.evaluate("window.model.values.selected") is None
+    page.mouse.click(point["x"], point["y"])
+    selected = page.evaluate("window.model.values.selected")
+    assert page.evaluate("window.saved") is True
+    assert selected["name"] == dot["name"] and selected["shape"] == dot["shape"]
+    assert selected["source_line"] == dot["source_line"]
+    page.evaluate("window.model.values.query = 'tanh'; window.model.handlers['change:query']()")
+    assert page.locator("[data-role=match-count]").inner_text().startswith("1/")

@@ -1,0 +1,399 @@
+"""HLO text (``HloModule ...``): torch_xla's ``_get_xla_tensors_hlo``, JAX's
+``compile().as_text()``, and the ``*.txt`` modules of any ``--xla_dump_to`` directory (JAX,
+PyTorch/XLA, TensorFlow).
+
+Called computations become scopes: a fusion's fused computation, a call's or while's body and
+condition, a conditional's branches nest under the instruction that calls them (collapsed they
+show as that instruction). Computations used from several places (reducers, shared bodies) go
+to one "called computations" group. Inside every computation but a fusion, instructions are
+grouped by their ``op_name`` path.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from xlanb.graphs.errors import ParseError
+from xlanb.graphs.model import Graph, GraphBuilder
+from xlanb.graphs.scopes import group_by_op_name
+from xlanb.graphs.shapes import hlo_shape
+from xlanb.graphs.text import closing, key_values, split_top, unquote
+
+KIND = "hlo"
+
+_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
+_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(.*?)\{\s*$")
+_OPCODE = re.compile(r"([A-Za-z][\w\-.]*)\(")
+_METADATA = re.compile(r',?\s*metadata=\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_COMMENT = re.compile(r"/\*.*?\*/")
+_NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)$")
+_CALLED = re.compile(r"%?([A-Za-z_][\w\-.]*)")
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+#: Attributes naming computations that nest under the instruction using them.
+_NESTING_KEYS = ("calls", "body", "condition", "true_computation", "false_computation",
+                 "branch_computations", "called_computations")
+_NESTING_TO_APPLY = ("call", "async-start", "custom-call")
+_SCOPE_KINDS = {"fusion": "fusion", "while": "while", "conditional": "conditional",
+                "call": "call", "async-start": "call", "custom-call": "call"}
+
+
+@dataclass
+class _Instruction:
+    name: str
+    op: str
+    shape: str
+    operands: list[str]
+    attrs: dict[str, str]
+    metadata: dict[str, str]
+    calls: list[tuple[str, str]]
+    control: list[str]
+    root: bool
+    line: int
+    text: str
+    parameter: int = -1
+    node: int = -1  # index in the builder
+
+
+@dataclass
+class _Computation:
+    name: str
+    entry: bool
+    line: int
+    module: int
+    instructions: list[_Instruction] = field(default_factory=list)
+
+    def parameter(self, number: int) -> _Instruction | None:
+        for instruction in self.instructions:
+            if instruction.parameter == number:
+                return instruction
+        return None
+
+    def root(self) -> _Instruction | None:
+        for instruction in self.instructions:
+            if instruction.root:
+                return instruction
+        return self.instructions[-1] if self.instructions else None
+
+
+@dataclass
+class _StackTables:
+    """JAX's ``FileNames``/``FunctionNames``/``FileLocations``/``StackFrames`` tables, which
+    ``metadata={stack_frame_id=N}`` points into."""
+
+    files: dict[int, str] = field(default_factory=dict)
+    functions: dict[int, str] = field(default_factory=dict)
+    locations: dict[int, dict[str, str]] = field(default_factory=dict)
+    frames: dict[int, dict[str, str]] = field(default_factory=dict)
+
+    def add(self, table: str, line: str) -> None:
+        number, _, rest = line.strip().partition(" ")
+        key = int(number)
+        rest = rest.strip()
+        if table == "FileNames":
+            self.files[key] = unquote(rest)
+        elif table == "FunctionNames":
+            self.functions[key] = unquote(rest)
+        else:
+            fields = dict(_FIELD.findall(rest))
+            (self.locations if table == "FileLocations" else self.frames)[key] = fields
+
+    def resolve(self, frame_id: int) -> tuple[str, int | None, str]:
+        frame = self.frames.get(frame_id)
+        if frame is None:
+            return "", None, ""
+        location = self.locations.get(int(frame.get("file_location_id", 0)), {})
+        file = self.files.get(int(location.get("file_name_id", 0)), "")
+        function = self.functions.get(int(location.get("function_name_id", 0)), "")
+        line = location.get("line")
+        return file, int(line) if line and line.isdigit() else None, function
+
+
+def looks_like(text: str) -> bool:
+    """True for HLO module text."""
+    head = text.lstrip()[:4000]
+    return head.startswith("HloModule") or bool(
+        re.search(r"^(ENTRY\s+)?%?[\w.\-]+ \(.*\) -> .*\{\s*$", head, re.MULTILINE)
+        and re.search(r"^\s+(ROOT\s+)?%?[\w.\-]+ = \S+", head, re.MULTILINE))
+
+
+def parse(text: str) -> Graph:
+    """Parse HLO text (one or more ``HloModule`` blocks) into a :class:`Graph`."""
+    modules, computations, tables = _read(text)
+    builder = GraphBuilder(KIND, text)
+    _add_nodes(builder, modules, computations, tables)
+    _assign_scopes(builder, modules, computations)
+    name = modules[0][0] if modules else (computations[-1].name if computations else "")
+    return builder.build(name)
+
+
+# -- reading ------------------------------------------------------------------------------
+def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], _StackTables]:
+    modules: list[tuple[str, int]] = []
+    computations: list[_Computation] = []
+    tables = _StackTables()
+    current: _Computation | None = None
+    table = ""
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith("//") or stripped.startswith("#"):
+            table = "" if not stripped else table
+            continue
+        if current is None:
+            if line.startswith("HloModule"):
+                name = line[len("HloModule"):].strip().split(",")[0].strip()
+                modules.append((name, lineno))
+            elif stripped in _TABLES:
+                table = stripped
+            elif table and stripped[0].isdigit():
+                tables.add(table, stripped)
+            elif line.endswith("{") and (match := _COMPUTATION.match(line)):
+                current = _Computation(match[2], bool(match[1]), lineno, max(len(modules) - 1, 0))
+            else:
+                raise ParseError(KIND, lineno, "expected `HloModule`, a computation header "
+                                 "`name (params) -> shape {` or a table", raw)
+            continue
+        if stripped == "}":
+            computations.append(current)
+            current = None
+            continue
+        current.instructions.append(_instruction(raw, lineno))
+    if current is not None:
+        raise ParseError(KIND, current.line, f"computation {current.name} is never closed "
+                         "(no `}`)")
+    if not computations:
+        raise ParseError(KIND, 0, "no computation found")
+    return modules, computations, tables
+
+
+def _instruction(raw: str, lineno: int) -> _Instruction:
+    match = _INSTRUCTION.match(raw)
+    if not match:
+        raise ParseError(KIND, lineno, "expected an instruction `name = shape opcode(...)`",
+                         raw)
+    rest = raw[match.end():]
+    metadata: dict[str, str] = {}
+    found = _METADATA.search(rest)
+    if found:
+        metadata = {k: unquote(v) for k, v in _FIELD.findall(found[1])}
+        rest = rest[:found.start()] + rest[found.end():]
+    if rest.startswith("("):
+        end = closing(rest, 0)
+        if end < 0:
+            raise ParseError(KIND, lineno, "unclosed tuple shape", raw)
+        shape_text, rest = rest[:end + 1], rest[end + 1:].lstrip()
+    else:
+        shape_text, _, rest = rest.partition(" ")
+    op_match = _OPCODE.match(rest)
+    if not op_match:
+        raise ParseError(KIND, lineno, "expected `opcode(operands)` after the shape", raw)
+    op = op_match[1]
+    open_at = op_match.end() - 1
+    close_at = rest.find(")", open_at)
+    if close_at < 0 or any(c in rest[open_at + 1:close_at] for c in '({"'):
+        close_at = closing(rest, open_at)
+    if close_at < 0:
+        raise ParseError(KIND, lineno, f"unclosed operand list of {op}", raw)
+    arguments = rest[open_at + 1:close_at]
+    tail = rest[close_at + 1:].strip().lstrip(",")
+    attrs = key_values(tail) if tail.strip() else {}
+    operands: list[str] = []
+    parameter = -1
+    if op == "parameter":
+        parameter = int(arguments) if arguments.strip().isdigit() else -1
+        attrs["parameter"] = arguments.strip()
+    elif op == "constant":
+        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
+    else:
+        for operand in split_top(_COMMENT.sub("", arguments)):
+            token = operand.split()[-1]
+            name = _NAME.match(token)
+            if name is None:
+                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name",
+                                 raw)
+            operands.append(name[1])
+    calls: list[tuple[str, str]] = []
+    for key in (*_NESTING_KEYS, "to_apply"):
+        if key in attrs:
+            calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
+    control = _CALLED.findall(attrs.get("control-predecessors", ""))
+    if "op_type" in metadata:
+        attrs["op_type"] = metadata["op_type"]
+    return _Instruction(match[2], op, hlo_shape(shape_text), operands, attrs, metadata, calls,
+                        control, bool(match[1]), lineno, raw.strip(), parameter)
+
+
+# -- nodes and edges ----------------------------------------------------------------------
+def _add_nodes(builder: GraphBuilder, modules: list[tuple[str, int]],
+               computations: list[_Computation], tables: _StackTables) -> None:
+    counts: dict[tuple[int, str], int] = {}
+    for computation in computations:
+        for instruction in computation.instructions:
+            key = (computation.module, instruction.name)
+            counts[key] = counts.get(key, 0) + 1
+    prefix_modules = len(modules) > 1
+    ids: dict[int, dict[str, str]] = {}
+    for computation in computations:
+        names = ids[id(computation)] = {}
+        for instruction in computation.instructions:
+            node_id = instruction.name
+            if counts[(computation.module, instruction.name)] > 1:
+                node_id = f"{computation.name}/{instruction.name}"
+            if prefix_modules:
+                node_id = f"{modules[computation.module][0]}/{node_id}"
+            names[instruction.name] = node_id
+            meta = instruction.metadata
+            file, line, function = meta.get("source_file", ""), None, ""
+            if meta.get("source_line", "").isdigit():
+                line = int(meta["source_line"])
+            if not file and meta.get("stack_frame_id", "").isdigit():
+                file, line, function = tables.resolve(int(meta["stack_frame_id"]))
+            instruction.node = builder.add_node(
+                node_id, name=instruction.name, op=instruction.op, shape=instruction.shape,
+                op_name=meta.get("op_name", ""), source_file=file, source_line=line,
+                source_function=function, attrs=instruction.attrs, text=instruction.text,
+                line=instruction.line, output=instruction.root)
+    for computation in computations:
+        names = ids[id(computation)]
+        for instruction in computation.instructions:
+            target = names[instruction.name]
+            for position, operand in enumerate(instruction.operands):
+                if operand not in names:
+                    raise ParseError(KIND, instruction.line, f"operand %{operand} of "
+                                     f"{instruction.name} is not defined in computation "
+                                     f"{computation.name}", instruction.text)
+                builder.add_edge(names[operand], target, position, "data")
+            for predecessor in instruction.control:
+                if predecessor in names:
+                    builder.add_edge(names[predecessor], target, -1, "control")
+
+
+# -- scopes -------------------------------------------------------------------------------
+def _assign_scopes(builder: GraphBuilder, modules: list[tuple[str, int]],
+                   computations: list[_Computation]) -> None:
+    by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
+    uses: dict[int, list[tuple[_Instruction, str]]] = {}
+    for computation in computations:
+        for instruction in computation.instructions:
+            for key, called in instruction.calls:
+                callee = by_name.get((computation.module, called))
+                if callee is None:
+                    raise ParseError(KIND, instruction.line, f"{key}={called}: no computation "
+                                     f"named {called}", instruction.text)
+                uses.setdefault(id(callee), []).append((instruction, key))
+    nested: dict[int, list[tuple[str, _Computation]]] = {}  # instruction node -> callees
+    nested_ids: set[int] = set()
+    for computation in computations:
+        found = uses.get(id(computation), [])
+        if len(found) != 1:
+            continue
+        instruction, key = found[0]
+        if key in _NESTING_KEYS or (key == "to_apply" and instruction.op in _NESTING_TO_APPLY):
+            nested.setdefault(instruction.node, []).append((key, computation))
+            nested_ids.add(id(computation))
+    operands, users = _neighbours(builder)
+    placer = _Placer(builder, nested, operands, users)
+    for module_index in range(max(len(modules), 1)):
+        in_module = [c for c in computations if c.module == module_index]
+        if not in_module:
+            continue
+        base = ""
+        if len(modules) > 1:
+            base = builder.add_scope(modules[module_index][0], label=modules[module_index][0],
+                                     kind="module")
+        entry = next((c for c in in_module if c.entry), in_module[-1])
+        placer.place(entry, base, group=True)
+        others = [c for c in in_module if c is not entry and id(c) not in nested_ids]
+        if others:
+            group = builder.add_scope(f"{base}/called computations" if base else
+                                      "called computations", parent=base,
+                                      label="called computations", kind="group")
+            for computation in others:
+                scope = builder.add_scope(f"{group}/{computation.name}", parent=group,
+                                          label=computation.name, kind="computation")
+                placer.place(computation, scope, group=True)
+
+
+def _neighbours(builder: GraphBuilder) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    operands: dict[int, list[int]] = {}
+    users: dict[int, list[int]] = {}
+    for source, target, _operand, kind in builder.edges:
+        if kind == "data":
+            s, t = builder.index[source], builder.index[target]
+            operands.setdefault(t, []).append(s)
+            users.setdefault(s, []).append(t)
+    return operands, users
+
+
+class _Placer:
+    """Puts each computation's nodes into scopes, top-down from the entry computation."""
+
+    def __init__(self, builder: GraphBuilder, nested: dict[int, list[tuple[str, _Computation]]],
+                 operands: dict[int, list[int]], users: dict[int, list[int]]) -> None:
+        self.builder = builder
+        self.nested = nested
+        self.operands = operands
+        self.users = users
+
+    def place(self, computation: _Computation, scope: str, group: bool) -> None:
+        builder = self.builder
+        members = [i.node for i in computation.instructions]
+        for index in members:
+            builder.nodes[index]["scope"] = scope
+        if group:
+            group_by_op_name(builder, members, scope, self.operands, self.users)
+        for instruction in computation.instructions:
+            callees = self.nested.get(instruction.node)
+            if callees:
+                self._nest(instruction, callees)
+
+    def _nest(self, caller: _Instruction, callees: list[tuple[str, _Computation]]) -> None:
+        builder = self.builder
+        node = builder.nodes[caller.node]
+        parent = node["scope"]
+        kind = _SCOPE_KINDS.get(caller.op, "call")
+        anchored = builder.add_scope(f"{parent}/{caller.name}" if parent else caller.name,
+                                     parent=parent, label=caller.name, kind=kind,
+                                     node=node["id"])
+        branches = [c for k, c in callees if k == "branch_computations"]
+        for key, callee in callees:
+            scope = anchored
+            if len(callees) > 1:
+                label = key if key != "branch_computations" else f"branch {branches.index(callee)}"
+                scope = builder.add_scope(f"{anchored}/{label}", parent=anchored,
+                                          label=f"{label}: {callee.name}", kind="computation")
+            self.place(callee, scope, group=caller.op != "fusion")
+            self._bind(caller, key, callee, branches)
+
+    def _bind(self, caller: _Instruction, key: str, callee: _Computation,
+              branches: list[_Computation]) -> None:
+        """Edges from the caller's operands to the callee's parameters, and from the callee's
+        root back to the caller."""
+        builder = self.builder
+        caller_id = builder.nodes[caller.node]["id"]
+        operand_ids = self._operand_ids(caller)
+        if key in ("body", "condition"):
+            pairs = [(0, 0)]
+        elif key == "branch_computations":
+            pairs = [(branches.index(callee) + 1, 0)]
+        elif key == "true_computation":
+            pairs = [(1, 0)]
+        elif key == "false_computation":
+            pairs = [(2, 0)]
+        else:
+            pairs = [(i, i) for i in range(len(operand_ids))]
+        for operand, number in pairs:
+            parameter = callee.parameter(number)
+            if parameter is not None and operand < len(operand_ids):
+                builder.add_edge(operand_ids[operand], builder.nodes[parameter.node]["id"],
+                                 operand, "param")
+        root = callee.root()
+        if root is not None:
+            builder.add_edge(builder.nodes[root.node]["id"], caller_id, 0, "root")
+
+    def _operand_ids(self, caller: _Instruction) -> list[str]:
+        nodes = self.builder.nodes
+        return [nodes[i]["id"] for i in self.operands.get(caller.node, [])]

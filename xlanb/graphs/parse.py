@@ -1,0 +1,45 @@
+"""Format detection and the one ``parse`` entry point."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from xlanb.graphs import dot, hlo, ir, stablehlo, torchscript
+from xlanb.graphs.errors import ParseError
+from xlanb.graphs.model import Graph
+
+_PARSERS: dict[str, Callable[[str], Graph]] = {
+    "hlo": hlo.parse,
+    "stablehlo": stablehlo.parse,
+    "ir": ir.parse,
+    "torchscript": torchscript.parse,
+    "dot": dot.parse,
+}
+#: Accepted ``kind`` values; the Profile's ``graphs`` kinds map onto them.
+KINDS = tuple(_PARSERS)
+_ALIASES = {"hlo_optimized": "hlo", "hlo_text": "hlo", "mlir": "stablehlo", "mhlo": "stablehlo",
+            "lazy_ir": "ir", "xla_ir": "ir", "text": "ir", "backend": "torchscript"}
+
+
+def detect_kind(text: str) -> str:
+    """The format of ``text`` (one of :data:`KINDS`); :class:`ParseError` when none fits."""
+    for kind, looks_like in (("hlo", hlo.looks_like), ("dot", dot.looks_like),
+                             ("torchscript", torchscript.looks_like), ("ir", ir.looks_like),
+                             ("stablehlo", stablehlo.looks_like)):
+        if looks_like(text):
+            return kind
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    raise ParseError("graph", 1 if first else 0, "not HLO, StableHLO, IR, TorchScript or DOT "
+                     "text", first)
+
+
+def parse(text: str, kind: str | None = None) -> Graph:
+    """Parse IR/HLO/DOT ``text`` into a :class:`Graph`; ``kind`` is detected when omitted.
+
+    Raises :class:`ParseError` (a ``ValueError``) naming the line that does not parse."""
+    if not isinstance(text, str):
+        raise TypeError(f"parse() takes the graph's text, not {type(text).__name__}")
+    kind = _ALIASES.get(kind, kind) if kind else detect_kind(text)
+    if kind not in _PARSERS:
+        raise ValueError(f"unknown graph kind {kind!r}; one of {', '.join(KINDS)}")
+    return _PARSERS[kind](text)

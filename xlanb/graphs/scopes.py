@@ -1,0 +1,234 @@
+"""Nested scopes from op_name paths (``jit(step)/jvp(model)/layer_0/dot_general``), so that a
+big computation first shows a handful of boxes (forward, backward, one per layer) instead of
+thousands of instructions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from xlanb.graphs.model import GraphBuilder
+
+
+def split_op_name(op_name: str) -> list[str]:
+    """``jit(f)/jvp(g)/dot_general`` -> ``["jit(f)", "jvp(g)", "dot_general"]``; a ``/``
+    inside brackets does not split; of ``a/x;b/y`` (ops fused from several places) the first
+    path counts."""
+    if ";" in op_name:
+        op_name = op_name.split(";", 1)[0]
+    if "/" not in op_name:
+        return [op_name] if op_name else []
+    parts, depth, start = [], 0, 0
+    for index, char in enumerate(op_name):
+        if char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "/" and depth == 0:
+            parts.append(op_name[start:index])
+            start = index + 1
+    parts.append(op_name[start:])
+    return [p for p in parts if p]
+
+
+@dataclass
+class _Trie:
+    members: list[int] = field(default_factory=list)
+    children: dict[str, _Trie] = field(default_factory=dict)
+    total: int = 0
+
+
+def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    if not paths:
+        return ()
+    first = paths[0]
+    length = len(first)
+    for path in paths[1:]:
+        length = min(length, len(path))
+        for i in range(length):
+            if path[i] != first[i]:
+                length = i
+                break
+        if length == 0:
+            break
+    return first[:length]
+
+
+def group_by_op_name(builder: GraphBuilder, members: list[int], base: str,
+                     operands: dict[int, list[int]], users: dict[int, list[int]]) -> None:
+    """Put the nodes ``members`` (builder indices, one computation in text order, all in scope
+    ``base``) into nested ``op_name`` scopes under ``base``.
+
+    A node without a path (constants, parameters, outputs) joins the deepest scope shared by
+    its users (else by its operands); the prefix shared by all nodes is dropped; a scope with
+    one child and no nodes of its own merges with the child; a scope of one node dissolves."""
+    inside = set(members)
+    paths: dict[int, tuple[str, ...] | None] = {}
+    for index in members:
+        parts = split_op_name(builder.nodes[index]["op_name"])
+        paths[index] = tuple(parts[:-1]) if len(parts) > 1 else None
+    for index in reversed(members):
+        if paths[index] is None:
+            found = [paths[u] for u in users.get(index, ()) if u in inside and paths[u]]
+            if found:
+                paths[index] = _common(found)  # type: ignore[arg-type]
+    for index in members:
+        if paths[index] is None:
+            found = [paths[o] for o in operands.get(index, ()) if o in inside and paths[o]]
+            paths[index] = _common(found) if found else ()  # type: ignore[arg-type]
+    resolved: dict[int, tuple[str, ...]] = {i: p or () for i, p in paths.items()}
+    prefix = len(_common(list(resolved.values())))
+    root = _Trie()
+    for index in members:
+        node = root
+        node.total += 1
+        for part in resolved[index][prefix:]:
+            node = node.children.setdefault(part, _Trie())
+            node.total += 1
+        node.members.append(index)
+    _emit(builder, root, base, base, "")
+
+
+def _emit(builder: GraphBuilder, trie: _Trie, scope: str, id_prefix: str, label: str) -> None:
+    for index in trie.members:
+        builder.nodes[index]["scope"] = scope
+    for part, child in trie.children.items():
+        name = part
+        while not child.members and len(child.children) == 1:  # merge single-child chains
+            (next_part, next_child), = child.children.items()
+            name = f"{name}/{next_part}"
+            child = next_child
+        if child.total == 1 and not child.children:
+            _emit(builder, child, scope, id_prefix, label)  # a scope of one node: dissolve
+            continue
+        child_id = builder.add_scope(f"{id_prefix}/{name}" if id_prefix else name,
+                                     parent=scope, label=name, kind="op_name")
+        _emit(builder, child, child_id, child_id, name)
+
+
+_INPUT_OPS = {"parameter", "input", "device_data", "xla::device_data",
+              "lazy_tensors::device_data", "prim::Param"}
+
+
+def group_crowds(builder: GraphBuilder, crowded: int = 30, family: int = 8,
+                 chunked: int = 400, chunks: int = 40) -> None:
+    """Keep every level of the scope tree readable: where a level holds more than ``crowded``
+    boxes, its parameters go into one "parameters" group and independent nodes sharing an
+    op_name (an optimizer's update of every weight) into one group each; a level still holding
+    more than ``chunked`` boxes is cut into about ``chunks`` consecutive runs (in text order,
+    so the runs only feed later runs)."""
+    nodes = builder.nodes
+    level_nodes: dict[str, list[int]] = {}
+    for index, node in enumerate(nodes):
+        level_nodes.setdefault(node["scope"], []).append(index)
+    level_scopes: dict[str, list[dict[str, str]]] = {}
+    for scope in builder.scopes:
+        if not scope["node"]:
+            level_scopes.setdefault(scope["parent"], []).append(scope)
+    anchored = {s["node"]: s for s in builder.scopes if s["node"]}
+    linked: set[tuple[int, int]] = set()
+    for source, target, _operand, kind in builder.edges:
+        if kind == "data":
+            linked.add((builder.index[source], builder.index[target]))
+    for level, members in list(level_nodes.items()):
+        scopes_here = level_scopes.get(level, [])
+        if len(members) + len(scopes_here) <= crowded:
+            continue
+        rest = _group_inputs(builder, level, members, anchored)
+        rest = _group_families(builder, level, rest, anchored, linked, family)
+        if len(rest) + len(scopes_here) > chunked:
+            _chunk(builder, level, rest, scopes_here, anchored, chunks)
+
+
+def _move(builder: GraphBuilder, members: list[int], scope: str,
+          anchored: dict[str, dict[str, str]]) -> None:
+    for index in members:
+        node = builder.nodes[index]
+        node["scope"] = scope
+        if node["id"] in anchored:
+            anchored[node["id"]]["parent"] = scope
+
+
+def _group_inputs(builder: GraphBuilder, level: str, members: list[int],
+                  anchored: dict[str, dict[str, str]]) -> list[int]:
+    inputs = [i for i in members if builder.nodes[i]["op"] in _INPUT_OPS]
+    if len(inputs) < 8:
+        return members
+    scope = builder.add_scope(f"{level}/parameters" if level else "parameters", parent=level,
+                              label=f"parameters ({len(inputs)})", kind="group")
+    _move(builder, inputs, scope, anchored)
+    taken = set(inputs)
+    return [i for i in members if i not in taken]
+
+
+def _group_families(builder: GraphBuilder, level: str, members: list[int],
+                    anchored: dict[str, dict[str, str]], linked: set[tuple[int, int]],
+                    family: int) -> list[int]:
+    by_name: dict[str, list[int]] = {}
+    for index in members:
+        op_name = builder.nodes[index]["op_name"]
+        if op_name:
+            by_name.setdefault(op_name.split(";", 1)[0], []).append(index)
+    taken: set[int] = set()
+    for op_name, group in by_name.items():
+        if len(group) < family:
+            continue
+        inside = set(group)
+        if any((a, b) in linked for a in group for b in inside if a != b) if len(group) < 200 \
+                else any(a in inside and b in inside for a, b in linked):
+            continue  # a chain, not a family of independent ops
+        leaf = split_op_name(op_name)[-1] if split_op_name(op_name) else op_name
+        scope = builder.add_scope(f"{level}/{op_name}" if level else op_name, parent=level,
+                                  label=f"{leaf} ({len(group)})", kind="group")
+        _move(builder, group, scope, anchored)
+        taken.update(group)
+    return [i for i in members if i not in taken]
+
+
+def _chunk(builder: GraphBuilder, level: str, members: list[int],
+           scopes_here: list[dict[str, str]], anchored: dict[str, dict[str, str]],
+           chunks: int) -> None:
+    wanted = {s["id"] for s in scopes_here}
+    first_line: dict[str, int] = {}
+    for index, node in enumerate(builder.nodes):
+        scope_id = node["scope"]
+        if scope_id and scope_id not in first_line:
+            for ancestor in _ancestors(builder, scope_id):
+                if ancestor in wanted:
+                    first_line.setdefault(ancestor, index)
+    items: list[tuple[int, int | dict[str, str]]] = [(i, i) for i in members]
+    items += [(first_line.get(s["id"], 0), s) for s in scopes_here]
+    items.sort(key=lambda item: item[0])
+    size = max(50, -(-len(items) // chunks))
+    for start in range(0, len(items), size):
+        run = items[start:start + size]
+        label = _dominant(builder, [i for _k, i in run if isinstance(i, int)])
+        scope = builder.add_scope(f"{level}/run {start // size + 1}" if level else
+                                  f"run {start // size + 1}", parent=level,
+                                  label=f"{start + 1}-{start + len(run)}: {label}"
+                                  if label else f"ops {start + 1}-{start + len(run)}",
+                                  kind="chunk")
+        _move(builder, [i for _k, i in run if isinstance(i, int)], scope, anchored)
+        for _key, item in run:
+            if isinstance(item, dict):
+                item["parent"] = scope
+
+
+def _ancestors(builder: GraphBuilder, scope_id: str) -> list[str]:
+    found = []
+    while scope_id and scope_id in builder.scope_index and len(found) < 100:
+        found.append(scope_id)
+        scope_id = builder.scopes[builder.scope_index[scope_id]]["parent"]
+    return found
+
+
+def _dominant(builder: GraphBuilder, members: list[int]) -> str:
+    """The most common source line (or op) of a run of nodes, to label it."""
+    counts: dict[str, int] = {}
+    for index in members:
+        node = builder.nodes[index]
+        if node["source_file"] and node["source_line"]:
+            key = f"{node['source_file'].rsplit('/', 1)[-1]}:{node['source_line']}"
+        else:
+            key = node["op"]
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts, key=counts.__getitem__) if counts else ""
