@@ -52,15 +52,20 @@ def free_port() -> int:
 @contextlib.contextmanager
 def jupyter_lab(root: Path, token: str = "xlanb-test") -> Iterator[str]:
     """A JupyterLab server on localhost serving `root`; yields its base URL."""
+    import os
+
     port = free_port()
     log = (root / "jupyter-lab.log").open("w")
+    # Fresh settings every time: a theme chosen in an earlier run must not leak in.
+    env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(root / ".lab-settings"),
+           "JUPYTERLAB_WORKSPACES_DIR": str(root / ".lab-workspaces")}
     server = subprocess.Popen(
         [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
          f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
          "--LabApp.news_url=", "--LabApp.check_for_updates_class="
          "jupyterlab.NeverCheckForUpdate"],
-        stdout=log, stderr=subprocess.STDOUT)
+        stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90

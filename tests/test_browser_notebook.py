@@ -102,7 +102,17 @@ def test_jupyterlab_shows_header_fallback_line_and_chart(tmp_path):
         assert jax_row[:5] == ["jit(scale_sum) argument: numpy.ndarray", "1", "host_transfer",
                                "7", "scale_sum(np.ones((8, 4), np.float32))"]
         assert "jit(scale_sum) recompiled 1 time(s)" in page.inner_text(".jp-Notebook")
+        # The compiled graphs' viewer, one click away, lays itself out when opened.
+        viewer_section = page.locator("details:has(> summary:has-text('Graph viewer (4)'))")
+        viewer_section.first.locator("summary").click()
+        page.wait_for_selector(".xlanb-graph[data-ready='true']", timeout=30_000)
+        canvas_width = page.evaluate("document.querySelector(\".xlanb-graph[data-ready='true']"
+                                     " canvas\").getBoundingClientRect().width")
+        assert canvas_width > 300
+        page.locator(".xlanb-graph[data-ready='true']").first.screenshot(
+            path=str(ARTIFACTS / "jupyterlab-graph-viewer.png"))
         page.screenshot(path=str(ARTIFACTS / "jupyterlab-light.png"), full_page=True)
+        assert page.evaluate("document.body.dataset.jpThemeLight") == "true"
         assert _contrast(page, ".xlanb-head") >= 4.5
         page.evaluate("window.jupyterapp.commands.execute('apputils:change-theme', "
                       "{theme: 'JupyterLab Dark'})")

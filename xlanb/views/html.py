@@ -154,6 +154,9 @@ def profile_html(profile: Profile) -> str:
             _readable_metrics(profile),
             ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
             sortable=True)))
+    viewers = _graph_viewers(profile)
+    if viewers:
+        parts.append(viewers)
     if not profile.graphs.empty:
         graphs = "".join(
             f"<details><summary>{cell(row.backend)} {cell(row.graph)} ({cell(row.kind)}, "
@@ -164,6 +167,31 @@ def profile_html(profile: Profile) -> str:
         parts.append(f"<div class='xlanb-note'>{html.escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")
     return "".join(parts)
+
+
+#: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away).
+VIEWER_GRAPHS, VIEWER_MAX_NODES = 4, 5000
+
+
+def _graph_viewers(profile: Profile) -> str:
+    """The interactive viewer of the first graphs compiled in the cell, in a closed section
+    (the viewer lays itself out when the section opens)."""
+    from xlanb.views.graph_viewer import graph_fragment, viewer_assets
+
+    graphs = profile.graphs.dropna(subset=["text"]).astype({"graph": str})
+    if graphs.empty:
+        return ""
+    smallest = graphs.groupby("graph", sort=False).agg(nodes=("nodes", "min"),
+                                                        backend=("backend", "first"))
+    shown = smallest[smallest["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
+    if shown.empty:
+        return ""
+    fragments = [graph_fragment(profile.graph(name), height=460, title=f"{backend} {name}")
+                 for name, backend in zip(shown.index, shown["backend"], strict=True)]
+    rest = len(smallest) - len(shown)
+    more = (f"<div class='xlanb-note'>{rest} more graph(s): prof.graph(name) shows any of "
+            "them.</div>") if rest else ""
+    return _section("Graph viewer", len(shown), viewer_assets() + "".join(fragments) + more)
 
 
 def comparison_html(comparison) -> str:
