@@ -252,11 +252,24 @@ for i in range(3):
     acc = acc + torch.ones(4, 3, device=dev).sum()
     torch._lazy.mark_step()
 """)
-    comparison = shell.run_line_magic("xla_profile", "compare slow fast")
+    from IPython.utils.capture import capture_output
+
+    from xlanb.views.notebook import PLOTLY_MIME
+
+    with capture_output() as shown:
+        run("%xla_profile compare slow fast")
+    table, chart = shown.outputs
+    assert "slow -> fast" in table.data["text/plain"]
+    bars = chart.data[PLOTLY_MIME]["data"]
+    assert [b["name"] for b in bars] == ["slow", "slow", "fast", "fast"]
+    assert bars[0]["x"][2] == "fallback_ops" and (bars[0]["y"][2], bars[2]["y"][2]) == (6, 0)
+    assert "<rect" in chart.data["text/html"]
+    magics = shell.magics_manager.registry["XlaProfileMagics"]
+    comparison = magics._compare(["slow", "fast"])
     assert comparison.summary.loc["fallback_ops"].tolist() == [6.0, 0.0, -6.0]
     assert comparison.fallbacks.loc["aten::nonzero", "change"] == -3
     assert set(comparison.findings["status"]) == {"gone"}, comparison.findings.to_dict("records")
-    by_index = shell.run_line_magic("xla_profile", "compare -2 -1")
+    by_index = magics._compare(["-2", "-1"])
     assert by_index.a.name == "slow" and by_index.b.name == "fast"
     html = comparison._repr_html_()
     assert "slow → fast" in html and "aten::nonzero" in html

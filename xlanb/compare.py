@@ -25,6 +25,14 @@ class Comparison:
 
         return comparison_html(self)
 
+    def chart(self):
+        """A grouped bar chart of the headline numbers, a beside b (an xlanb Chart: plotly
+        where available, static SVG elsewhere)."""
+        from xlanb.views.charts import comparison_figure
+        from xlanb.views.notebook import Chart
+
+        return Chart("comparison", comparison_figure(self))
+
     def __repr__(self) -> str:
         return (f"{self.a.name} -> {self.b.name}\n{self.summary.to_string()}\n"
                 f"findings:\n{self.findings.to_string(index=False)}")

@@ -9,6 +9,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
 
 from xlanb import backends
 from xlanb.autoprofile import AutoProfiler
@@ -55,7 +56,10 @@ class XlaProfileMagics(Magics):
         __tracebackhide__ = True  # IPython hides this frame in the user's traceback
         words = line.split()
         if cell is None and words[:1] == ["compare"]:
-            return self._compare(words[1:])
+            comparison = self._compare(words[1:])
+            display(comparison)  # the table, then the chart
+            display(comparison.chart())
+            return None
         if cell is None and words in (["on"], ["off"], ["status"]):
             return self._auto(words[0])
         args = parse_argstring(self.xla_profile, line)

@@ -148,6 +148,35 @@ def timeline_figure(profile: Profile) -> dict[str, Any] | None:
     return {"data": data, "layout": layout}
 
 
+def comparison_figure(comparison) -> dict[str, Any]:
+    """Headline numbers of two profiles side by side: counts on one chart, seconds on one."""
+    summary = comparison.summary
+    counts = ["compiles", "executions", "fallback_ops", "transfers"]
+    seconds = ["compile_seconds", "execute_seconds", "wall_seconds"]
+    longest = float(summary.loc[seconds, ["a", "b"]].to_numpy().max()) or 1e-9
+    unit, factor = time_unit(longest)
+    data = []
+    for side, color, label in (("a", COLORS[0], comparison.a.name),
+                               ("b", COLORS[1], comparison.b.name)):
+        data.append({"type": "bar", "name": label, "x": counts,
+                     "y": [float(summary.loc[c, side]) for c in counts],
+                     "marker": {"color": color}, "legendgroup": side})
+        data.append({"type": "bar", "name": label, "x": [c.replace("_seconds", "")
+                                                         for c in seconds],
+                     "y": [round(float(summary.loc[c, side]) * factor, 6) for c in seconds],
+                     "marker": {"color": color}, "xaxis": "x2", "yaxis": "y2",
+                     "legendgroup": side, "showlegend": False})
+    layout = _base_layout(height_px=320)
+    layout.update({
+        "barmode": "group",
+        "xaxis": _axis_style(domain=[0, 0.45], anchor="y"),
+        "yaxis": _axis_style(title="count", rangemode="tozero", anchor="x"),
+        "xaxis2": _axis_style(domain=[0.55, 1], anchor="y2"),
+        "yaxis2": _axis_style(title=unit, rangemode="tozero", anchor="x2"),
+        "legend": {"orientation": "h", "y": 1.15, "font": {"color": INK}}})
+    return {"data": data, "layout": layout}
+
+
 def _base_layout(height_px: int) -> dict[str, Any]:
     return {"height": height_px, "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
             "paper_bgcolor": "rgba(0,0,0,0)", "plot_bgcolor": "rgba(0,0,0,0)",
@@ -161,6 +190,30 @@ def _axis_style(title: str = "", **extra: Any) -> dict[str, Any]:
         style["title"] = {"text": title, "font": {"color": INK}}
     style.update(extra)
     return style
+
+
+def _vertical_bars_svg(bars: list[dict[str, Any]], left: float, right: float, top: float,
+                      bottom: float) -> list[str]:
+    """Grouped vertical bars with their values written above them."""
+    categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
+    y_max = max((y for t in bars for y in t["y"]), default=1.0) or 1.0
+    step = (right - left) / max(len(categories), 1)
+    width = step * 0.8 / len(bars)
+    parts = [f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" y2="{bottom:.1f}" '
+             f'stroke="{INK}"/>']
+    for index, trace in enumerate(bars):
+        color = trace["marker"]["color"]
+        for category, value in zip(trace["x"], trace["y"], strict=True):
+            x = left + categories.index(category) * step + step * 0.1 + index * width
+            height = value / y_max * (bottom - top - 12)
+            parts.append(f'<rect x="{x:.1f}" y="{bottom - height:.1f}" width="{width:.1f}" '
+                         f'height="{max(height, 0.5):.1f}" fill="{color}"/>')
+            parts.append(f'<text x="{x + width / 2:.1f}" y="{bottom - height - 2:.1f}" '
+                         f'text-anchor="middle" font-size="10">{value:.3g}</text>')
+    for position, category in enumerate(categories):
+        parts.append(f'<text x="{left + (position + 0.5) * step:.1f}" y="{bottom + 14:.1f}" '
+                     f'text-anchor="middle">{html.escape(str(category))}</text>')
+    return parts
 
 
 # -- static SVG twin -----------------------------------------------------------------------
@@ -186,6 +239,12 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
         top = margin["t"] + (1 - y_dom[1]) * plot_h
         bottom = margin["t"] + (1 - y_dom[0]) * plot_h
         bars = [t for t in traces if t["type"] == "bar"]
+        if bars and bars[0].get("orientation") != "h":
+            parts.extend(_vertical_bars_svg(bars, left, right, top, bottom))
+            y_title = y_axis.get("title", {}).get("text", "")
+            parts.append(f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'
+                         f'{html.escape(y_title)}</text>')
+            continue
         if bars:
             categories = list(dict.fromkeys(c for t in bars for c in t["y"]))
             x_max = max((b + w for t in bars for b, w in zip(t["base"], t["x"], strict=True)),
