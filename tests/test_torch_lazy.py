@@ -304,3 +304,12 @@ def test_auto_profiling_shows_a_line_only_under_cells_with_lazy_work(run, shell)
     before = len(xlanb.history())
     run("after_off = 1")
     assert len(xlanb.history()) == before
+
+
+def test_interrupted_cell_keeps_its_profile(run, shell):
+    result = run("%%xla_profile -q --var prof\nkept = torch.ones(2, 23, device=dev).sum()\n"
+                 "torch._lazy.mark_step()\nraise KeyboardInterrupt", expect_error=True)
+    assert isinstance(result.error_in_exec, KeyboardInterrupt)
+    prof = shell.user_ns["prof"]
+    assert prof.failed and prof.error.startswith("KeyboardInterrupt")
+    assert prof.summary()["executions"] == 1
