@@ -63,14 +63,12 @@ measured (use ``jax.profiler`` for a device trace); device-to-host transfers
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import importlib.util
 import inspect
 import logging
 import math
 import os
-import re
 import sys
 import time
 from collections import Counter
@@ -78,6 +76,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlanb.backends.base import Capture, CaptureOptions, location_fields, metric_row
+from xlanb.backends.jax_dispatch import hook_call, unhook_call, vectorcall_flag
+from xlanb.backends.jax_text import NEVER_SEEN as NEVER_SEEN
+from xlanb.backends.jax_text import NEW_CONTEXT as NEW_CONTEXT
+from xlanb.backends.jax_text import NEW_PYTREE as NEW_PYTREE
+from xlanb.backends.jax_text import NEW_TYPES as NEW_TYPES
+from xlanb.backends.jax_text import STATIC_CHANGED as STATIC_CHANGED
+from xlanb.backends.jax_text import UNEXPLAINED as UNEXPLAINED
+from xlanb.backends.jax_text import (
+    CallbackOp,
+    Explanation,
+    callback_instructions,
+    count_hlo_instructions,
+    count_stablehlo_ops,
+    hlo_signature,
+    parse_explanation,
+    strip_jit,
+)
+from xlanb.backends.jax_text import explanation_cause as explanation_cause
 
 NAME = "jax"
 INSTALL_HINT = "JAX is not installed: `pip install jax jaxlib` (or `pip install 'xlanb[jax]'`)."
@@ -93,15 +109,11 @@ EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
 _CACHE_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
 _CACHE_MESSAGES = ("PERSISTENT COMPILATION CACHE MISS", "Not writing persistent cache entry")
 
-# Causes (``compiles.cause``) and fallback causes.
-NEVER_SEEN = "never seen function"
-NEW_TYPES = "different input types"
-STATIC_CHANGED = "static argument changed"
-NEW_PYTREE = "different input pytree"
-NEW_CONTEXT = "tracing context changed"
+# Causes (``compiles.cause``) and fallback causes. Those read from JAX's explanations are
+# defined in jax_text and re-exported above (``X as X``), with explanation_cause, for
+# xlanb.diagnose and the tests.
 EAGER_OP = "eager op"
 DERIVED = "derived program (jax.grad/vmap/... of a jitted function)"
-UNEXPLAINED = "no explanation from JAX"
 HOST_CALLBACK = "host_callback"
 HOST_TRANSFER = "host_transfer"
 
@@ -115,10 +127,6 @@ ADVICE = {
                    "pure_callback with jnp/lax code where possible.",
 }
 
-_CALLBACK_TARGETS = ("xla_ffi_python_cpu_callback", "xla_python_cpu_callback",
-                     "xla_ffi_python_gpu_callback", "xla_python_gpu_callback",
-                     "xla_ffi_partitioned_python_cpu_callback")
-_HAVE_VECTORCALL = 1 << 11
 
 # -- module state (shared by nested captures) ------------------------------------------------
 _listening = False  # switched on while at least one capture is active
@@ -135,7 +143,7 @@ _transfers: list[tuple] = []  # (function, type name, count, frames)
 _depth = 0
 _current: Any = None  # the jitted function whose top-level call is running
 _saved: _Saved | None = None
-_callback_ops: dict[str, list[_CallbackOp]] = {}  # by graph name, for the session
+_callback_ops: dict[str, list[CallbackOp]] = {}  # by graph name, for the session
 _compile_ids = iter(range(1, sys.maxsize))
 _totals: Counter = Counter()
 _perf = time.perf_counter
@@ -187,12 +195,6 @@ class _Token:
     notes: list[str] = field(default_factory=list)
     graphs: bool = True
     sample_start: int = 0
-
-
-@dataclass
-class _CallbackOp:
-    op: str
-    frames: list[tuple[str, str, int]]
 
 
 def begin(options: CaptureOptions) -> _Token:
@@ -391,17 +393,9 @@ def _hook_dispatch(notes: list[str]) -> tuple[int | None, int]:
         _array_type = ArrayImpl
         _tree_leaves = tree_util.tree_leaves
         _host_types = frozenset({np.ndarray, *_HOST_SCALARS, *np.sctypeDict.values()})
-        address = id(function_type) + _tp_flags_offset()
-        flags = ctypes.c_ulong.from_address(address)
-        if flags.value != function_type.__flags__:
-            raise RuntimeError("unexpected type layout")
-        had_vectorcall = flags.value & _HAVE_VECTORCALL
+        address, had_vectorcall = vectorcall_flag(function_type)
         _orig_call = function_type.__dict__["__call__"]
-        function_type.__call__ = _dispatch
-        # Only the vectorcall bit changes; the other flags (the method cache's version-tag
-        # bit among them) are read now, after the assignment above updated them.
-        flags.value = flags.value & ~_HAVE_VECTORCALL
-        _type_modified(function_type)
+        hook_call(function_type, _dispatch, address)
         return address, had_vectorcall
     except Exception as error:
         notes.append(f"jax: executions and host transfers are not counted ({error!r}).")
@@ -413,22 +407,7 @@ def _unhook_dispatch(saved: _Saved) -> None:
         return
     from jax._src.lib import _jax
 
-    function_type = _jax.PjitFunction
-    function_type.__call__ = _orig_call
-    flags = ctypes.c_ulong.from_address(saved.flags_address)
-    flags.value = flags.value | saved.flags
-    _type_modified(function_type)
-
-
-def _type_modified(function_type: type) -> None:
-    """``PyType_Modified``: drop what CPython cached about the type's attributes."""
-    modified = ctypes.PYFUNCTYPE(None, ctypes.py_object)(("PyType_Modified", ctypes.pythonapi))
-    modified(function_type)
-
-
-def _tp_flags_offset() -> int:
-    """Offset of ``tp_flags`` in ``PyTypeObject`` (CPython: 21 pointer-sized fields first)."""
-    return 21 * ctypes.sizeof(ctypes.c_void_p)
+    unhook_call(_jax.PjitFunction, _orig_call, saved.flags_address, saved.flags)
 
 
 def _dispatch(self, *args, **kwargs):
@@ -511,91 +490,10 @@ def _static_positions(function) -> tuple[frozenset[int], frozenset[str]] | None:
 
 
 # -- rows ------------------------------------------------------------------------------------
-_MISS_AT = re.compile(r"^TRACING CACHE MISS at (?P<file>.+?):(?P<line>\d+)(?::\d+)? "
-                      r"\((?P<function>.*)\):$")
-_NEVER_SEEN_NAME = re.compile(r"^\s+(?P<name>.*) id=\d+(?: defined at .*)?$")
-_FOR_NAME = re.compile(r"^\s+for (?P<name>.*?)(?: defined at .*)?$")
-_TYPE_DIFF = re.compile(r"^\s+\* at (?P<arg>.+?), now (?P<new>\S+) and before (?P<old>\S+)")
-_STATIC_DIFF = re.compile(
-    r"with pytree metadata Static\(val=(?P<new>.*)\) and before <class '[^']*'> with pytree "
-    r"metadata Static\(val=(?P<old>.*)\), so ")
-_CONTEXT_DIFF = re.compile(r"^\s+\* (?P<name>\S+) differs: now (?P<new>.*) and before (?P<old>.*)$")
-
-
-@dataclass
-class _Explanation:
-    name: str
-    cause: str
-    text: str
-    frames: list[tuple[str, str, int]]
-
-
-def parse_explanation(message: str) -> _Explanation:
-    """A ``TRACING CACHE MISS`` log message as (function name, short cause, text, frames)."""
-    lines = message.splitlines()
-    frames: list[tuple[str, str, int]] = []
-    match = _MISS_AT.match(lines[0]) if lines else None
-    if match:
-        frames.append((match["function"], match["file"], int(match["line"])))
-    body = lines[1:]
-    name = ""
-    for line in body[:3]:
-        found = _NEVER_SEEN_NAME.match(line) or _FOR_NAME.match(line)
-        if found and not line.strip().startswith("never seen"):
-            name = found["name"]
-            break
-    return _Explanation(name, explanation_cause(message), "\n".join(body).strip(), frames)
-
-
-def explanation_cause(message: str) -> str:
-    """The short cause of a cache-miss explanation: ``never seen function``, ``different input
-    types: f32[4,4] -> f32[8,4]``, ``static argument changed: 2 -> 3``, ..."""
-    if "never seen function" in message:
-        return NEVER_SEEN
-    if "different input types" in message:
-        pairs = []
-        for line in message.splitlines():
-            found = _TYPE_DIFF.match(line)
-            if found:
-                pair = f"{_type_text(found['old'])} -> {_type_text(found['new'])}"
-                if pair not in pairs:
-                    pairs.append(pair)
-        return f"{NEW_TYPES}: {', '.join(pairs)}" if pairs else NEW_TYPES
-    if "different input pytree" in message:
-        statics = [found for line in message.splitlines()
-                   if (found := _STATIC_DIFF.search(line))]
-        if statics:
-            pairs = list(dict.fromkeys(f"{_short(s['old'])} -> {_short(s['new'])}"
-                                       for s in statics))
-            return f"{STATIC_CHANGED}: {', '.join(pairs)}"
-        return NEW_PYTREE
-    if "Tracing context doesn't match" in message:
-        names = [found["name"] for line in message.splitlines()
-                 if (found := _CONTEXT_DIFF.match(line))]
-        return f"{NEW_CONTEXT}: {', '.join(names)}" if names else NEW_CONTEXT
-    lines = [line.strip() for line in message.splitlines()[1:] if line.strip()]
-    return lines[-1] if lines else UNEXPLAINED
-
-
-def _type_text(text: str) -> str:
-    """A type as JAX's explanation prints it, without the noise: ``f32[4,4]({}){weak_type=
-    False}https://...`` (a hint glued to the last line) is ``f32[4,4]``."""
-    text = text.split("https://", 1)[0].replace("({})", "")
-    return text.replace("{weak_type=False}", "")
-
-
-def _short(text: str, limit: int = 40) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _strip_jit(name: str) -> str:
-    return name[4:-1] if name.startswith("jit(") and name.endswith(")") else name
-
-
 def _compile_rows(events: list[tuple], options: CaptureOptions, capture: Capture
                   ) -> list[dict[str, Any]]:
-    explanations: list[_Explanation] = []
-    traces: dict[str, tuple[float, _Explanation | None]] = {}
+    explanations: list[Explanation] = []
+    traces: dict[str, tuple[float, Explanation | None]] = {}
     lowers: dict[str, float] = {}
     hook: tuple | None = None
     rows: list[dict[str, Any]] = []
@@ -611,9 +509,9 @@ def _compile_rows(events: list[tuple], options: CaptureOptions, capture: Capture
             hook = event
         elif kind == "compile":
             name, seconds, wall = event[1], event[2], event[3]
-            traced = traces.pop(_strip_jit(name), None)
+            traced = traces.pop(strip_jit(name), None)
             explanation = traced[1] if traced else _take_explanation(explanations,
-                                                                     _strip_jit(name))
+                                                                     strip_jit(name))
             lower_seconds = lowers.pop(name, math.nan)
             rows.append(_compile_row(name, seconds, wall, traced, explanation, lower_seconds,
                                      hook, options, capture))
@@ -622,7 +520,7 @@ def _compile_rows(events: list[tuple], options: CaptureOptions, capture: Capture
     return rows
 
 
-def _take_explanation(pending: list[_Explanation], name: str) -> _Explanation | None:
+def _take_explanation(pending: list[Explanation], name: str) -> Explanation | None:
     for matches in (lambda e: e.name == name,
                     lambda e: e.name == name.split(" ")[0]):
         for index, explanation in enumerate(pending):
@@ -632,8 +530,8 @@ def _take_explanation(pending: list[_Explanation], name: str) -> _Explanation | 
 
 
 def _compile_row(name: str, seconds: float, wall: float,
-                 traced: tuple[float, _Explanation | None] | None,
-                 explanation: _Explanation | None, lower_seconds: float,
+                 traced: tuple[float, Explanation | None] | None,
+                 explanation: Explanation | None, lower_seconds: float,
                  hook: tuple | None, options: CaptureOptions, capture: Capture
                  ) -> dict[str, Any]:
     compile_id = next(_compile_ids)
@@ -668,13 +566,13 @@ def _graph_rows(name: str, compile_id: int, hook: tuple, eager: bool,
     if callbacks or (options.graphs and not eager):
         hlo_text = _hlo_text(executable)
     if callbacks and hlo_text:
-        _callback_ops[name] = _callback_instructions(hlo_text)
+        _callback_ops[name] = callback_instructions(hlo_text)
     elif name in _callback_ops and not callbacks:
         del _callback_ops[name]
     if not options.graphs or eager:
         return
     costs = _costs(executable)
-    signature = _signature(hlo_text or "")
+    signature = hlo_signature(hlo_text or "")
     if computation is not None:
         try:
             text = str(computation)
@@ -718,109 +616,6 @@ def _costs(executable) -> dict[str, float]:
     except Exception:
         pass
     return {"flops": flops, "bytes_accessed": bytes_accessed, "peak_memory_bytes": peak}
-
-
-_ENTRY_LAYOUT = re.compile(r"entry_computation_layout=\{\((?P<inputs>.*?)\)->")
-_LAYOUT = re.compile(r"\{[^{}]*\}")
-
-
-def _signature(hlo_text: str) -> str | None:
-    """The input types of the compiled program, ``f32[8,4], f32[4]``."""
-    found = _ENTRY_LAYOUT.search(hlo_text)
-    if not found:
-        return None
-    return _LAYOUT.sub("", found["inputs"])
-
-
-_STABLEHLO_OP = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy|"
-                           r"tensor|arith|math)\.[a-z_]+")
-_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = ")
-
-
-def count_stablehlo_ops(text: str) -> int:
-    """Operations in a StableHLO module (function definitions and the mesh excluded)."""
-    count = 0
-    for line in text.splitlines():
-        stripped = line.lstrip()
-        if stripped.startswith(("func.func", "sdy.mesh", "module")):
-            continue
-        if _STABLEHLO_OP.match(line) or stripped.startswith(("return ", "call @")):
-            count += 1
-    return count
-
-
-def count_hlo_instructions(text: str) -> int:
-    """Instructions in an HLO module text (every computation, fused ones included)."""
-    return sum(1 for line in text.splitlines() if _HLO_INSTRUCTION.match(line))
-
-
-_CALLBACK_LINE = re.compile(r'custom_call_target="(?P<target>[^"]+)"')
-_OP_TYPE = re.compile(r'op_type="(?P<op>[^"]+)"')
-_STACK_ID = re.compile(r"stack_frame_id=(?P<id>\d+)")
-
-
-def _callback_instructions(hlo_text: str) -> list[_CallbackOp]:
-    tables = _stack_tables(hlo_text)
-    ops = []
-    for line in hlo_text.splitlines():
-        target = _CALLBACK_LINE.search(line)
-        if not target or target["target"] not in _CALLBACK_TARGETS:
-            continue
-        op = _OP_TYPE.search(line)
-        stack = _STACK_ID.search(line)
-        frames = tables(int(stack["id"])) if stack else []
-        ops.append(_CallbackOp(op["op"] if op else "callback", frames))
-    return ops
-
-
-def _stack_tables(hlo_text: str):
-    """The ``FileNames``/``FunctionNames``/``FileLocations``/``StackFrames`` tables of an HLO
-    module text as a function: stack frame id -> frames, innermost first."""
-    section = ""
-    files: dict[int, str] = {}
-    functions: dict[int, str] = {}
-    locations: dict[int, tuple[int, int, int]] = {}
-    stack: dict[int, tuple[int, int]] = {}
-    entry = re.compile(r"^(\d+) (.*)$")
-    for line in hlo_text.splitlines():
-        if line in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-            section = line
-            continue
-        if not line.strip():
-            if section == "StackFrames":
-                break
-            continue
-        found = entry.match(line) if section else None
-        if not found:
-            section = "" if line.startswith(("%", "ENTRY", "HloModule")) else section
-            continue
-        key, value = int(found[1]), found[2]
-        if section == "FileNames":
-            files[key] = value.strip('"')
-        elif section == "FunctionNames":
-            functions[key] = value.strip('"')
-        elif section == "FileLocations":
-            fields = dict(re.findall(r"(\w+)=(\d+)", value))
-            locations[key] = (int(fields.get("file_name_id", 0)),
-                              int(fields.get("function_name_id", 0)),
-                              int(fields.get("line", 0)))
-        elif section == "StackFrames":
-            fields = dict(re.findall(r"(\w+)=(\d+)", value))
-            stack[key] = (int(fields.get("file_location_id", 0)),
-                          int(fields.get("parent_frame_id", 0)))
-
-    def frames_of(frame_id: int) -> list[tuple[str, str, int]]:
-        frames, seen = [], set()
-        while frame_id in stack and frame_id not in seen:
-            seen.add(frame_id)
-            location_id, parent = stack[frame_id]
-            file_id, function_id, line = locations.get(location_id, (0, 0, 0))
-            if file_id in files:
-                frames.append((functions.get(function_id, ""), files[file_id], line))
-            frame_id = parent - 1  # printed 1-based, and 1 more than the parent's id
-        return frames
-
-    return frames_of
 
 
 def _call_deltas(token: _Token) -> list[tuple[Any, int, float, float]]:

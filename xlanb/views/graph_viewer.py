@@ -248,10 +248,11 @@ def _title(graph: Graph) -> str:
 
 
 def json_for_script(data: Any) -> str:
-    """JSON safe inside ``<script type="application/json">``: ``</`` -> ``<\\/``, and no
-    ``<!--`` or line separators that would end or confuse the script element."""
+    """JSON safe inside ``<script type="application/json">``: every ``<``, ``>`` and ``&`` is
+    written as a ``\\u`` escape (so no ``</script``, ``<!--`` or markup survives in the page's
+    text), and so are the line separators U+2028/U+2029."""
     text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text.replace("</", "<\\/").replace("<!--", "\\u003c!--")
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
