@@ -8,7 +8,7 @@ import pytest
 from IPython.utils.capture import capture_output
 
 from xlanb.views.charts import time_unit
-from xlanb.views.html import page, profile_html
+from xlanb.views.html import profile_html
 from xlanb.views.notebook import PLOTLY_MIME
 
 
@@ -89,8 +89,9 @@ def test_summary_html_sections(loop_profile):
     assert "<code>print(out.item() &gt; -1)</code>" in fragment
 
 
-def test_standalone_page_has_static_charts_and_no_external_resources(loop_profile):
-    text = page(loop_profile)
-    assert text.count("<svg") == 2
-    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "https://" not in text
+def test_report_embeds_plotly_once_and_every_graph(loop_profile):
+    text = loop_profile.to_html()
+    assert text.count("Plotly.newPlot(") == 2  # percentiles and timeline
+    assert text.count("plotly.js v") <= 2  # the bundle's own banner, embedded once
+    graphs = loop_profile.graphs["graph"].nunique()
+    assert text.count('class="xlanb-graph"') == graphs

@@ -23,6 +23,13 @@ from xlanb.views.live import LiveView
 from xlanb.views.notebook import display_charts, display_profile
 
 
+def _unquote(text: str) -> str:
+    """IPython's magic arguments keep the quotes around a path with spaces."""
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
 @magics_class
 class XlaProfileMagics(Magics):
     @magic_arguments()
@@ -34,6 +41,8 @@ class XlaProfileMagics(Magics):
     @argument("--no-graphs", action="store_true", help="Skip IR/HLO graph capture.")
     @argument("--max-compiles", type=int, default=None, metavar="N",
               help="Raise xlanb.CompileBudgetExceeded if the cell compiled more than N graphs.")
+    @argument("-o", "--output", default=None, metavar="PATH",
+              help="Also write the profile's self-contained HTML report to PATH.")
     @argument("--live", action="store_true",
               help="While the cell runs, show compiles, executions and fallbacks so far.")
     @argument("statement", nargs="*", help="Code to profile (line magic form).")
@@ -44,7 +53,7 @@ class XlaProfileMagics(Magics):
         Usage::
 
             %%xla_profile [-b auto|torch_xla|torch_lazy|jax] [-n NAME] [--var NAME] [-q]
-                          [--no-graphs] [--max-compiles N] [--live]
+                          [--no-graphs] [--max-compiles N] [--live] [-o REPORT.html]
             <code>
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
@@ -95,6 +104,11 @@ class XlaProfileMagics(Magics):
                 display_charts(recorder.profile)
             elif not args.quiet:
                 display_profile(recorder.profile)
+            if args.output:
+                output = _unquote(args.output)
+                recorder.profile.to_html(output)
+                if not args.quiet:
+                    print(f"xlanb: wrote {output}")
         if args.max_compiles is not None:
             check_compile_budget(recorder.profile, args.max_compiles)
         return value

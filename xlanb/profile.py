@@ -257,10 +257,12 @@ class Profile:
         return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
 
     def to_html(self, path: str | os.PathLike | None = None) -> str:
-        """A self-contained HTML page of this profile; written to `path` when given."""
-        from xlanb.views.html import page as render_page
+        """The self-contained HTML report of this profile (summary, findings, charts, tables,
+        every graph in the viewer, environment; opens offline); written to `path` when
+        given."""
+        from xlanb.views.report import report_html
 
-        page = render_page(self)
+        page = report_html([self])
         if path is not None:
             Path(path).write_text(page, encoding="utf-8")
         return page

@@ -428,7 +428,7 @@ def _dispatch(self, *args, **kwargs):
         _dispatch_samples.append((started, elapsed))
     entry = _calls.get(self)
     if entry is None:
-        entry = _calls[self] = [self, 1, elapsed, time.time() - elapsed,
+        entry = _calls[self] = [self, 1, elapsed, time.time(),
                                 _static_positions(self)]
     else:
         entry[1] += 1
@@ -550,7 +550,7 @@ def _compile_row(name: str, seconds: float, wall: float,
     else:
         cause = DERIVED
     row = {"backend": NAME, "graph": name, "cause": cause, "seconds": seconds,
-           "time": wall - seconds, "trigger": trigger, **location_fields(frames, options),
+           "time": wall, "trigger": trigger, **location_fields(frames, options),
            "trace_seconds": traced[0] if traced else math.nan,
            "lower_seconds": lower_seconds, "eager": bool(eager), "compile_id": compile_id,
            "explanation": explanation.text if explanation else None}

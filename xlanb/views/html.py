@@ -115,9 +115,10 @@ def _readable_metrics(profile: Profile) -> pd.DataFrame:
     return metrics
 
 
-def profile_html(profile: Profile) -> str:
+def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     """The fragment shown under a profiled cell: headline, findings, highlighted fallbacks,
-    then compiles, executions, counters, metrics and graphs one click away."""
+    then compiles, executions, counters, metrics and graphs one click away (with the viewer
+    of the first graphs unless `graph_viewers` is false: a report draws them all)."""
     numbers = profile.summary()
     head = []
     for label, value in headline(profile):
@@ -154,7 +155,7 @@ def profile_html(profile: Profile) -> str:
             _readable_metrics(profile),
             ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
             sortable=True)))
-    viewers = _graph_viewers(profile)
+    viewers = _graph_viewers(profile) if graph_viewers else ""
     if viewers:
         parts.append(viewers)
     if not profile.graphs.empty:
@@ -219,22 +220,3 @@ def comparison_html(comparison) -> str:
                               frame_table(changed, "counter")))
     parts.append("</div>")
     return "".join(parts)
-
-
-def page(profile: Profile) -> str:
-    """A standalone page (no external resources): the cell fragment, charts as static SVG,
-    and every frame in full."""
-    from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
-
-    sections = [profile_html(profile)]
-    for figure in (percentile_figure(profile), timeline_figure(profile)):
-        if figure is not None:
-            sections.append(figure_svg(figure))
-    for name, frame in profile.frames().items():
-        if name in ("findings", "graphs", "samples") or frame.empty:
-            continue
-        sections.append(_section(name, len(frame), table(frame, list(frame.columns),
-                                                          sortable=True)))
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
-            f"<title>{html.escape(title(profile))}</title></head>"
-            f"<body>{''.join(sections)}</body></html>")

@@ -1,0 +1,126 @@
+"""The self-contained HTML report of one or more profiles: it opens from disk, with no network,
+in any browser.
+
+One page: for each profile its summary (the same fragment a notebook shows), its interactive
+plotly charts, its environment and every captured graph in the graph viewer; then, for several
+profiles, a comparison of each with the next. plotly.js and the viewer's JS/CSS are embedded
+once; chart data travels as JSON with every ``<`` escaped.
+"""
+
+from __future__ import annotations
+
+import html
+import itertools
+import os
+from pathlib import Path
+from typing import Any
+
+from xlanb.compare import compare
+from xlanb.profile import Profile
+from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
+from xlanb.views.html import STYLE, profile_html, table
+from xlanb.views.summary import title
+
+_chart_ids = itertools.count(1)
+
+PAGE_STYLE = """
+body{margin:16px 24px;max-width:1400px}
+h1{font-family:system-ui,sans-serif;font-size:20px}
+h2{font-family:system-ui,sans-serif;font-size:17px;border-bottom:1px solid rgba(136,136,136,.4);
+padding-bottom:4px;margin-top:28px}
+.xlanb-report-chart{min-height:120px}
+@media (prefers-color-scheme: dark){body{background:#111;color:#ddd}}
+"""
+
+
+def _plotly_js() -> str:
+    from plotly.offline import get_plotlyjs
+
+    return get_plotlyjs()
+
+
+def chart_html(figure: dict[str, Any]) -> str:
+    """A div drawn by plotly.js from `figure` (plotly.js must be on the page)."""
+    from xlanb.views.graph_viewer import json_for_script
+
+    element = f"xlanb-chart-{next(_chart_ids)}"
+    spec = json_for_script({"data": figure["data"], "layout": figure["layout"],
+                            "config": {"displaylogo": False, "responsive": True}})
+    return (f"<div class='xlanb-report-chart' id='{element}'></div>"
+            f"<script type='application/json' id='{element}-spec'>{spec}</script>"
+            "<script>(function(){var s=JSON.parse(document.getElementById("
+            f"'{element}-spec').textContent);Plotly.newPlot('{element}',s.data,s.layout,"
+            "s.config);})();</script>")
+
+
+def _environment(profile: Profile) -> str:
+    import pandas as pd
+
+    rows = []
+    for key, value in sorted(profile.environment.items()):
+        if isinstance(value, dict):
+            rows += [{"setting": f"{key}.{k}", "value": str(v)} for k, v in value.items()]
+        else:
+            rows.append({"setting": key, "value": str(value)})
+    rows += [{"setting": "started_at", "value": str(profile.started_at)},
+             {"setting": "backends", "value": ", ".join(profile.backends)}]
+    return table(pd.DataFrame(rows), ["setting", "value"])
+
+
+def _graphs(profile: Profile) -> str:
+    from xlanb.views.graph_viewer import graph_fragment
+
+    graphs = profile.graphs.dropna(subset=["text"])
+    fragments = []
+    for name in dict.fromkeys(graphs["graph"].astype(str)):
+        backend = graphs.loc[graphs["graph"].astype(str) == name, "backend"].iloc[0]
+        fragments.append(graph_fragment(profile.graph(name), height=560,
+                                        title=f"{backend} {name}"))
+    return "".join(fragments)
+
+
+def _profile_section(profile: Profile) -> str:
+    parts = [f"<h2>{html.escape(title(profile))}</h2>",
+             profile_html(profile, graph_viewers=False)]
+    for figure in (percentile_figure(profile), timeline_figure(profile)):
+        if figure is not None:
+            parts.append(chart_html(figure))
+    parts.append("<details><summary><b>Environment</b></summary>"
+                 f"{_environment(profile)}</details>")
+    graphs = _graphs(profile)
+    if graphs:
+        parts.append(f"<h3>Graphs</h3>{graphs}")
+    if profile.source:
+        parts.append(f"<details><summary><b>Source</b></summary>"
+                     f"<pre>{html.escape(profile.source)}</pre></details>")
+    return "".join(parts)
+
+
+def report_html(profiles: list[Profile], heading: str | None = None) -> str:
+    """The report page of `profiles` (one or more)."""
+    from xlanb.views.graph_viewer import viewer_assets
+
+    if not profiles:
+        raise ValueError("a report needs at least one profile")
+    heading = heading or (title(profiles[0]) if len(profiles) == 1
+                          else f"xlanb report: {len(profiles)} profiles")
+    sections = [_profile_section(profile) for profile in profiles]
+    if len(profiles) > 1:
+        sections.append("<h2>Comparison</h2>")
+        for a, b in itertools.pairwise(profiles):
+            comparison = compare(a, b)
+            sections.append(comparison._repr_html_())
+            sections.append(chart_html(comparison_figure(comparison)))
+    return ("<!DOCTYPE html><html><head><meta charset='utf-8'>"
+            f"<title>{html.escape(heading)}</title>"
+            f"<style>{STYLE}{PAGE_STYLE}</style>"
+            f"<script>{_plotly_js()}</script>{viewer_assets()}</head>"
+            f"<body><h1>{html.escape(heading)}</h1>{''.join(sections)}</body></html>")
+
+
+def write_report(profiles: list[Profile], path: str | os.PathLike,
+                 heading: str | None = None) -> Path:
+    """Write :func:`report_html` to `path` and return it."""
+    path = Path(path)
+    path.write_text(report_html(profiles, heading), encoding="utf-8")
+    return path
