@@ -21,7 +21,7 @@ A plain ``import xlanb`` changes nothing in the process.
 from __future__ import annotations
 
 from xlanb.errors import BackendUnavailable, CompileBudgetExceeded, FormatError, XlanbError
-from xlanb.profile import FRAME_COLUMNS, Profile, load_profile
+from xlanb.profile import FRAME_COLUMNS, Profile
 from xlanb.recorder import history, last, profile
 
 __all__ = [
@@ -43,8 +43,17 @@ __version__ = "0.1.0"
 
 
 def load(path) -> Profile:
-    """Read a Profile saved with :meth:`Profile.save`."""
-    return load_profile(path)
+    """Read a Profile from `path`, whatever the runtimes wrote there (the format is detected
+    from the content): a Profile saved with :meth:`Profile.save`, a metrics report
+    (``metrics_report()`` text of PyTorch/XLA or torch._lazy), an ``XLA_METRICS_FILE``, a
+    ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file.
+
+    Raises :class:`FormatError` (naming the file and its first line that does not fit) for
+    anything else; an incomplete last record of an appended file is a
+    :class:`xlanb.errors.TruncatedRecordWarning`."""
+    from xlanb.offline import load as load_offline
+
+    return load_offline(path)
 
 
 def enable() -> list[str]:

@@ -23,6 +23,12 @@ class FormatError(XlanbError, ValueError):
         super().__init__(f"{self.path}, line {line}: {reason}")
 
 
+class TruncatedRecordWarning(UserWarning):
+    """The last record of a file a runtime appends to (``XLA_METRICS_FILE``,
+    ``PT_XLA_DEBUG_FILE``) is incomplete, usually because the process was still writing or was
+    killed; every complete record before it was read."""
+
+
 class CompileBudgetExceeded(XlanbError):
     """A cell compiled more graphs than ``--max-compiles`` allows (a recompilation guard)."""
 

@@ -1,0 +1,58 @@
+"""Offline inputs: files the runtimes write, read into a Profile without running anything.
+
+``xlanb.load(path)`` detects the format from the content (:mod:`xlanb.offline.detect`) and
+hands it to one module per format:
+
+- :mod:`~xlanb.offline.saved`: a Profile saved with ``prof.save()``;
+- :mod:`~xlanb.offline.report`: one ``metrics_report()`` text (PyTorch/XLA or torch._lazy);
+- :mod:`~xlanb.offline.metrics_file`: an ``XLA_METRICS_FILE`` (one report per step);
+- :mod:`~xlanb.offline.debug_file`: a ``PT_XLA_DEBUG_FILE`` (compile/execution analyses);
+- :mod:`~xlanb.offline.xla_dump`: an ``--xla_dump_to`` directory, or one HLO module file.
+
+A file in none of these formats raises :class:`xlanb.FormatError` naming the file and its
+first line that does not fit; an incomplete last record of an appended file gives a
+:class:`xlanb.errors.TruncatedRecordWarning` and every complete record is kept.
+"""
+
+from __future__ import annotations
+
+import os
+
+from xlanb.offline import detect as formats
+from xlanb.offline.metrics_file import step_table
+from xlanb.profile import Profile
+
+__all__ = ["from_text", "load", "step_table"]
+
+
+def load(path: str | os.PathLike) -> Profile:
+    """Read any supported offline input at `path` into a Profile."""
+    if os.path.isdir(path):
+        from xlanb.offline.xla_dump import load_dump_dir
+
+        return load_dump_dir(path)
+    return from_text(formats.read_text(path), path)
+
+
+def from_text(text: str, path: str | os.PathLike = "<text>") -> Profile:
+    """Read a file's `text` (`path` names it in errors and in the Profile)."""
+    kind = formats.detect_text(text, path)
+    if kind == formats.SAVED_PROFILE:
+        from xlanb.offline.saved import load_saved
+
+        return load_saved(text, path)
+    if kind == formats.METRICS_FILE:
+        from xlanb.offline.metrics_file import load_metrics_file
+
+        return load_metrics_file(text, path)
+    if kind == formats.METRICS_REPORT:
+        from xlanb.offline.report import load_report
+
+        return load_report(text, path)
+    if kind == formats.DEBUG_FILE:
+        from xlanb.offline.debug_file import load_debug_file
+
+        return load_debug_file(text, path)
+    from xlanb.offline.xla_dump import load_hlo_module
+
+    return load_hlo_module(text, path)
