@@ -40,3 +40,8 @@ def test_compile_cause_compares_with_every_graph_seen_at_the_line():
     assert history.cause("cell:3", new_size, forced=False) == \
         "new shape: f32[32,16] -> f32[24,16]"
     assert history.cause("cell:3", new_size, forced=True).startswith("forced sync")
+
+
+def test_item_wins_over_an_earlier_print():
+    cell = "print('start')\nfor i in range(3):\n    value = loss.item()"
+    assert fallback_line("aten::_local_scalar_dense", cell, set()) == 3

@@ -30,13 +30,15 @@ def _spellings(op: str) -> list[re.Pattern[str]]:
 
 def fallback_line(op: str, source: str, forced_sync_lines: set[int]) -> int | None:
     """The line of the cell `source` (1-based, as the editor shows it) that most likely ran
-    `op`."""
-    patterns = _spellings(op)
-    candidates = [number for number, text in enumerate(source.splitlines(), start=1)
-                  if any(pattern.search(_code_part(text)) for pattern in patterns)]
-    synced = [line for line in candidates if line in forced_sync_lines]
-    chosen = synced or candidates
-    return chosen[0] if chosen else None
+    `op`: a line where the runtime reported a forced sync if one names the op, else the
+    first line of the likeliest spelling (``.item()`` before ``print(``)."""
+    lines = [_code_part(text) for text in source.splitlines()]
+    ordered: list[int] = []
+    for pattern in _spellings(op):
+        ordered += [number for number, text in enumerate(lines, start=1)
+                    if pattern.search(text) and number not in ordered]
+    synced = [line for line in ordered if line in forced_sync_lines]
+    return (synced or ordered or [None])[0]
 
 
 def _code_part(line: str) -> str:

@@ -126,12 +126,14 @@ def begin(options: CaptureOptions) -> _Token:
 
     def timed_mark_step(*args, **kwargs):
         uncached, cached = counter_value("UncachedCompile"), counter_value("CachedCompile")
-        wall, started = time.time(), time.perf_counter()
+        started = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
             seconds = time.perf_counter() - started
-            syncs.append(_Sync(wall, seconds, counter_value("UncachedCompile") - uncached,
+            # Stamped when the sync ends, like the runtimes stamp their own samples.
+            syncs.append(_Sync(time.time(), seconds,
+                               counter_value("UncachedCompile") - uncached,
                                counter_value("CachedCompile") - cached))
 
     lazy_c._mark_step = timed_mark_step
