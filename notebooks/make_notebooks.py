@@ -202,6 +202,55 @@ print("wrote jax-first-report.html")"""),
 ]
 
 
+OFFLINE = [
+    ("md", """# Offline: analyse files a PyTorch/XLA job wrote
+
+A job on a TPU pod, a batch script, a CI run: no notebook attached. PyTorch/XLA can still write
+what xlanb needs: `XLA_METRICS_FILE` (a metrics report per step) and `PT_XLA_DEBUG_FILE`
+(why each graph compiled, and from which line). Here a small training script writes both,
+then `xlanb.load` reads them and one HTML report holds everything. Runs where torch_xla is
+installed (`.venv-xla`)."""),
+    ("code", """%%writefile train_job.py
+import torch, torch_xla
+dev = torch_xla.device()
+torch.manual_seed(0)
+model = torch.nn.Linear(16, 1).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step, batch in enumerate([32] * 6 + [20] + [32] * 5):  # one short batch at step 6
+    x, y = torch.randn(batch, 16).to(dev), torch.randn(batch, 1).to(dev)
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    torch_xla.sync()"""),
+    ("code", """import os, subprocess, sys
+env = dict(os.environ, PJRT_DEVICE="CPU", XLA_METRICS_FILE="metrics.txt",
+           PT_XLA_DEBUG_LEVEL="1", PT_XLA_DEBUG_FILE="debug.txt")
+for name in ("metrics.txt", "debug.txt"):
+    if os.path.exists(name):
+        os.remove(name)
+subprocess.run([sys.executable, "train_job.py"], env=env, check=True)"""),
+    ("md", """## The metrics file: one report per step
+
+`xlanb.load` recognises the file from its content. The findings say at which step
+recompilation stopped; `step_table` gives one row per step."""),
+    ("code", """import xlanb
+from xlanb.offline import step_table
+metrics = xlanb.load("metrics.txt")
+metrics"""),
+    ("code", """columns = ["compiles", "compile_seconds", "executions", "execute_seconds"]
+step_table(metrics)[columns]"""),
+    ("md", "## The debug file: why each graph compiled, and where"),
+    ("code", """debug = xlanb.load("debug.txt")
+where = debug.compiles["location"].map(os.path.basename)
+debug.compiles.assign(where=where)[["graph", "cause", "trigger", "where"]]"""),
+    ("md", "## One report for a colleague"),
+    ("code", """from xlanb.views.report import write_report
+write_report([metrics, debug], "offline-report.html")
+print("wrote offline-report.html")"""),
+]
+
+
 def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
     notebook = nbformat.v4.new_notebook()
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
@@ -212,7 +261,7 @@ def build(cells: list[tuple[str, str]]) -> nbformat.NotebookNode:
 
 
 NOTEBOOKS = {"01_quickstart.ipynb": QUICKSTART, "02_torch_xla.ipynb": TORCH_XLA,
-             "03_jax.ipynb": JAX}
+             "03_jax.ipynb": JAX, "04_offline.ipynb": OFFLINE}
 
 if __name__ == "__main__":
     for filename, cells in NOTEBOOKS.items():

@@ -22,3 +22,16 @@ def test_torch_xla_notebook_recompiles_reads_values_then_the_fix(xlanb_kernel, t
     assert "line 15: print(\"steps that diverged:\", int(diverged.item()))" in fixed
     comparison = outputs_of(notebook.cells[-1], "text/plain")
     assert "3 recompilation(s) from changing input shapes (cell line 9)   gone" in comparison
+
+
+def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, tmp_path):
+    notebook = execute_notebook_file(NOTEBOOKS / "04_offline.ipynb", xlanb_kernel, tmp_path)
+    metrics = profile_texts(notebook)["metrics.txt"]
+    assert "compiles: 2 " in metrics and "executions: 12 " in metrics
+    assert "[info] Recompilation stopped at step 6" in metrics
+    steps = outputs_of(notebook.cells[5], "text/plain")
+    assert steps.splitlines()[7].split()[:2] == ["6", "1"]  # step 6 compiled once
+    causes = outputs_of(notebook.cells[7], "text/plain")
+    assert causes.count("user torch_xla.sync") == 2 and "train_job.py:12" in causes
+    report = (tmp_path / "offline-report.html").read_text()
+    assert "<h2>Comparison</h2>" in report and "Recompilation stopped at step 6" in report

@@ -60,6 +60,8 @@ def summary_text(profile: Profile) -> str:
         lines.append("  compiles:")
         for row in profile.compiles.head(20).itertuples():
             line = f" line {row.cell_line}" if not pd.isna(row.cell_line) else ""
-            lines.append(f"    {row.graph} {format_seconds(row.seconds)}{line}: {row.cause}")
+            graph = row.graph if isinstance(row.graph, str) else "(graph unknown)"
+            cause = row.cause if isinstance(row.cause, str) else "(cause unknown)"
+            lines.append(f"    {graph} {format_seconds(row.seconds)}{line}: {cause}")
     lines.extend("  note: " + note for note in profile.notes)
     return "\n".join(lines)
