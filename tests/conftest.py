@@ -6,6 +6,13 @@ from __future__ import annotations
 import pytest
 from IPython.testing.globalipapp import start_ipython
 
+import xlanb
+
+# What a user's `%load_ext xlanb` does before they import a runtime: set its debug switches.
+# Done here, before pytest imports any test module, so that no module or fixture can start a
+# runtime (torch_xla reads its switches at import) before the switches are set.
+xlanb.enable()
+
 
 @pytest.fixture(scope="session")
 def shell():
