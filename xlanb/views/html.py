@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.profile import Profile
+from xlanb.ranks.table import is_multi_rank
 from xlanb.views.summary import format_seconds, headline, title, with_code
 
 STYLE = """
@@ -97,9 +98,15 @@ def _findings(profile: Profile) -> str:
     return "".join(parts)
 
 
+def _with_rank(frame: pd.DataFrame, columns: list[str]) -> list[str]:
+    """`columns`, after ``rank`` when `frame` comes from several ranks (xlanb.ranks)."""
+    return ["rank", *columns] if "rank" in frame.columns else columns
+
+
 def _executions_by_graph(profile: Profile) -> pd.DataFrame:
     executions = profile.executions.assign(graph=profile.executions["graph"].fillna("(unknown)"))
-    grouped = executions.groupby(["backend", "graph"], sort=False).agg(
+    keys = _with_rank(executions, ["backend", "graph"])
+    grouped = executions.groupby(keys, sort=False).agg(
         count=("count", "sum"), seconds=("seconds", "sum"))
     grouped["mean"] = [format_seconds(s / c) if c else "-"
                        for s, c in zip(grouped["seconds"], grouped["count"], strict=True)]
@@ -130,40 +137,53 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     parts = [f"<div class='xlanb'><style>{STYLE}</style>",
              f"<div class='xlanb-title{failed}'>{html.escape(title(profile))}</div>",
              f"<div class='xlanb-head'>{''.join(head)}</div>", _findings(profile)]
+    if is_multi_rank(profile):
+        from xlanb.views.ranks import ranks_section
+
+        parts.append(ranks_section(profile))
     if not profile.fallbacks.empty:
         parts.append("<div class='xlanb-title'>CPU fallbacks</div>")
         parts.append(table(with_code(profile, profile.fallbacks),
-                           ["op", "count", "cause", "cell_line", "code", "backend"],
+                           _with_rank(profile.fallbacks,
+                                      ["op", "count", "cause", "cell_line", "code", "backend"]),
                            highlight=True))
     if not profile.compiles.empty:
         compiles = with_code(profile, profile.compiles).assign(
             seconds=[format_seconds(s) for s in profile.compiles["seconds"]])
         parts.append(_section("Compiles", len(compiles), table(
-            compiles, ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"],
+            compiles, _with_rank(compiles, ["backend", "graph", "cause", "seconds", "cell_line",
+                                            "code", "trigger"]),
             sortable=True), open_=len(compiles) <= 8))
     if not profile.executions.empty:
         parts.append(_section("Executions by graph", int(profile.executions["count"].sum()),
                               table(_executions_by_graph(profile),
-                                    ["backend", "graph", "count", "seconds", "mean"],
+                                    _with_rank(profile.executions,
+                                               ["backend", "graph", "count", "seconds",
+                                                "mean"]),
                                     sortable=True)))
     if not profile.counters.empty:
         parts.append(_section("Counters", len(profile.counters), table(
-            profile.counters, ["backend", "category", "name", "delta", "total"],
+            profile.counters,
+            _with_rank(profile.counters, ["backend", "category", "name", "delta", "total"]),
             sortable=True)))
     if not profile.metrics.empty:
         parts.append(_section("Metrics", len(profile.metrics), table(
             _readable_metrics(profile),
-            ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
+            _with_rank(profile.metrics, ["backend", "name", "unit", "count", "total", "mean",
+                                         "p50", "p90", "p99", "max"]),
             sortable=True)))
     viewers = _graph_viewers(profile) if graph_viewers else ""
     if viewers:
         parts.append(viewers)
     if not profile.graphs.empty:
+        distinct = profile.graphs  # ranks of one run share their graphs: show each once
+        if "rank" in distinct.columns:
+            distinct = distinct.drop_duplicates(["backend", "graph", "kind", "text"])
         graphs = "".join(
             f"<details><summary>{cell(row.backend)} {cell(row.graph)} ({cell(row.kind)}, "
             f"{cell(row.nodes)} nodes)</summary><pre>{cell(row.text)}</pre></details>"
-            for row in profile.graphs.itertuples())
-        parts.append(_section("Graphs", len(profile.graphs), graphs))
+            for row in distinct.itertuples())
+        parts.append(_section("Graphs", len(distinct), graphs))
     for note in profile.notes:
         parts.append(f"<div class='xlanb-note'>{html.escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")

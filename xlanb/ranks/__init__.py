@@ -1,0 +1,38 @@
+"""Multi-process runs: each rank records its own Profile into a shared directory
+(:class:`record`); :func:`load_ranks` merges them into one Profile whose frames carry a
+``rank`` column, with findings for the rank that compiles, falls back, runs or waits
+differently from the others.
+
+In each process::
+
+    with xlanb.ranks.record("profiles/", name="train"):
+        train()
+
+In the notebook::
+
+    prof = xlanb.ranks.load_ranks("profiles/")
+    prof                      # per-rank table and skew findings
+    prof.compiles.groupby("rank").size()
+
+How rank, world size and the run id are found: :mod:`xlanb.ranks.identity`.
+"""
+
+from __future__ import annotations
+
+from xlanb.ranks.identity import RankIdentity, identify
+from xlanb.ranks.merge import RankFileWarning, RanksError, is_ranks_dir, load_ranks
+from xlanb.ranks.recording import rank_file_name, record, save_rank
+from xlanb.ranks.table import rank_table
+
+__all__ = [
+    "RankFileWarning",
+    "RankIdentity",
+    "RanksError",
+    "identify",
+    "is_ranks_dir",
+    "load_ranks",
+    "rank_file_name",
+    "rank_table",
+    "record",
+    "save_rank",
+]
