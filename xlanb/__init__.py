@@ -37,6 +37,7 @@ __all__ = [
     "load",
     "load_ipython_extension",
     "profile",
+    "record",
     "unload_ipython_extension",
 ]
 __version__ = "0.1.0"
@@ -46,14 +47,31 @@ def load(path) -> Profile:
     """Read a Profile from `path`, whatever the runtimes wrote there (the format is detected
     from the content): a Profile saved with :meth:`Profile.save`, a metrics report
     (``metrics_report()`` text of PyTorch/XLA or torch._lazy), an ``XLA_METRICS_FILE``, a
-    ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file.
+    ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file; or a
+    directory of rank files written by :func:`record` (one per process), merged into one
+    Profile whose frames carry a ``rank`` column.
 
     Raises :class:`FormatError` (naming the file and its first line that does not fit) for
     anything else; an incomplete last record of an appended file is a
     :class:`xlanb.errors.TruncatedRecordWarning`."""
     from xlanb.offline import load as load_offline
+    from xlanb.ranks import is_ranks_dir, load_ranks
 
+    if is_ranks_dir(path):
+        return load_ranks(path)
     return load_offline(path)
+
+
+def record(directory, name: str | None = None, backend: str | list[str] = "auto",
+           graphs: bool = True, **identity):
+    """Like :class:`profile`, in one process of a multi-process run: when the block ends, the
+    Profile is written (atomically) into `directory` with this process's rank, world size,
+    host, device and the run id. ``xlanb.load(directory)`` merges the ranks. See
+    :func:`xlanb.ranks.record` for `identity` (``rank=``, ``world_size=``, ``run_id=``,
+    ``collectives=``)."""
+    from xlanb.ranks import record as record_rank
+
+    return record_rank(directory, name=name, backend=backend, graphs=graphs, **identity)
 
 
 def enable() -> list[str]:

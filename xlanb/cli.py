@@ -30,6 +30,9 @@ def _parser() -> argparse.ArgumentParser:
                                             "(default: SCRIPT.xlanb.html here)")
     run.add_argument("--save", help="also save the profile as JSON (xlanb.load reads it)")
     run.add_argument("--trace", help="also write a Chrome trace (open in ui.perfetto.dev)")
+    run.add_argument("--ranks-dir", metavar="DIR",
+                     help="also write this process's rank file into DIR (one process per "
+                          "device: xlanb.load(DIR) merges them)")
     run.add_argument("-b", "--backend", default="auto",
                      help="auto (default: each runtime the script imports), torch_xla, "
                           "torch_lazy or jax")
@@ -97,7 +100,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         run_script(script, args.args, backend=args.backend, graphs=not args.no_graphs,
                    name=args.name, report=output, save=args.save, trace=args.trace,
-                   progress_every=args.progress_every)
+                   progress_every=args.progress_every, ranks_dir=args.ranks_dir)
     except BackendUnavailable as error:
         print(f"xlanb: {error}", file=sys.stderr)
         return 2

@@ -177,11 +177,13 @@ def run_script(script: str | os.PathLike, args: Sequence[str] = (), *,
                backend: str | list[str] = "auto", graphs: bool = True,
                name: str | None = None, report: str | os.PathLike | None = None,
                save: str | os.PathLike | None = None, trace: str | os.PathLike | None = None,
-               progress_every: float | None = None,
+               progress_every: float | None = None, ranks_dir: str | os.PathLike | None = None,
                stream: IO[str] | None = None) -> Profile:
     """Run `script` with `args` under the profiler; write `report` (HTML), `save` (profile
     JSON) and `trace` (Chrome trace JSON) when given, even if the script fails, then return
-    the Profile or re-raise what the script raised (``SystemExit`` included)."""
+    the Profile or re-raise what the script raised (``SystemExit`` included). With
+    `ranks_dir`, the profile is also written there as this process's rank file
+    (:func:`xlanb.ranks.save_rank`), for runs with one process per device."""
     import xlanb
     from xlanb import backends as backend_registry
 
@@ -236,9 +238,20 @@ def run_script(script: str | os.PathLike, args: Sequence[str] = (), *,
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
         _write_outputs(capture.profile, report, save, trace, stream)
+        if ranks_dir is not None:
+            _write_rank(capture.profile, ranks_dir, stream)
     if exit_request is not None:
         raise exit_request
     return capture.profile
+
+
+def _write_rank(profile: Profile, ranks_dir: str | os.PathLike, stream: IO[str]) -> None:
+    from xlanb.ranks import save_rank
+
+    try:
+        stream.write(f"xlanb: wrote {save_rank(profile, ranks_dir)}\n")
+    except Exception as error:  # noqa: BLE001 - never hide the script's own outcome
+        stream.write(f"xlanb: could not write a rank file in {ranks_dir}: {error}\n")
 
 
 def _write_outputs(profile: Profile, report: str | os.PathLike | None,
