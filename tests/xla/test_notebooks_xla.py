@@ -27,7 +27,9 @@ def test_torch_xla_notebook_recompiles_reads_values_then_the_fix(xlanb_kernel, t
 def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, tmp_path):
     notebook = execute_notebook_file(NOTEBOOKS / "04_offline.ipynb", xlanb_kernel, tmp_path)
     metrics = profile_texts(notebook)["metrics.txt"]
-    assert "compiles: 2 " in metrics and "executions: 12 " in metrics
+    assert "compiles: 2 " in metrics
+    # One execution per step; the last step's may finish after its report was written.
+    assert "executions: 12 " in metrics or "executions: 11 " in metrics
     assert "[info] Recompilation stopped at step 6" in metrics
     steps = outputs_of(notebook.cells[5], "text/plain")
     assert steps.splitlines()[7].split()[:2] == ["6", "1"]  # step 6 compiled once
