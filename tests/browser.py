@@ -50,8 +50,9 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def jupyter_lab(root: Path, token: str = "xlanb-test") -> Iterator[str]:
-    """A JupyterLab server on localhost serving `root`; yields its base URL."""
+def jupyter_lab(root: Path, token: str = "xlanb-test", app: str = "lab") -> Iterator[str]:
+    """A JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) server on localhost serving
+    `root`; yields its base URL with the token."""
     import os
 
     port = free_port()
@@ -60,11 +61,12 @@ def jupyter_lab(root: Path, token: str = "xlanb-test") -> Iterator[str]:
     env = {**os.environ, "JUPYTERLAB_SETTINGS_DIR": str(root / ".lab-settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(root / ".lab-workspaces")}
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--allow-root",
+        [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root",
          f"--port={port}", "--ServerApp.ip=127.0.0.1", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class="
-         "jupyterlab.NeverCheckForUpdate"],
+         f"--ServerApp.root_dir={root}",
+         *(["--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+           if app == "lab" else ["--JupyterNotebookApp.expose_app_in_browser=True"])],
         stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
     try:

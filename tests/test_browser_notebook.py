@@ -124,6 +124,27 @@ def test_jupyterlab_shows_header_fallback_line_and_chart(tmp_path):
         assert blocked == []
 
 
+def test_notebook7_shows_the_same_summary_and_chart(tmp_path):
+    _notebook(tmp_path / "profiled.ipynb", CELLS[:3])
+    with jupyter_lab(tmp_path, app="notebook") as url, browser_page(
+            allowed_prefixes=(url.split("?")[0], "data:", "blob:")) as (page, blocked):
+        base, token = url.split("?")
+        page.goto(f"{base}/notebooks/profiled.ipynb?{token}")
+        page.wait_for_function(KERNEL_READY, timeout=120_000)
+        page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_selector(".xlanb-head", timeout=120_000)
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        header = page.locator(".xlanb-head").first.inner_text()
+        assert "compiles 4" in header and "fallback ops 1" in header
+        row = page.locator("tr.xlanb-bad").first.inner_text().split("\t")
+        assert row[:5] == ["aten::nonzero", "1", "dynamic_shape", "6",
+                           "idx = torch.nonzero(w > 0)"]
+        page.screenshot(path=str(tmp_path / "notebook7.png"), full_page=True)
+        if ARTIFACTS.is_dir():
+            shutil.copy(tmp_path / "notebook7.png", ARTIFACTS / "notebook7.png")
+        assert blocked == []
+
+
 def test_nbconvert_export_shows_the_same_summary_offline(tmp_path):
     notebook = run_notebook(CELLS)
     exporter = HTMLExporter()
