@@ -51,6 +51,9 @@ bench: setup
 	PJRT_DEVICE=CPU $(PY_XLA) bench/overhead.py
 	$(PY) bench/overhead.py
 	$(PY) bench/display.py
+	PJRT_DEVICE=CPU $(PY_XLA) bench/parse.py
+	$(PY) bench/merge.py
+	$(PY) bench/graph_viewer.py
 
 clean:
 	rm -rf $(VENV) $(VENV_XLA)
