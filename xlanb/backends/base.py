@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -113,6 +114,15 @@ def counter_rows(backend: str, before: dict[str, int], after: dict[str, int]
                          "delta": int(delta), "total": int(total)})
     rows.sort(key=lambda r: (r["category"], -r["delta"], r["name"]))
     return rows
+
+
+# -- graphs ---------------------------------------------------------------------------------
+_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = ")
+
+
+def count_hlo_instructions(text: str) -> int:
+    """Instructions in an HLO module text (every computation, fused ones included)."""
+    return sum(1 for line in text.splitlines() if _HLO_INSTRUCTION.match(line))
 
 
 # -- fallbacks -----------------------------------------------------------------------------

@@ -75,7 +75,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.backends.base import Capture, CaptureOptions, location_fields, metric_row
+from xlanb.backends.base import (
+    Capture,
+    CaptureOptions,
+    count_hlo_instructions,
+    location_fields,
+    metric_row,
+)
 from xlanb.backends.jax_dispatch import hook_call, unhook_call, vectorcall_flag
 from xlanb.backends.jax_text import NEVER_SEEN as NEVER_SEEN
 from xlanb.backends.jax_text import NEW_CONTEXT as NEW_CONTEXT
@@ -87,7 +93,6 @@ from xlanb.backends.jax_text import (
     CallbackOp,
     Explanation,
     callback_instructions,
-    count_hlo_instructions,
     count_stablehlo_ops,
     hlo_signature,
     parse_explanation,

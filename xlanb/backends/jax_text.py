@@ -122,7 +122,6 @@ def hlo_signature(hlo_text: str) -> str | None:
 
 _STABLEHLO_OP = re.compile(r"^\s*(?:%[^=]+=\s*)?\"?(?:stablehlo|chlo|mhlo|func|sdy|shardy|"
                            r"tensor|arith|math)\.[a-z_]+")
-_HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+ = ")
 
 
 def count_stablehlo_ops(text: str) -> int:
@@ -136,10 +135,6 @@ def count_stablehlo_ops(text: str) -> int:
             count += 1
     return count
 
-
-def count_hlo_instructions(text: str) -> int:
-    """Instructions in an HLO module text (every computation, fused ones included)."""
-    return sum(1 for line in text.splitlines() if _HLO_INSTRUCTION.match(line))
 
 
 _CALLBACK_LINE = re.compile(r'custom_call_target="(?P<target>[^"]+)"')

@@ -21,6 +21,7 @@ from xlanb.backends.base import (
     Capture,
     CaptureOptions,
     Progress,
+    count_hlo_instructions,
     counter_rows,
     fallback_progress,
     fallback_rows,
@@ -272,10 +273,6 @@ def _add_graphs(capture: Capture, blocks: list[AnalysisBlock],
             if text:
                 capture.add("graphs", {"backend": NAME, "graph": graph, "kind": kind,
                                        "text": text, "nodes": count_hlo_instructions(text)})
-
-
-def count_hlo_instructions(text: str) -> int:
-    return sum(1 for line in text.splitlines() if " = " in line and line.startswith("  "))
 
 
 def _environment() -> dict[str, Any]:

@@ -29,8 +29,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from xlanb.backends.base import count_hlo_instructions
 from xlanb.backends.compile_causes import CompileHistory
-from xlanb.backends.torch_xla import count_hlo_instructions
 from xlanb.errors import FormatError
 from xlanb.offline.assemble import finish, new_profile
 from xlanb.offline.findings import shape_changes
