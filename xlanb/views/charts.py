@@ -127,7 +127,8 @@ def timeline_figure(profile: Profile) -> dict[str, Any] | None:
     span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
     unit, factor = time_unit(span)
     data = []
-    for kind, color in (("compile", COMPILE_COLOR), ("execute", EXECUTE_COLOR)):
+    # Compiles drawn last, on top: a torch._lazy sync that compiled is one bar of both kinds.
+    for kind, color in (("execute", EXECUTE_COLOR), ("compile", COMPILE_COLOR)):
         rows = events[events["kind"] == kind]
         if rows.empty:
             continue

@@ -79,9 +79,9 @@ def _graphs(profile: Profile) -> str:
     return "".join(fragments)
 
 
-def _profile_section(profile: Profile) -> str:
-    parts = [f"<h2>{html.escape(title(profile))}</h2>",
-             profile_html(profile, graph_viewers=False)]
+def _profile_section(profile: Profile, heading: bool) -> str:
+    parts = [f"<h2>{html.escape(title(profile))}</h2>"] if heading else []
+    parts.append(profile_html(profile, graph_viewers=False))
     for figure in (percentile_figure(profile), timeline_figure(profile)):
         if figure is not None:
             parts.append(chart_html(figure))
@@ -104,7 +104,7 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         raise ValueError("a report needs at least one profile")
     heading = heading or (title(profiles[0]) if len(profiles) == 1
                           else f"xlanb report: {len(profiles)} profiles")
-    sections = [_profile_section(profile) for profile in profiles]
+    sections = [_profile_section(profile, heading=len(profiles) > 1) for profile in profiles]
     if len(profiles) > 1:
         sections.append("<h2>Comparison</h2>")
         for a, b in itertools.pairwise(profiles):
