@@ -149,6 +149,13 @@ def dump_dir_from_flags(flags: str) -> str | None:
     return None
 
 
+def empty_directory(path: str) -> None:
+    """Delete the files directly in `path` (a dump directory xlanb owns)."""
+    for entry in os.scandir(path):
+        if entry.is_file():
+            os.unlink(entry.path)
+
+
 def clear_owned_files() -> None:
     """Empty every file xlanb owns in its workdir (between profiled cells, and at cell start)."""
     if _workdir is None or not os.path.isdir(_workdir):
@@ -157,9 +164,7 @@ def clear_owned_files() -> None:
         if entry.is_file():
             _truncate(entry.path)
         elif entry.is_dir():
-            for child in os.scandir(entry.path):
-                if child.is_file():
-                    os.unlink(child.path)
+            empty_directory(entry.path)
 
 
 def _truncate(path: str) -> None:

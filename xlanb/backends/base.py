@@ -188,6 +188,16 @@ _LIBRARY_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" 
                     os.sep + "xlanb" + os.sep)
 
 
+# "  train_step (/tmp/train.py:13)": how PyTorch/XLA and torch._lazy print a Python frame.
+_PYTHON_FRAME = re.compile(r"^\s*(?P<function>.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$")
+
+
+def python_frame(line: str) -> tuple[str, str, int] | None:
+    """(function, file, line) of a Python frame as the torch runtimes print it, or None."""
+    match = _PYTHON_FRAME.match(line)
+    return (match["function"], match["file"], int(match["line"])) if match else None
+
+
 def user_frame(frames: Sequence[tuple[str, str, int]], cell_filename: str | None
                ) -> tuple[str, int] | None:
     """Pick the frame to blame from (function, file, line) frames, innermost first: the cell's

@@ -15,10 +15,10 @@ Each block is a run of lines prefixed ``Compilation Analysis:`` or ``Execution A
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
-_FRAME = re.compile(r"^\s*(?P<function>.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$")
+from xlanb.backends.base import python_frame
+
 _PREFIXES = {"Compilation Analysis:": "compile", "Execution Analysis:": "execute"}
 
 
@@ -77,7 +77,7 @@ def parse_analysis(text: str) -> list[AnalysisBlock]:
             elif key == "Number of Graph Outputs" and value.isdigit():
                 current.outputs = int(value)
         elif section == "frames":
-            match = _FRAME.match(stripped)
-            if match:
-                current.frames.append((match["function"], match["file"], int(match["line"])))
+            frame = python_frame(stripped)
+            if frame:
+                current.frames.append(frame)
     return blocks

@@ -13,7 +13,6 @@ import hashlib
 import importlib.util
 import math
 import os
-import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from xlanb.backends.base import (
     fallback_rows,
     location_fields,
     metric_row,
+    python_frame,
 )
 from xlanb.backends.compile_causes import CompileHistory
 from xlanb.report_text import parse_report
@@ -39,7 +39,6 @@ INSTALL_HINT = ("torch._lazy needs PyTorch: `pip install torch==2.13.0` "
 LATE_LOSS = "no graphs or source lines of syncs"
 SYNC_METRIC = "SyncTime"  # xlanb's own timing of each mark_step
 
-_FRAME = re.compile(r"^\s*(?P<function>.*?) \((?P<file>.*):(?P<line>\d+)\)\s*$")
 _SYNC_COUNTERS = ("UncachedCompile", "CachedCompile")
 _history = CompileHistory()
 _seen_graphs: set[str] = set()
@@ -193,9 +192,9 @@ def parse_saved_graphs(text: str) -> list[_Entry]:
             if line.startswith("Hashes:"):
                 hashes = line[7:].strip()
             else:
-                match = _FRAME.match(line)
-                if match:
-                    frames.append((match["function"], match["file"], int(match["line"])))
+                frame = python_frame(line)
+                if frame:
+                    frames.append(frame)
         graph = hashlib.md5(hashes.encode()).hexdigest()[:16]
         entries.append(_Entry(frames, graph, text[begin + len(begin_marker):finish].strip()))
         position = finish + len(end_marker)
@@ -249,12 +248,11 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                                        "time": math.nan, "count": forced_syncs})
 
     if options.graphs:
-        added = set()
+        compiled = {row["graph"] for row in capture.rows.get("compiles", [])}
         for entry in entries:
-            if entry.graph in added or not any(
-                    row["graph"] == entry.graph for row in capture.rows.get("compiles", [])):
+            if entry.graph not in compiled:
                 continue
-            added.add(entry.graph)
+            compiled.discard(entry.graph)  # one graphs row per graph
             capture.add("graphs", {"backend": NAME, "graph": entry.graph, "kind": "ir",
                                    "text": entry.text, "nodes": count_ir_nodes(entry.text)})
     if not os.environ.get("LTC_SAVE_TENSORS_FILE"):

@@ -105,8 +105,7 @@ def begin(options: CaptureOptions) -> _Token:
     seen: set[str] = set()
     if dump_dir and os.path.isdir(dump_dir):
         if debug_env.is_owned(dump_dir):
-            for entry in os.scandir(dump_dir):
-                os.unlink(entry.path)
+            debug_env.empty_directory(dump_dir)
         else:
             seen = set(os.listdir(dump_dir))
     totals = {}
@@ -170,8 +169,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     if options.graphs:
         _add_graphs(capture, compile_blocks, modules)
     if token.dump_dir and debug_env.is_owned(token.dump_dir):
-        for entry in os.scandir(token.dump_dir):
-            os.unlink(entry.path)
+        debug_env.empty_directory(token.dump_dir)
     if not os.environ.get("PT_XLA_DEBUG_FILE"):
         capture.notes.append("torch_xla: compile causes need PT_XLA_DEBUG_FILE set before "
                              "torch_xla starts (load xlanb first).")

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from xlanb.profile import Profile
+from xlanb.views.summary import time_unit
 
 PERCENTILES = np.arange(1, 100)
 MARKED = (50, 90, 99)
@@ -25,15 +26,6 @@ MARKED = (50, 90, 99)
 INK = "#888888"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 COMPILE_COLOR, EXECUTE_COLOR, FORCED_COLOR = "#ff7f0e", "#1f77b4", "#d62728"
-
-
-def time_unit(seconds: float) -> tuple[str, float]:
-    """(unit, factor) that shows `seconds` with a readable magnitude: s, ms or µs."""
-    if seconds >= 1:
-        return "s", 1.0
-    if seconds >= 1e-3:
-        return "ms", 1e3
-    return "µs", 1e6
 
 
 def percentile_series(profile: Profile) -> list[dict[str, Any]]:
