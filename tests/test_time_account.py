@@ -305,3 +305,53 @@ def test_a_compile_overlapping_queued_runs_marks_only_its_own_step_warm_up(run, 
     steps = shell.user_ns["queued"].step_times
     assert len(steps) == 6
     assert list(steps["phase"]) == ["warm-up", "steady", "steady", "warm-up", "steady", "steady"]
+
+
+def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run, shell):
+    """A loop longer than the trace's window: per-op times come from the first runs, the
+    runs after the window are estimated from them, and the account still says the loop is
+    device-bound (without the estimate the untraced runs would count as Python)."""
+    run(
+        "@jax.jit\ndef ta_win(a):\n    return jnp.tanh(a @ a) @ a\n"
+        "ta_win(ta_big).block_until_ready()"
+    )
+    run(
+        "%%xla_profile -b jax -q --trace-runs 5 --var windowed\nfor _ in range(40):\n"
+        "    out = ta_win(ta_big)\nout.block_until_ready()"
+    )
+    prof = shell.user_ns["windowed"]
+    assert_adds_up(prof)
+    assert buckets(prof)["device"] >= 0.7 * prof.wall_seconds, prof.breakdown
+    windows = prof.spans[prof.spans["lane"] == "trace"]
+    assert len(windows) == 1 and windows["name"].iloc[0].startswith("device trace: first ")
+    assert windows["seconds"].iloc[0] < 0.8 * prof.wall_seconds
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured, estimated = device[~device["estimated"]], device[device["estimated"]]
+    assert 5 <= len(measured) < 40 and not estimated.empty
+    # estimated runs come after the window and take the traced runs' mean time
+    window_end = windows["start"].iloc[0] + windows["seconds"].iloc[0]
+    assert (estimated["start"] >= window_end - 1e-6).all()
+    assert prof.ops["count"].max() == len(measured)
+    row = prof.executions.set_index("graph").loc["jit(ta_win)"]
+    assert row["count"] == 40 and bool(row["seconds_estimated"])
+    assert row["seconds"] == pytest.approx(measured["seconds"].mean() * 40, rel=0.25), (
+        prof.executions
+    )
+    text = repr(prof)
+    assert "device trace: first" in text and "partly estimated" in text
+    # the same loop traced whole: every run measured
+    run(
+        "%%xla_profile -b jax -q --trace-runs 0 --var whole\nfor _ in range(40):\n"
+        "    out = ta_win(ta_big)\nout.block_until_ready()"
+    )
+    whole = shell.user_ns["whole"]
+    assert (whole.spans["lane"] == "trace").sum() == 1
+    assert whole.spans.loc[whole.spans["lane"] == "trace", "name"].iloc[0] == "device trace"
+    runs = whole.spans[whole.spans["lane"] == "device"]
+    assert len(runs) == 40 and not runs["estimated"].any()
+
+
+def test_a_bad_trace_window_is_a_usage_error(shell):
+    result = shell.run_cell("%%xla_profile -b jax -q --trace-runs -3\nx = 1")
+    assert not result.success
+    assert "trace_runs must be at least 1" in str(result.error_in_exec)

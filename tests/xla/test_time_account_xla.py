@@ -63,3 +63,33 @@ def test_the_users_own_trace_in_a_profiled_cell_still_works(run, shell, tmp_path
     assert not prof.failed
     assert any("your own profiler trace started" in note for note in prof.notes), prof.notes
     assert not prof.ops.empty  # the step before the user's trace was traced by xlanb
+
+
+def test_runs_after_the_trace_window_are_accounted_from_the_runtimes_samples(run, shell):
+    """A loop longer than the trace's window: the traced runs are measured, the later ones come
+    from ExecuteTime scaled to the traced runs, and the device bucket stays close to the same
+    loop traced whole (without the later runs it would be a tenth of it)."""
+    run("for _ in range(3):\n    ta_step()")
+    run(
+        "%%xla_profile -b torch_xla -q --trace-runs 8 --var ta_window\n"
+        "for _ in range(80):\n    ta_step()"
+    )
+    run(
+        "%%xla_profile -b torch_xla -q --trace-runs 0 --var ta_whole\n"
+        "for _ in range(80):\n    ta_step()"
+    )
+    windowed, whole = shell.user_ns["ta_window"], shell.user_ns["ta_whole"]
+    parts = buckets(windowed)
+    assert sum(parts.values()) == pytest.approx(windowed.wall_seconds, rel=0.02)
+    window = windowed.spans[windowed.spans["lane"] == "trace"]
+    assert len(window) == 1 and window["name"].iloc[0].startswith("device trace: first ")
+    device = windowed.spans[windowed.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert 8 <= len(measured) < 80
+    assert (device["estimated"]).sum() >= 80 - len(measured) - 1
+    assert windowed.ops["count"].max() <= len(measured)
+    whole_device = buckets(whole)["device"]
+    assert whole.spans.loc[whole.spans["lane"] == "trace", "name"].iloc[0] == "device trace"
+    assert (whole.spans["lane"] == "device").sum() == 80
+    assert 0.4 * whole_device <= parts["device"] <= 2.5 * whole_device, (parts, whole_device)
+    assert "partly estimated" in repr(windowed)

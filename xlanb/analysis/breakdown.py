@@ -55,10 +55,24 @@ def breakdown_frame(profile: Profile) -> pd.DataFrame:
     return make_frame("breakdown", rows)
 
 
+def traced_window(profile: Profile) -> tuple[float, float] | None:
+    """(start, end) epoch seconds of the device trace's window when it closed before the
+    cell ended (its ``trace`` span), else None."""
+    spans = profile.spans
+    if spans.empty:
+        return None
+    windows = spans[(spans["lane"] == "trace") & (spans["name"] != "device trace")]
+    if windows.empty:
+        return None
+    start = float(windows["start"].min())
+    return start, float((windows["start"] + windows["seconds"]).max())
+
+
 def host_activity(profile: Profile) -> tuple[float, float] | None:
     """(host busy seconds, of which hidden under device time): the main thread counts as busy
     whenever it was not waiting on the runtime (the trace's ``sync_wait`` spans). Known only
-    where the runtime's trace gave the device runs (not for estimates)."""
+    where the runtime's trace gave the device runs (not for estimates): over the trace's
+    window when it closed before the cell ended."""
     if not profile.wall_seconds or not profile.started_at or profile.spans.empty:
         return None
     lanes, starts, ends, estimated = _lane_arrays(profile)
@@ -67,6 +81,10 @@ def host_activity(profile: Profile) -> tuple[float, float] | None:
         return None
     wall_start = float(profile.started_at)
     wall_end = wall_start + float(profile.wall_seconds)
+    if (window := traced_window(profile)) is not None:
+        wall_start, wall_end = max(wall_start, window[0]), min(wall_end, window[1])
+        if wall_end <= wall_start:
+            return None
     waits = merge_intervals(
         np.column_stack([starts[lanes == "sync_wait"], ends[lanes == "sync_wait"]])
     )

@@ -62,10 +62,12 @@ def step_frame(profile: Profile) -> pd.DataFrame:
                 "sync_wait": buckets["sync_wait"],
             }
         )
+    # warm-up: the steps a compile finished in (step 0 also holds what finished before it)
     compile_ends = intervals["compile"][:, 1]
-    for row, start, end in zip(rows, starts, ends, strict=True):
-        compiled = bool(((compile_ends > start) & (compile_ends <= end)).any()) or (
-            row["step"] == 0 and bool((compile_ends <= end).any())
-        )
-        row["phase"] = "warm-up" if compiled else "steady"
+    compiled = np.zeros(len(rows), dtype=bool)
+    if len(compile_ends) and rows:
+        inside = np.searchsorted(bounds, compile_ends, side="left") - 1
+        compiled[np.clip(inside[inside < len(rows)], 0, None)] = True
+    for row, warm in zip(rows, compiled, strict=True):
+        row["phase"] = "warm-up" if warm else "steady"
     return make_frame("step_times", rows)

@@ -26,7 +26,9 @@ class profile(Recorder):
     `backend` is ``"auto"`` (every runtime the process has imported when the block starts), a
     backend name (``torch_xla``, ``torch_lazy``, ``jax``) or a list of names; `graphs=False`
     skips graph capture; `trace=False` skips the XLA profiler's device trace (JAX, torch_xla),
-    leaving the time account to the runtime's counters.
+    leaving the time account to the runtime's counters. The trace covers the block's first
+    `trace_runs` program runs (at most 10 s; per-op times come from those runs, later runs are
+    accounted from the runtime's samples); ``trace_runs=None`` traces the whole block.
     An exception in the block marks the Profile as failed and propagates unchanged.
     """
 

@@ -5,6 +5,15 @@ that asks for one owns it; a nested capture reads the same trace's events for it
 when its owner stops, and otherwise goes without. Traces are written into xlanb's workdir,
 one fresh directory per trace, read with :mod:`xlanb.formats.xspace` and removed at once.
 
+The trace covers a *window*: by default a cell's first :data:`WINDOW_RUNS` program runs (or
+its first :data:`WINDOW_SECONDS`), then a watchdog thread stops it while the cell goes on. The
+XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) and reading the
+events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
+to run; the first runs hold the warm-up and enough steady runs for per-op times. The backends
+account the runs after the window from the runtime's own samples (torch_xla ``ExecuteTime``) or
+from the traced runs' mean device time (JAX, marked estimated). ``runs=None`` traces the whole
+capture.
+
 From the trace a capture gets:
 
 - ``ops`` rows: one per (program, HLO op) with the measured device seconds and run count;
@@ -17,6 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +48,13 @@ MAX_OP_SPANS = 2000
 #: Traces larger than this are not read (a note says so): reading 200 MB takes seconds.
 MAX_TRACE_BYTES = 200 * 1024 * 1024
 
+#: Default window: the trace stops after this many program runs in the capture ...
+WINDOW_RUNS = 100
+#: ... or after this many seconds, whichever comes first (big programs: few runs, many events).
+WINDOW_SECONDS = 10.0
+#: How often the watchdog looks at the run count.
+POLL_SECONDS = 0.005
+
 _lock = threading.Lock()
 _running: Trace | None = None
 _counter = 0
@@ -56,16 +73,55 @@ class Trace:
     #: Stops the profiler; returns the serialized XSpace, or None when it wrote a file.
     stop: Callable[[], bytes | None]
     notes: list[str] = field(default_factory=list)
-    #: Set when the trace was stopped early because the user started a trace of their own.
+    #: When the trace started (epoch s).
+    started_at: float = 0.0
+    #: Set when the profiler was stopped before the capture ended: the window closed, or the
+    #: user started a trace of their own; ``early_data`` holds what it returned.
     yielded: bool = False
     early_data: bytes | None = None
+    #: When the trace stopped early (epoch s), else None (it covers the whole capture).
+    stopped_at: float | None = None
+    #: Program runs in the window when it closed early on its run limit.
+    window_runs: int | None = None
+    #: What the capture's `snapshot` callable returned when the window closed (e.g. the
+    #: runtime's execute-time totals, to split them into the window and the rest).
+    snapshot_at_stop: Any = None
+    _stop_lock: threading.Lock = field(default_factory=threading.Lock)
+    _done: threading.Event = field(default_factory=threading.Event)
+    _watchdog: threading.Thread | None = None
+
+    def stop_early(self, note: str | None = None) -> bool:
+        """Stop the profiler now, keeping what it recorded (once; False when it had stopped)."""
+        with self._stop_lock:
+            if self.yielded:
+                return False
+            self.yielded = True
+            self.stopped_at = time.time()
+            try:
+                self.early_data = self.stop()
+            except Exception as error:
+                self.notes.append(f"{self.runtime}: the device trace failed: {error!r}.")
+            if note:
+                self.notes.append(note)
+            return True
 
 
 def start(
-    runtime: str, begin: Callable[[str], Callable[[], bytes | None]]
+    runtime: str,
+    begin: Callable[[str], Callable[[], bytes | None]],
+    runs: Callable[[], int] | None = None,
+    window_runs: int | None = WINDOW_RUNS,
+    window_seconds: float = WINDOW_SECONDS,
+    snapshot: Callable[[], Any] | None = None,
+    settle: Callable[[threading.Event], None] | None = None,
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
+    With `window_runs`, the trace stops once `runs()` (the runtime's count of program runs) has
+    grown by that many or `window_seconds` have passed; None traces until :func:`finish`.
+    Before the window closes, `settle(ended)` waits until the counted runs have finished
+    executing (JAX counts calls, which return before their runs under async dispatch; it
+    returns early once `ended` is set); then `snapshot()` is kept in ``snapshot_at_stop``.
     Returns (the trace, None), or (None, a one-line note) when it cannot start; the capture
     then goes on without device times."""
     global _running, _counter
@@ -91,8 +147,51 @@ def start(
                 f"{runtime}: the device trace could not start ({first_line}); "
                 "times are from the runtime's counters."
             )
-        _running = Trace(runtime, directory, stop)
+        _running = Trace(runtime, directory, stop, started_at=time.time())
+        if window_runs is not None and runs is not None:
+            _running._watchdog = threading.Thread(
+                target=_watch,
+                args=(_running, runs, runs(), window_runs, window_seconds, snapshot, settle),
+                name="xlanb-trace-window",
+                daemon=True,
+            )
+            _running._watchdog.start()
         return _running, None
+
+
+def _watch(
+    trace: Trace,
+    runs: Callable[[], int],
+    base: int,
+    limit: int,
+    seconds: float,
+    snapshot: Callable[[], Any] | None,
+    settle: Callable[[threading.Event], None] | None,
+) -> None:
+    """Close `trace`'s window after `limit` more runs or `seconds`, unless it ends first."""
+    try:
+        deadline = time.monotonic() + seconds
+        while not trace._done.wait(POLL_SECONDS):
+            done = runs() - base
+            if done >= limit or time.monotonic() >= deadline:
+                if settle is not None:
+                    settle(trace._done)
+                    if trace._done.is_set():
+                        return  # the capture ended meanwhile: the trace covers all of it
+                    done = runs() - base
+                taken = snapshot() if snapshot is not None else None
+                if trace.stop_early():
+                    trace.window_runs = done
+                    trace.snapshot_at_stop = taken
+                return
+    except Exception as error:  # a runtime that cannot count: trace to the end
+        trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
+
+
+def _end_watch(trace: Trace) -> None:
+    trace._done.set()
+    if trace._watchdog is not None and trace._watchdog is not threading.current_thread():
+        trace._watchdog.join()
 
 
 def finish(trace: Trace) -> Any:
@@ -103,7 +202,9 @@ def finish(trace: Trace) -> Any:
 
     try:
         try:
-            data = trace.early_data if trace.yielded else trace.stop()
+            _end_watch(trace)
+            with trace._stop_lock:
+                data = trace.early_data if trace.yielded else trace.stop()
         finally:
             with _lock:
                 _running = None
@@ -144,14 +245,10 @@ def yield_to_user() -> None:
     """Stop the running trace now, keeping what it recorded: the user is starting a trace of
     their own (the runtime allows one session), and theirs must work as without xlanb."""
     trace = _running
-    if trace is None or trace.yielded:
+    if trace is None:
         return
-    trace.yielded = True
-    try:
-        trace.early_data = trace.stop()
-    except Exception as error:
-        trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
-    trace.notes.append(
+    trace._done.set()
+    trace.stop_early(
         f"{trace.runtime}: your own profiler trace started in the cell; "
         "xlanb's device trace covers the cell up to that point."
     )
@@ -166,12 +263,66 @@ def abandon() -> None:
     if trace is None:
         return
     try:
-        if not trace.yielded:
-            trace.stop()
-    except Exception:
+        _end_watch(trace)
+        trace.stop_early()
+    except BaseException:
         pass
     finally:
         shutil.rmtree(trace.directory, ignore_errors=True)
+
+
+def window_span(
+    backend: str, trace: Trace, ended_at: float, spans: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The ``trace`` lane's span: what part of the capture the device trace covers (not part
+    of the time account; the views say which runs the per-op times come from). `spans`: the
+    capture's spans from the trace (its runs are counted)."""
+    end = trace.stopped_at if trace.stopped_at is not None else ended_at
+    runs = sum(1 for span in spans if span["lane"] == "device" and not span["estimated"])
+    if trace.stopped_at is None:
+        name = "device trace"
+    elif trace.window_runs is not None:
+        name = f"device trace: first {runs} runs"
+    else:
+        name = f"device trace: until your own trace started ({runs} runs)"
+    return {
+        "backend": backend,
+        "lane": "trace",
+        "name": name,
+        "graph": None,
+        "start": trace.started_at,
+        "seconds": max(end - trace.started_at, 0.0),
+        "estimated": False,
+    }
+
+
+#: At most this many spans stand for runs spread over a stretch of a capture.
+MAX_SPREAD_SPANS = 200
+
+
+def spread_spans(
+    backend: str, name: str, start: float, end: float, count: int, seconds: float
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for `count` runs of `seconds` in all that the runtime counted
+    but did not time one by one, evenly spaced over ``[start, end]`` (at most
+    :data:`MAX_SPREAD_SPANS`, each then standing for several runs)."""
+    if count <= 0 or end <= start or seconds <= 0:
+        return []
+    spans = min(count, MAX_SPREAD_SPANS)
+    step = (end - start) / spans
+    each = min(seconds / spans, step)
+    return [
+        {
+            "backend": backend,
+            "lane": "device",
+            "name": name,
+            "graph": None,
+            "start": start + index * step,
+            "seconds": each,
+            "estimated": True,
+        }
+        for index in range(spans)
+    ]
 
 
 def is_running() -> bool:
@@ -230,7 +381,9 @@ def rows(
         op_rows.sort(key=lambda row: -row["seconds"])
         # the longest op events themselves, for zooming into a run (timeline, Chrome trace);
         # lane "op" is not part of the time account
-        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
+        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")[
+            ["hlo_op", "hlo_module", "start_ns", "duration_ns"]
+        ]
         for row in longest.itertuples(index=False):
             module = str(row.hlo_module)
             span_rows.append(
@@ -262,7 +415,7 @@ def rows(
         & inside["kind"].isin(["transfer", "sync_wait"])
         & (inside["line"] == MAIN_THREAD)
     ]
-    for row in hosts.itertuples(index=False):
+    for row in hosts[["kind", "name", "start_ns", "duration_ns"]].itertuples(index=False):
         span_rows.append(
             _span(backend, row.kind, row.name, None, row.start_ns, row.start_ns + row.duration_ns)
         )

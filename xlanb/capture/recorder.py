@@ -72,12 +72,18 @@ class Recorder:
         source: str = "",
         finish: Callable[[Profile, CaptureOptions], None] | None = None,
         trace: bool = True,
+        trace_runs: int | None = 100,
     ) -> None:
         self._finish = finish if finish is not None else self.finish_profile
         self.modules: list[Backend] = backend_registry.resolve(backend)
         self._auto = backend == "auto"
+        if trace_runs is not None and trace_runs < 1:
+            raise ValueError(f"trace_runs must be at least 1 (or None), not {trace_runs}")
         self.options = CaptureOptions(
-            graphs=graphs, cell_filename=cell_filename, device_trace=trace
+            graphs=graphs,
+            cell_filename=cell_filename,
+            device_trace=trace,
+            trace_runs=trace_runs,
         )
         self.profile = Profile(
             name=name or f"profile-{_captured + 1}",

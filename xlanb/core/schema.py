@@ -626,7 +626,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "`device` (a program running), `compile`, `transfer` or "
             "`sync_wait`: what the time account counts it as; `op`: one HLO op's event "
-            "inside a run (the longest 2,000 of a capture; not part of the account)",
+            "inside a run (the longest 2,000 of a capture; not part of the account); "
+            "`trace`: the part of the capture the device trace covers (its first runs; "
+            "not part of the account)",
             _SPAN_WRITERS,
         ),
         _r("name", "str", "", "program, runtime span or metric it comes from", _SPAN_WRITERS),
@@ -638,7 +640,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "bool",
             "",
             "true when timed by xlanb around a runtime call "
-            "(torch._lazy's mark_step) rather than by the runtime or its trace",
+            "(torch._lazy's mark_step) or estimated for runs after the device trace's "
+            "window (JAX: the program's mean traced device time), rather than measured by "
+            "the runtime or its trace",
             _SPAN_WRITERS,
         ),
         _rank(),

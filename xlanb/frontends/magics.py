@@ -52,6 +52,13 @@ class XlaProfileMagics(Magics):
         help="Do not run the XLA profiler's device trace (no per-op device times).",
     )
     @argument(
+        "--trace-runs",
+        type=int,
+        default=100,
+        metavar="N",
+        help="Trace the cell's first N program runs (at most 10 s); 0 traces the whole cell.",
+    )
+    @argument(
         "--max-compiles",
         type=int,
         default=None,
@@ -78,7 +85,8 @@ class XlaProfileMagics(Magics):
         Usage::
 
             %%xla_profile [-b auto|torch_xla|torch_lazy|jax] [-n NAME] [--var NAME] [-q]
-                          [--no-graphs] [--no-trace] [--max-compiles N] [--live] [-o REPORT.html]
+                          [--no-graphs] [--no-trace] [--trace-runs N] [--max-compiles N] [--live]
+                          [-o REPORT.html]
             <code>
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
@@ -116,8 +124,9 @@ class XlaProfileMagics(Magics):
                 cell_filename=filename,
                 source=source,
                 trace=not args.no_trace,
+                trace_runs=args.trace_runs or None,
             )
-        except BackendUnavailable as error:
+        except (BackendUnavailable, ValueError) as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
         live = None

@@ -188,6 +188,7 @@ LANE_COLORS = {
     "compile": "#c62828",
     "transfer": "#ef6c00",
     "sync_wait": "#6a1b9a",
+    "trace": "#90a4ae",
 }
 
 
@@ -204,6 +205,8 @@ def lane_events(profile: Profile) -> pd.DataFrame:
         graph = span.get("graph")
         if lane in ("device", "op") and isinstance(graph, str):
             label = f"{'ops' if lane == 'op' else 'device'} {graph[:16]}"
+        elif lane == "trace":
+            label = "device trace"
         else:
             label = lane
         start = float(span["start"]) - profile.started_at
@@ -222,11 +225,11 @@ def lane_events(profile: Profile) -> pd.DataFrame:
 def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
     """Device runs per program, compiles, transfers and waits over the cell's time: the
     intervals the time account is built from (the gaps are Python); under each program, its
-    longest HLO ops (zoom in to read them)."""
+    longest HLO ops (zoom in to read them); and the part of the cell the device trace covered."""
     span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
     unit, factor = time_unit(span)
     data = []
-    for lane in ("device", "op", "compile", "transfer", "sync_wait"):
+    for lane in ("device", "op", "compile", "transfer", "sync_wait", "trace"):
         rows = events[events["lane"] == lane]
         if rows.empty:
             continue

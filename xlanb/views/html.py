@@ -26,6 +26,7 @@ from xlanb.views.summary import (
     steps_line,
     title,
     top_ops,
+    trace_coverage,
     with_code,
 )
 
@@ -136,8 +137,9 @@ def _top_ops(profile: Profile) -> str:
         seconds=lambda f: [format_seconds(s) for s in f["seconds"]],
         share=lambda f: [f"{s * 100:.1f}%" for s in f["share"]],
     )
+    coverage = trace_coverage(profile)
     return _section(
-        "Top ops (device time)",
+        f"Top ops (device time; {coverage})" if coverage else "Top ops (device time)",
         len(profile.ops),
         table(
             ops,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlanb.analysis.breakdown import host_activity
+from xlanb.analysis.breakdown import host_activity, traced_window
 from xlanb.analysis.time_account import percent
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-exported
@@ -69,16 +69,34 @@ def account_line(profile: Profile) -> str:
     body = " · ".join(
         f"{bucket} {format_seconds(seconds)} ({percent(share)})" for bucket, seconds, share in parts
     )
-    line = f"wall {format_seconds(profile.wall_seconds)} = {body}" + (
-        " (estimated from xlanb's timers)" if estimated else ""
-    )
+    if estimated:
+        body += (
+            " (device time after the trace's window partly estimated)"
+            if trace_coverage(profile)
+            else " (estimated from xlanb's timers)"
+        )
+    line = f"wall {format_seconds(profile.wall_seconds)} = {body}"
     host = host_activity(profile)
     if host is not None:
+        window = traced_window(profile)
+        where = f" in the traced {format_seconds(window[1] - window[0])}" if window else ""
         line += (
-            f"; host busy {format_seconds(host[0])}, {format_seconds(host[1])} of it hidden "
-            "under device time"
+            f";{where} host busy {format_seconds(host[0])}, {format_seconds(host[1])} of it "
+            "hidden under device time"
         )
     return line
+
+
+def trace_coverage(profile: Profile) -> str:
+    """``device trace: first 100 runs, 212 ms of 4.10 s`` when the device trace covered only
+    the start of the cell (its window closed), else "": the per-op times come from that part."""
+    window = traced_window(profile)
+    if window is None:
+        return ""
+    spans = profile.spans
+    name = str(spans.loc[spans["lane"] == "trace", "name"].iloc[0])
+    covered = format_seconds(window[1] - window[0])
+    return f"{name}, {covered} of {format_seconds(profile.wall_seconds)}"
 
 
 def steps_line(profile: Profile) -> str:
@@ -104,7 +122,8 @@ def steps_line(profile: Profile) -> str:
         )
         mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
         parts.append(f"{len(steady)} steady, median {format_seconds(median)}: {mix}")
-    return "steps: " + " · ".join(parts)
+    traced = " in the trace's window" if traced_window(profile) else ""
+    return f"steps{traced}: " + " · ".join(parts)
 
 
 def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
@@ -145,7 +164,8 @@ def summary_text(profile: Profile) -> str:
             where = f" line {row.cell_line}: {row.code}" if row.code else ""
             lines.append(f"    {row.op} ×{row.count} ({row.cause}){where}")
     if not profile.ops.empty:
-        lines.append("  top ops (device time):")
+        coverage = trace_coverage(profile)
+        lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
         for row in top_ops(profile, 5).itertuples():
             where = (
                 f" line {row.cell_line}: {row.code}"

@@ -33,6 +33,8 @@ class CaptureOptions:
     cell_line_offset: int = 0
     #: Run the XLA profiler's device trace (JAX, torch_xla) for per-op device times.
     device_trace: bool = True
+    #: Stop the device trace after this many program runs (None: trace the whole capture).
+    trace_runs: int | None = 100
 
 
 @dataclass

@@ -116,10 +116,22 @@ def begin(options: CaptureOptions) -> _Token:
             totals[name] = (data[0], data[1])
     token = _Token(time.time(), _counters(metrics), totals, debug_file, dump_dir, seen)
     if options.device_trace:
-        token.trace, note = device_trace.start(NAME, _start_trace)
+        token.trace, note = device_trace.start(
+            NAME,
+            _start_trace,
+            runs=lambda: metrics.counter_value("ExecuteComputation") or 0,
+            window_runs=options.trace_runs,
+            snapshot=lambda: _execute_totals(metrics),
+        )
         if note:
             token.notes.append(note)
     return token
+
+
+def _execute_totals(metrics) -> tuple[int, float]:
+    """(count, seconds) of the runtime's ExecuteTime so far."""
+    data = metrics.metric_data("ExecuteTime") if "ExecuteTime" in metrics.metric_names() else None
+    return (int(data[0]), float(data[1]) * metric_unit("ExecuteTime")[1]) if data else (0, 0.0)
 
 
 def _start_trace(directory: str):
@@ -203,8 +215,8 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         for ts, value in window:
             capture.add("samples", {"backend": NAME, "metric": name, "time": ts, "value": value})
 
+    # without a trace, device spans are the runtime's ExecuteTime samples
     capture.rows["spans"] = _sample_spans(in_cell, device=trace_events is None)
-
     blocks = parse_analysis(token.debug_file.read_new())
     compile_blocks = [b for b in blocks if b.kind == "compile"]
     execute_blocks = [b for b in blocks if b.kind == "execute"]
@@ -218,6 +230,15 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         _add_graphs(capture, compile_blocks, modules)
     if trace_events is not None:
         _trace_rows(capture, trace_events, (token.wall_start, ended_at), options)
+        if token.trace is not None:
+            capture.add(
+                "spans",
+                device_trace.window_span(NAME, token.trace, ended_at, capture.rows["spans"]),
+            )
+        if token.trace is not None and token.trace.stopped_at is not None:
+            capture.rows["spans"].extend(
+                _untraced_runs(token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at)
+            )
     if token.dump_dir and workdir.is_owned(token.dump_dir):
         workdir.empty_directory(token.dump_dir)
     if not os.environ.get("PT_XLA_DEBUG_FILE"):
@@ -259,6 +280,51 @@ def _sample_spans(
                     "estimated": False,
                 }
             )
+    return spans
+
+
+def _untraced_runs(
+    token: _Token,
+    metrics,
+    samples: list[tuple[float, float]],
+    capture: Capture,
+    ended_at: float,
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for the runs after the trace's window closed. The runtime's
+    ExecuteTime (launch to completion) is longer than the trace's device time of the same
+    runs; so each run after the window is its ExecuteTime sample scaled by the window's
+    ratio (traced device seconds / ExecuteTime seconds), ending when the sample ended. Runs
+    the sample buffer (its newest 1,024) no longer holds are spread between the window's end
+    and the oldest sample, from the ExecuteTime totals."""
+    trace = token.trace
+    data = metrics.metric_data("ExecuteTime") if "ExecuteTime" in metrics.metric_names() else None
+    if trace is None or trace.stopped_at is None or data is None:
+        return []
+    scale = metric_unit("ExecuteTime")[1]
+    before_count, before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))
+    at_stop_count, at_stop_seconds = trace.snapshot_at_stop or (data[0], data[1] * scale)
+    window_seconds = at_stop_seconds - before_total * scale
+    traced = sum(span["seconds"] for span in capture.rows["spans"] if span["lane"] == "device")
+    ratio = min(traced / window_seconds, 1.0) if window_seconds > 0 and traced > 0 else 1.0
+    after = [(ts, value) for ts, value in samples if ts > trace.stopped_at]
+    spans = [
+        {
+            "backend": NAME,
+            "lane": "device",
+            "name": "ExecuteTime (scaled to the traced runs)",
+            "graph": None,
+            "start": ts - value * ratio,
+            "seconds": value * ratio,
+            "estimated": True,
+        }
+        for ts, value in after
+    ]
+    count = data[0] - at_stop_count - len(after)
+    seconds = data[1] * scale - at_stop_seconds - sum(value for _, value in after)
+    first_sample = min((ts - value for ts, value in after), default=ended_at)
+    spans += device_trace.spread_spans(
+        NAME, "ExecuteTime (not sampled)", trace.stopped_at, first_sample, count, seconds * ratio
+    )
     return spans
 
 

@@ -71,6 +71,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+import threading
 import time
 from typing import Any
 
@@ -81,7 +82,7 @@ from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
 from xlanb.capture.backends.jax.hooks import LOWER_EVENT as LOWER_EVENT
 from xlanb.capture.backends.jax.hooks import TRACE_EVENT as TRACE_EVENT
-from xlanb.capture.backends.jax.state import STATE, Token
+from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, Token
 from xlanb.formats import jax_text as jax_text_vocabulary
 
 # Causes (``compiles.cause``) and fallback causes, defined in jax_text and re-exported
@@ -141,7 +142,15 @@ def begin(options: CaptureOptions) -> Token:
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
     if options.device_trace:
-        token.trace, note = device_trace.start(NAME, hooks.start_trace)
+        token.trace, note = device_trace.start(
+            NAME,
+            hooks.start_trace,
+            runs=_runs,
+            window_runs=options.trace_runs,
+            settle=_settle,
+        )
+        if token.trace is not None and options.trace_runs is not None:
+            STATE.probe, STATE.probe_at = None, len(STATE.samples) + options.trace_runs
         if note:
             notes.append(note)
         elif token.trace is not None:
@@ -153,14 +162,44 @@ def begin(options: CaptureOptions) -> Token:
     return token
 
 
+def _runs() -> int:
+    """Top-level calls of jitted functions so far (what closes the trace's window)."""
+    return len(STATE.samples)
+
+
+def _settle(ended: threading.Event) -> None:
+    """Wait (on the trace's watchdog thread) until the window's last call has run on the
+    device: calls return before their runs under async dispatch, and a device runs its
+    programs in turn. Gives up when the capture ends first."""
+    try:
+        if not 0 < STATE.probe_at <= SAMPLE_LIMIT:
+            return  # past the samples' cap: no probe (the window closes on calls and time)
+        while STATE.probe is None:
+            if ended.wait(device_trace.POLL_SECONDS):
+                return
+        hooks.block_until_ready(STATE.probe)
+    finally:
+        STATE.probe_at, STATE.probe = -1, None
+
+
 def end(token: Token, options: CaptureOptions) -> Capture:
     taken = STATE.close(token)
     if taken.last:
         hooks.switch_off()
     ended_at = time.time()
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
+    if token.trace is not None:
+        STATE.probe_at, STATE.probe = -1, None  # a window that never closed
     capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
-    rows.fill(capture, taken, options, STATE.session, trace_events, (token.started_at, ended_at))
+    rows.fill(
+        capture,
+        taken,
+        options,
+        STATE.session,
+        trace_events,
+        (token.started_at, ended_at),
+        token.trace if trace_events is not None else None,
+    )
     capture.environment = _environment()
     return capture
 

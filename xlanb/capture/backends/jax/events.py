@@ -87,6 +87,8 @@ class DispatchSample(NamedTuple):
     started: float
     #: Host dispatch time.
     seconds: float
+    #: The jitted function called.
+    function: Any = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -484,7 +484,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         # No lock on this path (see the state module): one append, and the running totals of
         # this function, updated in place.
         if len(samples) < limit:
-            samples.append((started, elapsed))
+            samples.append((started, elapsed, self))
+            if len(samples) == state.probe_at:  # the last run in the trace's window
+                state.probe = result
         entry = calls.get(self)
         if entry is None:  # the function's first call: a new entry, under the lock
             first = CallStats(self, 1, elapsed, wall(), static_positions(self))
@@ -712,3 +714,10 @@ def start_trace(directory: str) -> Callable[[], bytes | None]:
         return session.stop()
 
     return stop
+
+
+def block_until_ready(value: Any) -> None:
+    """Wait until the device has computed `value` (a pytree of arrays)."""
+    import jax
+
+    jax.block_until_ready(value)

@@ -9,6 +9,7 @@ functions) are read through :mod:`.hooks`.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -56,13 +57,23 @@ def fill(
     session: Session,
     trace_events: Any,
     window: tuple[float, float],
+    trace: device_trace.Trace | None = None,
 ) -> None:
     """Add the rows of one capture to `capture` (`trace_events`: the device trace's events,
-    None without a trace; `window`: the capture's wall-clock start and end)."""
+    None without a trace, and `trace` the trace they come from; `window`: the capture's
+    wall-clock start and end)."""
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
     if trace_events is not None:
         _trace_rows(capture, trace_events, window, options)
+        if trace is not None:
+            capture.add(
+                "spans", device_trace.window_span(NAME, trace, window[1], capture.rows["spans"])
+            )
+            if trace.stopped_at is not None:
+                capture.rows["spans"].extend(
+                    _untraced_runs(taken, capture.rows["spans"], trace.stopped_at, window[1])
+                )
     executions = _execution_rows(taken.calls)
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
     capture.rows["executions"] = executions
@@ -261,6 +272,90 @@ def _trace_rows(
     capture.rows["spans"].extend(spans)
 
 
+def _untraced_runs(
+    taken: Taken, spans: list[dict[str, Any]], stopped_at: float, ended_at: float
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for the runs the trace's window did not hold (a program's
+    calls past its traced runs: under async dispatch some were called before the window
+    closed): each for its program's mean traced device time, one run at a time in call order
+    (a device runs its programs in turn), none before its call or the window's end;
+    back-to-back runs of one program are one span, with no ``graph`` (they are not steps).
+    Calls past the dispatch samples' cap are spread over the rest of the capture. Programs
+    with no traced run get none (unknown)."""
+    traced: dict[str, list[float]] = {}
+    names: dict[str, str] = {}  # program key -> the traced spans' name
+    for span in spans:
+        if span["lane"] == "device" and not span["estimated"]:
+            key = _program_key(str(span["name"]))
+            traced.setdefault(key, []).append(span["seconds"])
+            names[key] = str(span["name"])
+    means = {key: sum(values) / len(values) for key, values in traced.items()}
+    wall_offset = time.time() - time.perf_counter()
+    out: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    queue_end = stopped_at
+    sampled: dict[Any, int] = {}
+    keys: dict[Any, str] = {}
+    last_call = stopped_at
+    untraced = dict.fromkeys(traced, 0)  # runs of each program not yet in the trace
+    for sample in taken.samples:
+        function = sample.function
+        sampled[function] = sampled.get(function, 0) + 1
+        key = keys.get(function)
+        if key is None:
+            key = keys[function] = _program_key(hooks.function_name(function)[0])
+        mean = means.get(key)
+        if mean is None:
+            continue
+        # calls run in call order: the first ones of each program are its traced runs (some
+        # called before the window closed may have run after it)
+        untraced[key] += 1
+        if untraced[key] <= len(traced[key]):
+            continue
+        called = sample.started + wall_offset
+        last_call = max(last_call, called)
+        start = max(called, queue_end)
+        if start >= ended_at:
+            break
+        end = min(start + mean, ended_at)
+        if current is not None and current["name"] == names[key] and start <= queue_end:
+            current["seconds"] = end - current["start"]
+        else:
+            current = _estimated_run(names[key], start, end - start)
+            out.append(current)
+        queue_end = end
+    unsampled_count, unsampled_seconds = 0, 0.0
+    for call in taken.calls:
+        mean = means.get(_program_key(hooks.function_name(call.function)[0]))
+        missing = call.count - sampled.get(call.function, 0)
+        if mean is not None and missing > 0:
+            unsampled_count += missing
+            unsampled_seconds += missing * mean
+    out.extend(
+        device_trace.spread_spans(
+            NAME,
+            "calls past the sample cap",
+            max(last_call, queue_end),
+            ended_at,
+            unsampled_count,
+            unsampled_seconds,
+        )
+    )
+    return out
+
+
+def _estimated_run(name: str, start: float, seconds: float) -> dict[str, Any]:
+    return {
+        "backend": NAME,
+        "lane": "device",
+        "name": name,
+        "graph": None,
+        "start": start,
+        "seconds": seconds,
+        "estimated": True,
+    }
+
+
 # -- executions ------------------------------------------------------------------------------
 def _execution_rows(calls: list[CallDelta]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
@@ -287,6 +382,7 @@ def _execution_rows(calls: list[CallDelta]) -> list[dict[str, Any]]:
     return ordered
 
 
+@functools.lru_cache(maxsize=1024)
 def _program_key(name: str) -> str:
     """``jit(train step)`` and its HLO module ``jit_train_step`` as one key."""
     return re.sub(r"\W", "_", strip_jit(name.removeprefix("jit_")))
@@ -301,10 +397,13 @@ def _execution_seconds(
     trace, ``seconds`` is the program's measured device time; without it, dispatch time less
     the function's compile time in the capture (``seconds_estimated``)."""
     device: dict[str, float] = {}
+    estimated: set[str] = set()
     for span in spans:
         if span["lane"] == "device":
             key = _program_key(str(span["name"]))
             device[key] = device.get(key, 0.0) + span["seconds"]
+            if span["estimated"]:
+                estimated.add(key)
     compiled: dict[str, float] = {}
     for span in spans:
         if span["lane"] == "compile":
@@ -315,7 +414,7 @@ def _execution_seconds(
         key = _program_key(row["graph"])
         if traced and key in device:
             row["seconds"] = device[key]
-            row["seconds_estimated"] = False
+            row["seconds_estimated"] = key in estimated
         else:
             row["seconds"] = max(row["dispatch_seconds"] - compiled.get(key, 0.0), 0.0)
             row["seconds_estimated"] = True

@@ -138,9 +138,13 @@ class JaxState:
     transfers: list[Transfer] = field(default_factory=list)
     #: ``PjitFunction`` -> its running totals.
     calls: dict[Any, CallStats] = field(default_factory=dict)
-    #: ``(perf_counter at start, seconds)`` of each top-level call (:class:`DispatchSample`
-    #: when taken).
-    samples: list[tuple[float, float]] = field(default_factory=list)
+    #: ``(perf_counter at start, seconds, function)`` of each top-level call
+    #: (:class:`DispatchSample` when taken).
+    samples: list[tuple[float, float, Any]] = field(default_factory=list)
+    #: The dispatch counter keeps the result of the call that makes ``samples`` this long in
+    #: ``probe``: the trace's window closes once that run has finished.
+    probe_at: int = -1
+    probe: Any = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------
