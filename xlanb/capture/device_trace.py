@@ -473,32 +473,34 @@ def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]
     (JAX), else by the runtime's run launches (torch_xla: each op belongs to the latest run
     launched before it), else (a trace without either) the op events merged across gaps
     shorter than :data:`RUN_GAP_NS`."""
-    ends = ops["start_ns"] + ops["duration_ns"]
-    if ops["run_id"].notna().all():
-        grouped = (
-            ops.assign(end_ns=ends)
-            .groupby("run_id", sort=False)
-            .agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
-        )
-        return list(zip(grouped["start_ns"], grouped["end_ns"], strict=True))
     starts = ops["start_ns"].to_numpy(dtype=float)
+    ends = starts + ops["duration_ns"].to_numpy(dtype=float)
+    if ops["run_id"].notna().all():
+        return _group_extents(ops["run_id"].to_numpy(dtype=np.int64), starts, ends)
     if len(executions):
         # an op belongs to the latest run launched before it started (a run's last thunks
         # may finish after its wait span, on the worker pool)
         window = np.maximum(np.searchsorted(executions, starts, side="right") - 1, 0)
-        grouped = (
-            ops.assign(end_ns=ends, window=window)
-            .groupby("window", sort=True)
-            .agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"))
-        )
-        return list(zip(grouped["start_ns"], grouped["end_ns"], strict=True))
+        return _group_extents(window, starts, ends)
     runs: list[tuple[float, float]] = []
-    for start, end in sorted(zip(starts, ends.astype(float), strict=True)):
+    for start, end in sorted(zip(starts, ends, strict=True)):
         if runs and start - runs[-1][1] <= RUN_GAP_NS:
             runs[-1] = (runs[-1][0], max(runs[-1][1], end))
         else:
             runs.append((start, end))
     return runs
+
+
+def _group_extents(
+    keys: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> list[tuple[float, float]]:
+    """(earliest start, latest end) of the events of each key, in key order."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    run_starts = np.minimum.reduceat(starts[order], first)
+    run_ends = np.maximum.reduceat(ends[order], first)
+    return list(zip(run_starts.tolist(), run_ends.tolist(), strict=True))
 
 
 def _span(
