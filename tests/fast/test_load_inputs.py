@@ -93,3 +93,72 @@ def test_op_sources_decode_escaped_names_like_the_graph_parser():
     )
     assert count_hlo_instructions(text) == 2
     assert hlo_op_sources(text)["sin.1"] == ("/tmp/café.py", 7, "größe/sin")
+
+
+def _saved_profile_document() -> dict:
+    from xlanb.core.profile import Profile
+    from xlanb.core.schema import make_frame
+
+    profile = Profile(name="dtypes", backends=["torch_xla"], started_at=1.7e9, wall_seconds=1.0)
+    profile.samples = make_frame(
+        "samples",
+        [
+            {"backend": "torch_xla", "metric": "ExecuteTime", "time": 1.7e9 + i, "value": 0.01}
+            for i in range(30)
+        ],
+    )
+    profile.compiles = make_frame(
+        "compiles",
+        [{"backend": "torch_xla", "graph": "g", "cause": "new graph", "seconds": 1.5, "time": 1.7e9}],
+    )
+    return profile.to_dict()
+
+
+@pytest.mark.parametrize(
+    ("frame", "column", "change", "message"),
+    [
+        ("samples", "time", {"dtype": "datetime64[ns]"}, "samples.time has dtype datetime64[ns]"),
+        ("compiles", "cause", {"dtype": "category"}, "compiles.cause has dtype category"),
+        ("samples", "value", {"dtype": "complex128"}, "samples.value has dtype complex128"),
+        ("compiles", "seconds", {"dtype": "bool"}, "compiles.seconds has dtype bool"),
+        ("samples", "value", {"dtype": "object", "value": "abc"}, "samples.value holds 'abc'"),
+        ("samples", "value", {"value": float("nan")}, "samples.value holds NaN"),
+    ],
+)
+def test_saved_profiles_with_columns_of_the_wrong_type_are_refused(
+    tmp_path, frame, column, change, message
+):
+    """A column the schema declares numeric (or text) must hold that: a datetime, category,
+    complex or bool dtype, text in a number column or NaN samples are a FormatError naming
+    the file, frame and column, not a profile that breaks when shown (or shows `True` as
+    compile seconds)."""
+    import json
+
+    document = _saved_profile_document()
+    spec = document["frames"][frame]
+    if "dtype" in change:
+        spec["dtypes"][column] = change["dtype"]
+    if "value" in change:
+        spec["data"][column][1] = change["value"]
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(xlanb.FormatError) as raised:
+        xlanb.load(path)
+    assert str(path) in str(raised.value) and message in str(raised.value)
+
+
+def test_saved_profiles_with_numbers_stored_as_other_number_types_load_as_the_schema_says(
+    tmp_path,
+):
+    import json
+
+    document = _saved_profile_document()
+    spec = document["frames"]["compiles"]
+    spec["dtypes"]["seconds"] = "int64"
+    spec["data"]["seconds"] = [2]
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(document))
+    loaded = xlanb.load(path)
+    assert str(loaded.compiles["seconds"].dtype) == "float64"
+    assert loaded.compiles["seconds"].tolist() == [2.0]
+    assert "compiles" in loaded.to_html()

@@ -21,6 +21,7 @@ from xlanb.core.schema import (  # noqa: F401 - re-exported for old imports
     COUNTER_CATEGORIES,
     FRAME_COLUMNS,
     FRAME_NAMES,
+    columns_of,
     empty_frame,
     make_frame,
 )
@@ -125,7 +126,7 @@ class Profile:
     def from_dict(cls, data: dict[str, Any]) -> Profile:
         """Inverse of :meth:`to_dict`."""
         meta = data["meta"]
-        frames = {name: _frame_from_json(spec) for name, spec in data["frames"].items()}
+        frames = {name: _frame_from_json(name, spec) for name, spec in data["frames"].items()}
         for name in FRAME_NAMES:
             frames.setdefault(name, empty_frame(name))
         return cls(
@@ -277,15 +278,23 @@ def _frame_to_json(frame: pd.DataFrame) -> dict[str, Any]:
     }
 
 
-def _frame_from_json(spec: dict[str, Any]) -> pd.DataFrame:
+def _frame_from_json(name: str, spec: dict[str, Any]) -> pd.DataFrame:
+    """A saved frame, each declared number column in the schema's dtype (``Int64`` where an
+    integer column has nulls)."""
     columns = spec["columns"]
     frame = pd.DataFrame(
         {c: pd.Series(spec["data"][c], dtype=object) for c in columns}, columns=columns
     )
+    declared = columns_of(name)
     for column, dtype in spec["dtypes"].items():
+        schema_dtype = declared[column].dtype if column in declared else None
+        if schema_dtype == "float64":
+            dtype = "float64"
+        elif schema_dtype in ("int64", "Int64"):
+            dtype = "Int64" if frame[column].isna().any() or dtype == "Int64" else "int64"
         if dtype == "object":
             continue
-        frame[column] = frame[column].astype(dtype if dtype != "float64" else "float64")
+        frame[column] = frame[column].astype(dtype)
     return frame
 
 
@@ -349,6 +358,50 @@ def _check_document(data: Any, path: str | os.PathLike) -> None:
             )
         if not all(c in columns and isinstance(t, str) for c, t in dtypes.items()):
             raise FormatError(path, 1, f"frame {name!r} has dtypes for unknown columns")
+        _check_column_types(name, dtypes, values, path)
+
+
+#: The dtypes a saved frame may give a column the schema declares as the key (what pandas
+#: writes for it, with or without missing values); anything else is refused.
+_STORED_DTYPES: dict[str, frozenset[str]] = {
+    "float64": frozenset({"float64", "float32", "int64", "Int64", "object"}),
+    "int64": frozenset({"int64", "Int64", "object"}),
+    "Int64": frozenset({"int64", "Int64", "object"}),
+    "bool": frozenset({"bool", "boolean", "object"}),
+    "str": frozenset({"object", "string", "str"}),
+    "object": frozenset({"object", "string", "str", "float64", "int64", "Int64", "bool"}),
+}
+
+
+def _check_column_types(
+    frame: str, dtypes: dict[str, str], values: dict[str, list[Any]], path: str | os.PathLike
+) -> None:
+    """Every column holds what the schema declares: a number column numbers (or nulls; never
+    text, booleans or a NaN literal, which xlanb never writes), a bool column booleans."""
+    declared = columns_of(frame)
+    allowed_undeclared = _STORED_DTYPES["object"]
+    for column, dtype in dtypes.items():
+        spec = declared.get(column)
+        allowed = _STORED_DTYPES.get(spec.dtype, allowed_undeclared) if spec else allowed_undeclared
+        if dtype not in allowed:
+            raise FormatError(path, 1, f"{frame}.{column} has dtype {dtype}, not one xlanb writes")
+    for column, column_values in values.items():
+        spec = declared.get(column)
+        if spec is None or spec.dtype in ("str", "object"):
+            continue
+        for value in column_values:
+            if value is None:
+                continue
+            if spec.dtype == "bool":
+                ok = isinstance(value, bool)
+            elif spec.dtype == "float64":
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+            else:
+                ok = isinstance(value, int) and not isinstance(value, bool)
+            if ok and isinstance(value, float) and math.isnan(value):
+                raise FormatError(path, 1, f"{frame}.{column} holds NaN (xlanb writes null)")
+            if not ok:
+                raise FormatError(path, 1, f"{frame}.{column} holds {value!r}, not a {spec.dtype}")
 
 
 def profile_from_json(text: str | bytes, path: str | os.PathLike) -> Profile:
