@@ -9,6 +9,7 @@ numbers.
 from __future__ import annotations
 
 import json
+import os
 
 import pandas as pd
 import pytest
@@ -205,3 +206,34 @@ def test_in_a_real_kernel():
     assert result["causes"][:2] == ["new graph", "new shape: f32[8,4] -> f32[16,4]"]
     assert result["causes"][2].startswith("forced sync")
     assert result["lines"] == [4, 4, 5]
+
+
+@pytest.mark.parametrize(
+    ("user_flags", "noted"),
+    [
+        ("--xla_dump_to={dir} --xla_cpu_use_thunk_runtime=true", True),
+        ("--xla_dump_to={dir} --xla_dump_hlo_as_text", False),
+    ],
+)
+def test_a_users_own_dump_flags_are_left_exactly_as_set(tmp_path, user_flags, noted):
+    """xlanb must not add --xla_dump_hlo_as_text to a dump the user set up themselves (it
+    changes what their dump writes); it says once what it cannot show instead."""
+    import json
+    import subprocess
+    import sys
+
+    flags = user_flags.format(dir=tmp_path / "mine")
+    code = (
+        "import os, json, xlanb\n"
+        "notes = xlanb.enable()\n"
+        "print(json.dumps([os.environ['XLA_FLAGS'], notes or []]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("XLANB_SWITCHES", "XLA_FLAGS")}
+    env["XLA_FLAGS"] = flags
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    after, notes = json.loads(done.stdout.strip().splitlines()[-1])
+    assert after == flags
+    assert any("--xla_dump_hlo_as_text" in note for note in notes) is noted, notes

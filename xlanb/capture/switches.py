@@ -43,6 +43,17 @@ def enable(backends: list) -> list[str]:
             current = os.environ.get(name, "")
             if name == "XLA_FLAGS":
                 flags = [f for f in current.split() if f not in inherited.get(name, "").split()]
+                if dump_dir_from_flags(" ".join(flags)):
+                    # the user dumps HLO themselves: their flags stay exactly as they set them
+                    os.environ[name] = " ".join(flags)
+                    if "--xla_dump_hlo_as_text" not in flags and name not in _notes_given:
+                        _notes_given.add(name)
+                        notes.append(
+                            "xlanb: your XLA_FLAGS dump HLO without --xla_dump_hlo_as_text; "
+                            "xlanb leaves them as set, so it shows no HLO graphs or op source "
+                            "lines from the dump."
+                        )
+                    continue
                 added = _missing_flags(flags, value)
                 os.environ[name] = " ".join(flags + added.split())
                 ours[name] = added
