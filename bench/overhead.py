@@ -9,8 +9,8 @@ of profiling a cell, not of the switches. Four arms alternate: bare, profiled wi
 `--no-trace`, profiled with the device trace as by default (its window: the first 100 runs),
 and with the trace over the whole loop (`--trace-runs 0`); the whole loop's trace size is
 reported per 1,000 steps. The JAX loop runs 20,000 steps of ~70 µs (a loop of ~1.5 s, like the
-torch_xla one: the fixed cost per cell is the separate "empty" figure). `--check` exits 1 when a figure is past its target; every run writes
-`bench/results.json` (section "overhead").
+torch_xla one: the fixed cost per cell is the separate "empty" figure). `--check` exits 1
+when a figure is past its target; every run writes `bench/results.json` (section "overhead").
 """
 
 from __future__ import annotations
@@ -151,9 +151,7 @@ def measure(case, steps: int, repeats: int) -> dict:
         "bare_s": bare,
         "untraced_ratio": statistics.median(times["untraced"]) / bare,
         "traced_ratio": statistics.median(times["traced"]) / bare if traced_backend else None,
-        "whole_trace_ratio": (
-            statistics.median(times["whole"]) / bare if traced_backend else None
-        ),
+        "whole_trace_ratio": (statistics.median(times["whole"]) / bare if traced_backend else None),
         "empty_cell_ms": statistics.median(empty["untraced"]) * 1e3,
         "empty_traced_cell_ms": (
             statistics.median(empty["traced"]) * 1e3 if traced_backend else None

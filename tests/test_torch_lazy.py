@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 import torch
@@ -396,3 +398,62 @@ def test_captures_that_end_out_of_order_leave_mark_step_unwrapped():
     assert lazy_c._mark_step is original
     assert outer.profile.summary()["executions"] == 1
     assert inner.profile.summary()["executions"] == 2  # it saw both syncs in its span
+
+
+def test_a_nested_capture_leaves_the_outer_one_every_graph():
+    """An inner capture (a profiled helper called from a profiled cell) used to truncate the
+    shared LTC_SAVE_TENSORS_FILE, so the outer profile kept only the graphs after it ended."""
+    import torch._lazy
+
+    kept = []
+
+    def sync(tensor) -> None:
+        kept.append(tensor)  # a live tensor: mark_step computes it
+        torch._lazy.mark_step()
+
+    with xlanb.profile(backend="torch_lazy", name="outer-nested") as outer:
+        sync((torch.ones(7, 5, device="lazy") * 2).sum())
+        sync(torch.ones(9, 5, device="lazy").sum())
+        with xlanb.profile(backend="torch_lazy", name="inner-nested") as inner:
+            sync(torch.ones(11, 5, device="lazy").mean())
+        sync(torch.ones(13, 5, device="lazy").max())
+    assert [float(t.cpu()) for t in kept] == [70.0, 45.0, 1.0, 1.0]
+    assert inner.summary()["executions"] == 1
+    inner_graphs = set(inner.graphs["graph"])
+    assert len(inner_graphs) == 1
+    assert outer.summary()["executions"] == 4
+    # every sync of the outer span is in its graphs, the inner one's included
+    outer_graphs = set(outer.graphs["graph"])
+    assert len(outer_graphs) == 4 and inner_graphs <= outer_graphs, outer.graphs
+
+
+def test_debug_files_stay_small_outside_captures_in_a_script(tmp_path):
+    """A script (no IPython to empty the files after each cell) syncing outside any capture:
+    the janitor keeps xlanb's files small."""
+    import subprocess
+    import sys
+
+    code = """
+import os, time, xlanb
+xlanb.enable()
+import torch, torch._lazy, torch._lazy.ts_backend
+torch._lazy.ts_backend.init()
+from xlanb.capture import workdir
+workdir.JANITOR_SECONDS  # the janitor runs since enable()
+keep = []
+for step in range(400):
+    keep.append((torch.ones(4, 4, device="lazy") * step).sum())
+    torch._lazy.mark_step()
+time.sleep(workdir.JANITOR_SECONDS * 2.5)
+size = sum(os.path.getsize(os.path.join(root, name))
+           for root, _, names in os.walk(workdir.path()) for name in names)
+print(size)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLANB", "LTC_"))}
+    env["XLANB_WORKDIR_ROOT"] = str(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    # unchecked, 400 syncs leave ~270 kB of IR and stacks behind
+    assert int(done.stdout.strip().splitlines()[-1]) < 20_000

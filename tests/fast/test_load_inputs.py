@@ -109,7 +109,15 @@ def _saved_profile_document() -> dict:
     )
     profile.compiles = make_frame(
         "compiles",
-        [{"backend": "torch_xla", "graph": "g", "cause": "new graph", "seconds": 1.5, "time": 1.7e9}],
+        [
+            {
+                "backend": "torch_xla",
+                "graph": "g",
+                "cause": "new graph",
+                "seconds": 1.5,
+                "time": 1.7e9,
+            }
+        ],
     )
     return profile.to_dict()
 
@@ -162,3 +170,26 @@ def test_saved_profiles_with_numbers_stored_as_other_number_types_load_as_the_sc
     assert str(loaded.compiles["seconds"].dtype) == "float64"
     assert loaded.compiles["seconds"].tolist() == [2.0]
     assert "compiles" in loaded.to_html()
+
+
+def test_workdirs_of_dead_processes_are_swept_when_a_new_one_is_made(tmp_path):
+    """A killed kernel never runs its atexit cleanup: the next process's workdir sweeps the
+    directories of processes that are gone, and keeps those of live ones."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f"xlanb-{dead.pid}-abc123"
+    (stale / "xla_dump").mkdir(parents=True)
+    (stale / "xla_dump" / "module.txt").write_text("x" * 1000)
+    live = tmp_path / f"xlanb-{os.getpid()}-def456"
+    live.mkdir()
+    other = tmp_path / "xlanb-notours"
+    other.mkdir()
+    code = "from xlanb.capture import workdir; print(workdir.path())"
+    env = {**os.environ, "XLANB_WORKDIR_ROOT": str(tmp_path)}
+    env.pop("XLANB_WORKDIR", None)
+    made = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert made.returncode == 0, made.stderr
+    assert not stale.exists()
+    assert live.exists() and other.exists()

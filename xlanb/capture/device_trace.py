@@ -273,27 +273,31 @@ def abandon() -> None:
 
 def window_span(
     backend: str, trace: Trace, ended_at: float, spans: Sequence[dict[str, Any]]
-) -> dict[str, Any]:
+) -> list[dict[str, Any]]:
     """The ``trace`` lane's span: what part of the capture the device trace covers (not part
-    of the time account; the views say which runs the per-op times come from). `spans`: the
-    capture's spans from the trace (its runs are counted)."""
+    of the time account; the views say which runs the per-op times come from), or none when
+    the trace holds no program run. `spans`: the capture's spans from the trace."""
     end = trace.stopped_at if trace.stopped_at is not None else ended_at
     runs = sum(1 for span in spans if span["lane"] == "device" and not span["estimated"])
+    if not runs:
+        return []
     if trace.stopped_at is None:
         name = "device trace"
     elif trace.window_runs is not None:
         name = f"device trace: first {runs} runs"
     else:
         name = f"device trace: until your own trace started ({runs} runs)"
-    return {
-        "backend": backend,
-        "lane": "trace",
-        "name": name,
-        "graph": None,
-        "start": trace.started_at,
-        "seconds": max(end - trace.started_at, 0.0),
-        "estimated": False,
-    }
+    return [
+        {
+            "backend": backend,
+            "lane": "trace",
+            "name": name,
+            "graph": None,
+            "start": trace.started_at,
+            "seconds": max(end - trace.started_at, 0.0),
+            "estimated": False,
+        }
+    ]
 
 
 #: At most this many spans stand for runs spread over a stretch of a capture.

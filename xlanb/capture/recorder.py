@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
-from xlanb.capture import device_trace
+from xlanb.capture import device_trace, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
 
@@ -96,11 +96,13 @@ class Recorder:
     def __enter__(self) -> Profile:
         global active
         active += 1
+        workdir.hold()
         try:
             for module in self.modules:
                 self._tokens.append((module, module.begin(self.options)))
         except BaseException:
             self._end_backends()
+            workdir.release()
             active -= 1
             raise
         self.profile.started_at = time.time()
@@ -120,7 +122,10 @@ class Recorder:
         # raised again afterwards, unless the user's own exception is on its way already.
         interrupt: BaseException | None = None
         try:
-            captures, interrupt = self._end_backends()
+            try:
+                captures, interrupt = self._end_backends()
+            finally:
+                workdir.release()
             if interrupt is not None:
                 device_trace.abandon()
             try:

@@ -60,6 +60,7 @@ def enable(backends: list) -> list[str]:
             elif not current or inherited.get(name) == current:
                 os.environ[name] = ours[name] = value
         os.environ[SWITCHES_ENV] = json.dumps({**inherited, **ours})
+        workdir.start_janitor()  # the files stay small between captures, whatever runs
     return notes
 
 

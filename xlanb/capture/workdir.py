@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import atexit
 import os
+import re
 import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 #: This process's workdir (informational: child processes make their own).
@@ -16,20 +18,94 @@ WORKDIR_ENV = "XLANB_WORKDIR"
 WORKDIR_ROOT_ENV = "XLANB_WORKDIR_ROOT"
 
 _workdir: str | None = None
+#: Captures in progress in this process (:func:`hold`): files are emptied only by the last.
+_holds = 0
+_holds_lock = threading.Lock()
+#: How often the janitor empties the files while no capture runs (:func:`start_janitor`).
+JANITOR_SECONDS = 2.0
+_janitor: threading.Thread | None = None
+#: Workdir names carry the pid of their process, so a dead process's can be swept.
+_NAME = re.compile(r"xlanb-(\d+)-")
 
 
 def path() -> str:
     """This process's directory for the files the debug switches write (made on first use,
-    removed at exit)."""
+    removed at exit; those left by processes that were killed are removed then too)."""
     global _workdir
     if _workdir is None:
         root = os.environ.get(WORKDIR_ROOT_ENV) or None
         if root:
             Path(root).mkdir(parents=True, exist_ok=True)
-        _workdir = tempfile.mkdtemp(prefix="xlanb-", dir=root)
+        sweep_stale(root or tempfile.gettempdir())
+        _workdir = tempfile.mkdtemp(prefix=f"xlanb-{os.getpid()}-", dir=root)
         os.environ[WORKDIR_ENV] = _workdir
         atexit.register(shutil.rmtree, _workdir, True)
     return _workdir
+
+
+def sweep_stale(root: str) -> list[str]:
+    """Remove the workdirs under `root` whose process is gone (a killed kernel's); returns
+    them. Only directories named by xlanb with a pid are touched."""
+    removed = []
+    try:
+        entries = list(os.scandir(root))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = _NAME.match(entry.name)
+        if not match or not entry.is_dir(follow_symlinks=False):
+            continue
+        pid = int(match.group(1))
+        if pid == os.getpid() or _alive(pid):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or unknowable): keep its directory
+    return True
+
+
+def hold() -> None:
+    """A capture begins: the files are read by offset, and emptied only by the last capture
+    to end (a nested or overlapping capture never empties what an outer one still needs)."""
+    global _holds
+    with _holds_lock:
+        _holds += 1
+
+
+def release() -> None:
+    global _holds
+    with _holds_lock:
+        _holds = max(_holds - 1, 0)
+
+
+def held() -> int:
+    """Captures in progress (the caller's own included)."""
+    return _holds
+
+
+def start_janitor() -> None:
+    """Empty the owned files every :data:`JANITOR_SECONDS` while no capture runs, so they stay
+    small in scripts and long unprofiled cells too (a daemon thread, started once)."""
+    global _janitor
+    if _janitor is not None:
+        return
+    _janitor = threading.Thread(target=_sweep_forever, name="xlanb-workdir-janitor", daemon=True)
+    _janitor.start()
+
+
+def _sweep_forever() -> None:
+    stop = threading.Event()
+    while not stop.wait(JANITOR_SECONDS):
+        clear_owned_files()
 
 
 def is_owned(path: str | os.PathLike | None) -> bool:
@@ -58,7 +134,7 @@ class AppendedFile:
     def start(self) -> None:
         if not self.path:
             return
-        if self.owned:
+        if self.owned and held() <= 1:
             _truncate(self.path)
             self._offset = 0
         else:
@@ -70,7 +146,7 @@ class AppendedFile:
         with open(self.path, encoding="utf-8", errors="replace") as handle:
             handle.seek(self._offset)
             text = handle.read()
-        if self.owned:
+        if self.owned and held() <= 1:
             _truncate(self.path)
             self._offset = 0
         else:
@@ -80,20 +156,29 @@ class AppendedFile:
 
 def empty_directory(path: str) -> None:
     """Delete the files directly in `path` (a dump directory xlanb owns)."""
-    for entry in os.scandir(path):
-        if entry.is_file():
-            os.unlink(entry.path)
+    with os.scandir(path) as entries:
+        for entry in entries:
+            if entry.is_file():
+                try:
+                    os.unlink(entry.path)
+                except FileNotFoundError:
+                    pass
 
 
 def clear_owned_files() -> None:
-    """Empty every file xlanb owns in its workdir (between profiled cells, and at cell start)."""
+    """Empty every file xlanb owns in its workdir, unless a capture is in progress (between
+    cells, and from the janitor)."""
     if _workdir is None or not os.path.isdir(_workdir):
         return
-    for entry in os.scandir(_workdir):
-        if entry.is_file():
-            _truncate(entry.path)
-        elif entry.is_dir():
-            empty_directory(entry.path)
+    with _holds_lock:  # a capture cannot begin while its files are being emptied
+        if _holds:
+            return
+        with os.scandir(_workdir) as entries:
+            for entry in entries:
+                if entry.is_file():
+                    _truncate(entry.path)
+                elif entry.is_dir() and not entry.name.startswith("trace-"):
+                    empty_directory(entry.path)
 
 
 def _truncate(path: str) -> None:

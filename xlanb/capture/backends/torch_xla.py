@@ -105,9 +105,9 @@ def begin(options: CaptureOptions) -> _Token:
     dump_dir = switches.dump_dir_from_flags(os.environ.get("XLA_FLAGS", ""))
     seen: set[str] = set()
     if dump_dir and os.path.isdir(dump_dir):
-        if workdir.is_owned(dump_dir):
+        if workdir.is_owned(dump_dir) and workdir.held() <= 1:
             workdir.empty_directory(dump_dir)
-        else:
+        else:  # the user's dump, or an outer capture's files: only new ones are this one's
             seen = set(os.listdir(dump_dir))
     totals = {}
     for name in metrics.metric_names():
@@ -231,15 +231,14 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     if trace_events is not None:
         _trace_rows(capture, trace_events, (token.wall_start, ended_at), options)
         if token.trace is not None:
-            capture.add(
-                "spans",
-                device_trace.window_span(NAME, token.trace, ended_at, capture.rows["spans"]),
+            capture.rows["spans"] += device_trace.window_span(
+                NAME, token.trace, ended_at, capture.rows["spans"]
             )
         if token.trace is not None and token.trace.stopped_at is not None:
             capture.rows["spans"].extend(
                 _untraced_runs(token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at)
             )
-    if token.dump_dir and workdir.is_owned(token.dump_dir):
+    if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
     if not os.environ.get("PT_XLA_DEBUG_FILE"):
         capture.notes.append(

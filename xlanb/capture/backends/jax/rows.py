@@ -67,8 +67,8 @@ def fill(
     if trace_events is not None:
         _trace_rows(capture, trace_events, window, options)
         if trace is not None:
-            capture.add(
-                "spans", device_trace.window_span(NAME, trace, window[1], capture.rows["spans"])
+            capture.rows["spans"] += device_trace.window_span(
+                NAME, trace, window[1], capture.rows["spans"]
             )
             if trace.stopped_at is not None:
                 capture.rows["spans"].extend(
