@@ -237,3 +237,23 @@ def test_a_users_own_dump_flags_are_left_exactly_as_set(tmp_path, user_flags, no
     after, notes = json.loads(done.stdout.strip().splitlines()[-1])
     assert after == flags
     assert any("--xla_dump_hlo_as_text" in note for note in notes) is noted, notes
+
+
+def test_a_nested_capture_leaves_the_outer_one_every_compile(run, shell):
+    """An inner capture used to truncate the PT_XLA_DEBUG file and empty the dump dir, so the
+    outer profile lost the causes and graphs of the compiles before it."""
+    run(
+        "import xlanb\n"
+        "with xlanb.profile(backend='torch_xla', name='outer-x') as nest_outer:\n"
+        "    (torch.ones(3, 17, device=dev) * 2).sum().item()\n"
+        "    with xlanb.profile(backend='torch_xla', name='inner-x') as nest_inner:\n"
+        "        (torch.ones(5, 17, device=dev) * 3).sum().item()\n"
+        "    (torch.ones(7, 17, device=dev) * 4).sum().item()\n"
+    )
+    outer, inner = shell.user_ns["nest_outer"], shell.user_ns["nest_inner"]
+    assert len(inner.compiles) == 1
+    assert len(outer.compiles) == 3
+    # every compile of the outer span has its cause (from PT_XLA_DEBUG) and its HLO
+    assert outer.compiles["cause"].notna().all(), outer.compiles
+    assert set(outer.compiles["graph"]) <= set(outer.graphs["graph"])
+    assert set(inner.compiles["graph"]) <= set(outer.compiles["graph"])
