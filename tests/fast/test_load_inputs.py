@@ -14,6 +14,7 @@ import pytest
 
 import xlanb
 from xlanb.formats.text import unquote
+from xlanb.ranks import RankFileWarning
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -193,3 +194,60 @@ def test_workdirs_of_dead_processes_are_swept_when_a_new_one_is_made(tmp_path):
     assert made.returncode == 0, made.stderr
     assert not stale.exists()
     assert live.exists() and other.exists()
+
+
+def _rank_document(rank, world_size=2, run_id="run-a") -> dict:
+    document = _saved_profile_document()
+    document["meta"]["environment"] = {
+        "rank": {"rank": rank, "world_size": world_size, "run_id": run_id}
+    }
+    return document
+
+
+@pytest.mark.parametrize(
+    ("identity", "reason"),
+    [
+        ({"rank": "abc"}, "rank 'abc' is not a whole number"),
+        ({"rank": None}, "rank None is not a whole number"),
+        ({"rank": -5}, "rank -5 is negative"),
+        ({"rank": 7}, "rank 7 is not below the world size 2"),
+        ({"world_size": 10**12}, "world size 1000000000000 is not between 1 and"),
+        ({"world_size": "2"}, "world size '2' is not a whole number"),
+        ({"run_id": ["x"]}, "run id ['x'] is not text"),
+    ],
+)
+def test_rank_files_with_a_bad_identity_are_skipped_naming_the_file(tmp_path, identity, reason):
+    import json
+
+    for rank in (0, 1):
+        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(
+            json.dumps(_rank_document(rank))
+        )
+    bad = _rank_document(**{"rank": 1, **identity})
+    bad_path = tmp_path / "run.rank00009.xlanb.json"
+    bad_path.write_text(json.dumps(bad))
+    with pytest.warns(RankFileWarning) as warned:
+        merged = xlanb.load(tmp_path)
+    messages = [str(w.message) for w in warned]
+    assert any(str(bad_path) in m and reason in m for m in messages), messages
+    assert sorted(set(merged.compiles["rank"])) == [0, 1]
+
+
+def test_rank_files_with_ragged_or_mistyped_columns_are_skipped(tmp_path):
+    import json
+
+    for rank in (0, 1):
+        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(
+            json.dumps(_rank_document(rank))
+        )
+    ragged = _rank_document(1)
+    ragged["frames"]["compiles"]["data"]["seconds"] = [1.0, 2.0]
+    (tmp_path / "ragged.rank00001.xlanb.json").write_text(json.dumps(ragged))
+    typed = _rank_document(0)
+    typed["frames"]["compiles"]["data"]["seconds"] = ["slow"]
+    (tmp_path / "typed.rank00000.xlanb.json").write_text(json.dumps(typed))
+    with pytest.warns(RankFileWarning) as warned:
+        merged = xlanb.load(tmp_path)
+    messages = " ".join(str(w.message) for w in warned)
+    assert "ragged.rank00001" in messages and "typed.rank00000" in messages
+    assert merged.compiles["seconds"].tolist() == [1.5, 1.5]

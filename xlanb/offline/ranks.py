@@ -117,7 +117,32 @@ def _read_rank_file(path: str) -> dict[str, Any] | None:
     if not isinstance(rank, dict) or not {"rank", "world_size", "run_id"} <= set(rank):
         _skip(path, "a profile without a rank (saved with Profile.save, not xlanb.record)")
         return None
+    if (problem := _identity_problem(rank)) is not None:
+        _skip(path, problem)
+        return None
     return document
+
+
+#: The largest world size a rank file may claim (the merge lists the missing ranks).
+MAX_WORLD_SIZE = 1 << 20
+
+
+def _identity_problem(identity: dict[str, Any]) -> str | None:
+    """Why a rank file's identity cannot be right (None when it can)."""
+    rank, size, run_id = identity["rank"], identity["world_size"], identity["run_id"]
+    if not isinstance(rank, int) or isinstance(rank, bool):
+        return f"rank {rank!r} is not a whole number"
+    if not isinstance(size, int) or isinstance(size, bool):
+        return f"world size {size!r} is not a whole number"
+    if not isinstance(run_id, str):
+        return f"run id {run_id!r} is not text"
+    if rank < 0:
+        return f"rank {rank} is negative"
+    if not 1 <= size <= MAX_WORLD_SIZE:
+        return f"world size {size} is not between 1 and {MAX_WORLD_SIZE}"
+    if rank >= size:
+        return f"rank {rank} is not below the world size {size}"
+    return None
 
 
 def _identity(document: dict[str, Any]) -> dict[str, Any]:
