@@ -496,3 +496,41 @@ def test_non_ascii_scope_names_survive_into_the_graph(run, shell):
     graph = prof.graph("jit(jt_umlaut)", kind="hlo_optimized")
     names = " ".join(str(n) for n in graph.nodes["op_name"].dropna())
     assert "größe" in names and "303" not in names
+
+
+def test_two_threads_profiling_at_once_leave_the_explain_option_as_it_was():
+    """JAX's explain option is per thread: a capture begun on the main thread and one begun on
+    a worker, ending in the other order, used to leave it on for the main thread (every later
+    compile then logged a TRACING CACHE MISS warning)."""
+    import threading
+
+    import jax
+    import jax.numpy as jnp
+    from jax._src import config as jax_config
+
+    assert not jax_config.explain_cache_misses.value
+    begun, main_ended = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def worker():
+        with xlanb.profile(backend="jax", name="worker-thread", trace=False) as prof:
+            begun.set()
+            main_ended.wait(30)
+            jax.jit(lambda v: v * 7 - 1)(jnp.ones(5)).block_until_ready()
+        seen["worker"] = prof
+
+    main = xlanb.profile(backend="jax", name="main-thread", trace=False)
+    main.__enter__()
+    thread = threading.Thread(target=worker)
+    thread.start()
+    begun.wait(30)
+    jax.jit(lambda v: v * 3 + 1)(jnp.ones(4)).block_until_ready()
+    main.__exit__(None, None, None)
+    main_ended.set()
+    thread.join(60)
+    assert not jax_config.explain_cache_misses.value
+    # each capture saw the compiles in its span (the worker's spans both), each explained
+    for prof, count in ((main.profile, 1), (seen["worker"], 2)):
+        jitted = prof.compiles[~prof.compiles["eager"].astype(bool)]
+        assert len(jitted) == count, prof.compiles
+        assert (jitted["cause"] != "no explanation from JAX").all(), prof.compiles

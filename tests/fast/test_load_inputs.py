@@ -220,9 +220,7 @@ def test_rank_files_with_a_bad_identity_are_skipped_naming_the_file(tmp_path, id
     import json
 
     for rank in (0, 1):
-        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(
-            json.dumps(_rank_document(rank))
-        )
+        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(json.dumps(_rank_document(rank)))
     bad = _rank_document(**{"rank": 1, **identity})
     bad_path = tmp_path / "run.rank00009.xlanb.json"
     bad_path.write_text(json.dumps(bad))
@@ -237,9 +235,7 @@ def test_rank_files_with_ragged_or_mistyped_columns_are_skipped(tmp_path):
     import json
 
     for rank in (0, 1):
-        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(
-            json.dumps(_rank_document(rank))
-        )
+        (tmp_path / f"run.rank{rank:05d}.xlanb.json").write_text(json.dumps(_rank_document(rank)))
     ragged = _rank_document(1)
     ragged["frames"]["compiles"]["data"]["seconds"] = [1.0, 2.0]
     (tmp_path / "ragged.rank00001.xlanb.json").write_text(json.dumps(ragged))

@@ -141,6 +141,8 @@ def begin(options: CaptureOptions) -> Token:
         STATE.clear()
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
+    hooks.explain_enter()
+    token.thread = threading.get_ident()
     if options.device_trace:
         token.trace, note = device_trace.start(
             NAME,
@@ -183,6 +185,8 @@ def _settle(ended: threading.Event) -> None:
 
 
 def end(token: Token, options: CaptureOptions) -> Capture:
+    if token.thread == threading.get_ident():
+        hooks.explain_exit()
     taken = STATE.close(token)
     if taken.last:
         hooks.switch_off()

@@ -69,6 +69,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 import time
 import types
 from collections import Counter
@@ -79,7 +80,7 @@ from typing import Any, NamedTuple
 from xlanb.capture import device_trace
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
 from xlanb.capture.backends.jax.events import CacheMiss, CompileRecord, Duration, Frame
-from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, UNCHANGED, CallStats, Restore
+from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -322,27 +323,58 @@ def switch_off() -> None:
         compiler = compile_entry().found.compiler
         if compiler.compile_or_get_cached is compile_hook:
             compiler.compile_or_get_cached = restore.compile_fn
-    if restore.explain_token is not UNCHANGED:
-        explain_option().found.set_local(restore.explain_token)
     if restore.logger_level is not None:
         logging.getLogger(EXPLAIN_LOGGER).setLevel(restore.logger_level)
 
 
 def _explain_on(restore: Restore, notes: list[str]) -> None:
+    """The explain logger raised to WARNING (the option itself is per thread: see
+    :func:`explain_enter`)."""
     check = explain_option()
     if check.note:
         notes.append(check.note)
         return
-    try:
+    logger = logging.getLogger(EXPLAIN_LOGGER)
+    if not logger.isEnabledFor(logging.WARNING):
+        restore.logger_level = logger.level
+        logger.setLevel(logging.WARNING)
+
+
+#: JAX's explain option is thread-local: per thread, how many captures switched it on, the
+#: value to put back and whether the user had it on themselves.
+_explain_local = threading.local()
+
+
+def explain_enter() -> None:
+    """Switch JAX's cache-miss explanations on for the calling thread (its first capture)."""
+    check = explain_option()
+    if check.note:
+        return
+    depth = getattr(_explain_local, "depth", 0)
+    if depth == 0:
         option = check.found
-        restore.user_explain = bool(option.value)
-        restore.explain_token = option.swap_local(True)
-        logger = logging.getLogger(EXPLAIN_LOGGER)
-        if not logger.isEnabledFor(logging.WARNING):
-            restore.logger_level = logger.level
-            logger.setLevel(logging.WARNING)
-    except Exception as error:
-        notes.append(f"jax: no compile causes ({error!r}).")
+        _explain_local.user = bool(option.value)
+        _explain_local.token = option.swap_local(True)
+    _explain_local.depth = depth + 1
+
+
+def explain_exit() -> None:
+    """Undo :func:`explain_enter` on the calling thread (its last capture puts the value
+    back)."""
+    depth = getattr(_explain_local, "depth", 0)
+    if depth == 0:
+        return
+    _explain_local.depth = depth - 1
+    if depth == 1:
+        explain_option().found.set_local(_explain_local.token)
+
+
+def user_explains() -> bool:
+    """Whether the calling thread's explanations are the user's own (to pass on): on a thread
+    where xlanb did not switch them on, or where the user had them on already."""
+    if getattr(_explain_local, "depth", 0) == 0:
+        return True
+    return bool(getattr(_explain_local, "user", False))
 
 
 def _compile_hook_on(restore: Restore, notes: list[str]) -> None:
@@ -419,11 +451,11 @@ class _ExplainFilter(logging.Filter):
             if not message.startswith("TRACING CACHE MISS"):
                 return True
             STATE.append_event(CacheMiss(message, time.time()))
-            return restore.user_explain
+            return user_explains()
         # Raised to WARNING only because xlanb switched the explain option on.
         return not (
             message.startswith(_CACHE_MESSAGES)
-            and not restore.user_explain
+            and not user_explains()
             and record.levelno >= logging.WARNING
         )
 

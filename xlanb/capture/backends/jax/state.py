@@ -41,9 +41,6 @@ from xlanb.formats.jax_text import CallbackOp
 #: runtimes' own sample buffers.
 SAMPLE_LIMIT = 10_000
 
-#: ``Restore.explain_token`` when the explain option was not changed.
-UNCHANGED: Any = object()
-
 
 @dataclass(eq=False, slots=True)
 class CallStats:
@@ -63,9 +60,6 @@ class CallStats:
 class Restore:
     """What switching the capture on changed in JAX, to put back when the last capture ends."""
 
-    #: The user's own ``jax_explain_cache_misses`` (their explanations are passed on).
-    user_explain: bool = False
-    explain_token: Any = UNCHANGED
     logger_level: int | None = None
     compile_fn: Any = None
     #: Address of ``PjitFunction``'s type flags, None when the dispatch counter is off.
@@ -87,6 +81,8 @@ class Token:
     sample_start: int = 0
     trace: device_trace.Trace | None = None
     started_at: float = 0.0
+    #: The thread that began the capture (JAX's explain option is switched per thread).
+    thread: int = 0
 
 
 @dataclass(eq=False)
