@@ -93,3 +93,37 @@ def test_a_report_writer_killed_mid_write_leaves_the_old_report_whole(tmp_path):
         if child.poll() is None:
             child.kill()
             child.wait(10)
+
+
+def test_bidi_controls_in_user_names_never_reach_a_page_raw(tmp_path):
+    """A U+202E in a function or graph name used to reverse xlanb's own text after it on the
+    page: every output writes bidirectional controls out as visible escapes."""
+    from xlanb.core.profile import Profile
+    from xlanb.core.schema import make_frame
+    from xlanb.views.graph_viewer.payload import json_for_script
+
+    name = "train\u202estep"
+    profile = Profile(name=f"cell \u2067{name}", backends=["jax"], started_at=1.7e9)
+    profile.wall_seconds = 1.0
+    profile.compiles = make_frame(
+        "compiles",
+        [
+            {
+                "backend": "jax",
+                "graph": f"jit({name})",
+                "cause": f"new graph {name}",
+                "seconds": 0.5,
+                "time": 1.7e9,
+            }
+        ],
+    )
+    profile.notes = [f"note about {name}"]
+    page = profile.to_html()
+    for control in ("\u202e", "\u2067"):
+        assert control not in page
+    assert "train\\u202estep" in page and "\\u2067" in page
+    script = json_for_script({"nodes": [name]})
+    assert "\u202e" not in script
+    import json
+
+    assert json.loads(script)["nodes"] == ["train\\u202estep"]

@@ -10,7 +10,6 @@ a notebook reopened without its kernel's extensions).
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -19,6 +18,7 @@ import pandas as pd
 
 from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
+from xlanb.views.escape import escape
 from xlanb.views.summary import time_unit
 
 PERCENTILES = np.arange(1, 100)
@@ -414,7 +414,7 @@ def _vertical_bars_svg(
     for position, category in enumerate(categories):
         parts.append(
             f'<text x="{left + (position + 0.5) * step:.1f}" y="{bottom + 14:.1f}" '
-            f'text-anchor="middle">{html.escape(str(category))}</text>'
+            f'text-anchor="middle">{escape(str(category))}</text>'
         )
     return parts
 
@@ -449,7 +449,7 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
             y_title = y_axis.get("title", {}).get("text", "")
             parts.append(
                 f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'
-                f"{html.escape(y_title)}</text>"
+                f"{escape(y_title)}</text>"
             )
             continue
         if bars:
@@ -475,7 +475,7 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
             for row, name in enumerate(categories):
                 parts.append(
                     f'<text x="{left - 4:.1f}" y="{top + (row + 0.6) * step:.1f}" '
-                    f'text-anchor="end">{html.escape(name)}</text>'
+                    f'text-anchor="end">{escape(name)}</text>'
                 )
             y_values = [0.0, x_max]
         else:
@@ -503,7 +503,7 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
                         if label:
                             parts.append(
                                 f'<text x="{px - 4:.1f}" y="{py - 6:.1f}" '
-                                f'text-anchor="end">{html.escape(label)}</text>'
+                                f'text-anchor="end">{escape(label)}</text>'
                             )
             y_values = [0.0, y_hi]
         parts.append(
@@ -516,12 +516,12 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
         right_label = f"{y_values[1]:.3g}" if bars else x_title
         parts.append(
             f'<text x="{right:.1f}" y="{bottom + 14:.1f}" text-anchor="end">'
-            f"{html.escape(right_label)}</text>"
+            f"{escape(right_label)}</text>"
         )
         if bars:
             parts.append(
                 f'<text x="{(left + right) / 2:.1f}" y="{bottom + 28:.1f}" '
-                f'text-anchor="middle">{html.escape(x_title)}</text>'
+                f'text-anchor="middle">{escape(x_title)}</text>'
             )
         if not bars:
             parts.append(
@@ -530,13 +530,11 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
             )
             parts.append(
                 f'<text x="{left - 4:.1f}" y="{(top + bottom) / 2:.1f}" '
-                f'text-anchor="end">{html.escape(y_title)}</text>'
+                f'text-anchor="end">{escape(y_title)}</text>'
             )
     for note in layout.get("annotations", []):
         x = margin["l"] + note["x"] * plot_w
         y = margin["t"] + (1 - note["y"]) * plot_h - 2
-        parts.append(
-            f'<text x="{x:.1f}" y="{y:.1f}" font-size="12">{html.escape(note["text"])}</text>'
-        )
+        parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="12">{escape(note["text"])}</text>')
     parts.append("</svg>")
     return "".join(parts)

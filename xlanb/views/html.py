@@ -8,7 +8,6 @@ value is escaped.
 
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
@@ -16,6 +15,7 @@ import pandas as pd
 
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
+from xlanb.views.escape import escape
 from xlanb.views.summary import (
     BUCKET_COLOURS,
     account_line,
@@ -70,7 +70,7 @@ def cell(value: Any) -> str:
         return ""
     if isinstance(value, float):
         return f"{value:.6g}"
-    return html.escape(str(value))
+    return escape(str(value))
 
 
 def table(
@@ -83,7 +83,7 @@ def table(
 ) -> str:
     """An HTML table of `columns` of `frame`."""
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in columns)
+    head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     row_class = ' class="xlanb-bad"' if highlight else ""
     body = []
     for record in frame[columns].to_dict("records"):
@@ -102,7 +102,7 @@ def table(
 
 def _section(label: str, count: int, content: str, open_: bool = False) -> str:
     state = " open" if open_ else ""
-    return f"<details{state}><summary>{html.escape(label)} ({count})</summary>{content}</details>"
+    return f"<details{state}><summary>{escape(label)} ({count})</summary>{content}</details>"
 
 
 def _account(profile: Profile) -> str:
@@ -111,21 +111,20 @@ def _account(profile: Profile) -> str:
     if not line:
         return ""
     segments = "".join(
-        f"<span title='{html.escape(bucket)} {html.escape(format_seconds(seconds))}' "
+        f"<span title='{escape(bucket)} {escape(format_seconds(seconds))}' "
         f"style='display:inline-block;height:8px;width:{share * 100:.2f}%;"
         f"background:{BUCKET_COLOURS.get(bucket, '#757575')}'></span>"
         for bucket, seconds, share in account_parts(profile)
     )
     steps = steps_line(profile)
     steps_html = (
-        f"<div class='xlanb-steps' data-field='steps' style='margin:2px 0'>"
-        f"{html.escape(steps)}</div>"
+        f"<div class='xlanb-steps' data-field='steps' style='margin:2px 0'>{escape(steps)}</div>"
         if steps
         else ""
     )
     return (
         f"<div class='xlanb-account' data-field='account' style='margin:2px 0'>"
-        f"{html.escape(line)}</div><div class='xlanb-bar' style='width:100%;max-width:40em;"
+        f"{escape(line)}</div><div class='xlanb-bar' style='width:100%;max-width:40em;"
         f"white-space:nowrap;overflow:hidden;line-height:0'>{segments}</div>{steps_html}"
     )
 
@@ -163,13 +162,13 @@ def _top_ops(profile: Profile) -> str:
 def _findings(profile: Profile) -> str:
     parts = []
     for row in profile.findings.itertuples():
-        severity = html.escape(str(row.severity))
+        severity = escape(str(row.severity))
         parts.append(
             f"<div class='xlanb-finding xlanb-sev-{severity}'>"
             f"<span class='xlanb-sev'>{severity}</span> <b data-field='cost'>"
-            f"{html.escape(finding_cost(row))}</b>{html.escape(str(row.title))}"
-            f"<br><small>{html.escape(str(row.detail))}<br>"
-            f"<b>Advice:</b> {html.escape(str(row.advice))}</small></div>"
+            f"{escape(finding_cost(row))}</b>{escape(str(row.title))}"
+            f"<br><small>{escape(str(row.detail))}<br>"
+            f"<b>Advice:</b> {escape(str(row.advice))}</small></div>"
         )
     return "".join(parts)
 
@@ -219,13 +218,12 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
         bad = label == "fallback ops" and numbers["fallback_ops"] > 0
         css = ' class="xlanb-bad"' if bad else ""
         head.append(
-            f"<span{css} data-field='{html.escape(label)}'><b>{html.escape(label)}"
-            f"</b> {html.escape(value)}</span>"
+            f"<span{css} data-field='{escape(label)}'><b>{escape(label)}</b> {escape(value)}</span>"
         )
     failed = " xlanb-failed" if profile.failed else ""
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title{failed}'>{html.escape(title(profile))}</div>",
+        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>",
         f"<div class='xlanb-head'>{''.join(head)}</div>",
         _account(profile),
         _findings(profile),
@@ -337,7 +335,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
         )
         parts.append(_section("Graphs", len(distinct), graphs))
     for note in profile.notes:
-        parts.append(f"<div class='xlanb-note'>{html.escape(note)}</div>")
+        parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")
     return "".join(parts)
 
@@ -386,7 +384,7 @@ def comparison_html(comparison) -> str:
     a, b = comparison.a, comparison.b
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title'>{html.escape(a.name)} → {html.escape(b.name)}</div>"
+        f"<div class='xlanb-title'>{escape(a.name)} → {escape(b.name)}</div>"
         "<div class='xlanb-note'>a → b, change = b − a</div>",
         frame_table(comparison.summary, ""),
     ]

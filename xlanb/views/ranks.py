@@ -4,13 +4,13 @@ highlighted, and the ranks that wrote no profile. Every value is escaped."""
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
 import pandas as pd
 
 from xlanb.analysis.ranks import outliers, rank_info, rank_table
 from xlanb.core.profile import Profile
+from xlanb.views.escape import escape
 from xlanb.views.html import cell
 from xlanb.views.summary import format_seconds
 
@@ -42,13 +42,13 @@ def ranks_section(profile: Profile) -> str:
     info = rank_info(profile)
     table = rank_table(profile)
     standing_out = outliers(table)
-    head = "".join(f"<th>{html.escape(label)}</th>" for _, label, _ in SHOWN)
+    head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in SHOWN)
     rows = [_row(record, standing_out) for record in table.to_dict("records")]
     for rank in info.get("missing", []):
         rows.append(
             "<tr class='xlanb-missing'>"
             + "".join(
-                f"<td>{html.escape(str(rank)) if column == 'rank' else ''}</td>"
+                f"<td>{escape(str(rank)) if column == 'rank' else ''}</td>"
                 if column != "status"
                 else "<td class='xlanb-out'>no profile</td>"
                 for column, _, _ in SHOWN
@@ -56,7 +56,7 @@ def ranks_section(profile: Profile) -> str:
             + "</tr>"
         )
     present, world = len(table), info.get("world_size", len(table))
-    run = html.escape(str(info.get("run_id", "")))
+    run = escape(str(info.get("run_id", "")))
     note = (
         f"<div class='xlanb-note'>run {run} · red: a count above the usual value of the "
         "ranks, a duration at least 1.5x the other ranks' median, or a collective wait "
@@ -80,7 +80,7 @@ def _row(record: dict[str, Any], standing_out: dict[str, list[int]]) -> str:
             cells.append("<td>-</td>")  # no torch.distributed collective was timed
         elif duration:
             sort_key = "" if pd.isna(value) else f" data-v='{float(value):.9g}'"
-            cells.append(f"<td{css}{sort_key}>{html.escape(format_seconds(value))}</td>")
+            cells.append(f"<td{css}{sort_key}>{escape(format_seconds(value))}</td>")
         else:
             cells.append(f"<td{css}>{cell(value)}</td>")
     return f"<tr>{''.join(cells)}</tr>"

@@ -9,7 +9,6 @@ once; chart data travels as JSON with every ``<`` escaped.
 
 from __future__ import annotations
 
-import html
 import itertools
 import os
 from pathlib import Path
@@ -19,6 +18,7 @@ from xlanb.analysis.compare import compare
 from xlanb.core.files import write_atomically
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
+from xlanb.views.escape import escape
 from xlanb.views.html import STYLE, profile_html, table
 from xlanb.views.summary import title
 
@@ -89,7 +89,7 @@ def _graphs(profile: Profile) -> str:
 
 
 def _profile_section(profile: Profile, heading: bool) -> str:
-    parts = [f"<h2>{html.escape(title(profile))}</h2>"] if heading else []
+    parts = [f"<h2>{escape(title(profile))}</h2>"] if heading else []
     parts.append(profile_html(profile, graph_viewers=False))
     for figure in (percentile_figure(profile), timeline_figure(profile)):
         if figure is not None:
@@ -101,7 +101,7 @@ def _profile_section(profile: Profile, heading: bool) -> str:
     if profile.source:
         parts.append(
             f"<details><summary><b>Source</b></summary>"
-            f"<pre>{html.escape(profile.source)}</pre></details>"
+            f"<pre>{escape(profile.source)}</pre></details>"
         )
     return "".join(parts)
 
@@ -124,10 +124,10 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
             sections.append(chart_html(comparison_figure(comparison)))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        f"<title>{html.escape(heading)}</title>"
+        f"<title>{escape(heading)}</title>"
         f"<style>{STYLE}{PAGE_STYLE}</style>"
         f"<script>{_plotly_js()}</script>{viewer_assets()}</head>"
-        f"<body><h1>{html.escape(heading)}</h1>{''.join(sections)}</body></html>"
+        f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
 
 

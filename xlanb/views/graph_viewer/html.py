@@ -3,7 +3,6 @@ whole page, a parse error with the text, a diff of two graphs."""
 
 from __future__ import annotations
 
-import html
 import itertools
 from collections.abc import Iterable, Mapping
 from functools import cache
@@ -14,6 +13,7 @@ import pandas as pd
 
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
+from xlanb.views.escape import escape
 from xlanb.views.graph_viewer.payload import DIFF_CODES, graph_title, json_for_script, payload
 
 if TYPE_CHECKING:
@@ -99,13 +99,13 @@ def graph_fragment(
         measured=measured,
     )
     element_id = f"xlanb-graph-{next(_ids)}"
-    group_attr = f' data-diff-group="{html.escape(group)}"' if group else ""
+    group_attr = f' data-diff-group="{escape(group)}"' if group else ""
     note = (
-        f"{html.escape(graph_title(graph))}: {len(graph.nodes):,} nodes, {len(graph.edges):,} "
+        f"{escape(graph_title(graph))}: {len(graph.nodes):,} nodes, {len(graph.edges):,} "
         "edges (the interactive viewer needs JavaScript)"
     )
     return (
-        f'<div class="xlanb-graph" id="{element_id}" data-kind="{html.escape(graph.kind)}"'
+        f'<div class="xlanb-graph" id="{element_id}" data-kind="{escape(graph.kind)}"'
         f'{group_attr}><div class="xg-static">{note}</div>'
         f'<script type="application/json">{json_for_script(data)}</script></div>'
         "<script>globalThis.XlanbGraph&&globalThis.XlanbGraph.mountAll();</script>\n"
@@ -124,7 +124,7 @@ def graph_page(graph: Graph | str, *, page_title: str | None = None, **options: 
     options.setdefault("height", 760)
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
-        f"<title>{html.escape(name or 'graph')} - xlanb</title>"
+        f"<title>{escape(name or 'graph')} - xlanb</title>"
         "<style>body{margin:8px;}</style></head><body>\n"
         f"{graph_html(graph, **options)}</body></html>\n"
     )
@@ -134,9 +134,9 @@ def unparsed_html(text: str, error: ParseError | Exception, kind: str = "") -> s
     """What a graph that could not be parsed shows: the error (naming the line) and the text."""
     shown = text if len(text) <= 200_000 else text[:200_000] + "\n…"
     return (
-        f'<div class="xlanb-graph-unparsed" data-error="{html.escape(str(error))}">'
-        f"<b>Could not draw this {html.escape(kind or 'graph')}:</b> "
-        f"{html.escape(str(error))}<pre>{html.escape(shown)}</pre></div>"
+        f'<div class="xlanb-graph-unparsed" data-error="{escape(str(error))}">'
+        f"<b>Could not draw this {escape(kind or 'graph')}:</b> "
+        f"{escape(str(error))}<pre>{escape(shown)}</pre></div>"
         f"<style>{viewer_style()}</style>\n"
     )
 
@@ -202,5 +202,5 @@ def diff_html(
     )
     return (
         viewer_assets() + f'<div class="xlanb-graph-diff-summary" data-role="diff-summary">'
-        f'{html.escape(line)}</div><div class="xlanb-graph-pair">{left}{right}</div>\n'
+        f'{escape(line)}</div><div class="xlanb-graph-pair">{left}{right}</div>\n'
     )

@@ -63,6 +63,7 @@ import pandas as pd
 
 from xlanb.graphs.model import Graph
 from xlanb.graphs.ops import CATEGORIES, base_op, op_category
+from xlanb.views.escape import json_visible_bidi
 
 #: Bumped when a field changes meaning (2: ``contract`` and ``measured`` added).
 PAYLOAD_VERSION = 2
@@ -418,7 +419,9 @@ def json_for_script(data: Any) -> str:
     """JSON safe inside ``<script type="application/json">``: every ``<``, ``>`` and ``&`` is
     written as a ``\\u`` escape (so no ``</script``, ``<!--`` or markup survives in the page's
     text), and so are the line separators U+2028/U+2029."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    text = json_visible_bidi(
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    )
     return (
         text.replace("<", "\\u003c")
         .replace(">", "\\u003e")

@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from xlanb.graphs.model import Graph
+from xlanb.views.escape import json_visible_bidi
 from xlanb.views.graph_viewer.html import graph_html, viewer_script, viewer_style
 from xlanb.views.graph_viewer.payload import payload
 
@@ -74,7 +75,9 @@ def _widget_class() -> type:
         focus = traitlets.Unicode("").tag(sync=True)
 
         def __init__(self, graph: Graph, **options: Any) -> None:
-            data = json.dumps(payload(graph, **options), ensure_ascii=False, allow_nan=False)
+            data = json_visible_bidi(
+                json.dumps(payload(graph, **options), ensure_ascii=False, allow_nan=False)
+            )
             super().__init__(data=data)
             self.graph = graph
             self._options = options
