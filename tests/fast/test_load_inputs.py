@@ -127,7 +127,7 @@ def _saved_profile_document() -> dict:
     ("frame", "column", "change", "message"),
     [
         ("samples", "time", {"dtype": "datetime64[ns]"}, "samples.time has dtype datetime64[ns]"),
-        ("compiles", "cause", {"dtype": "category"}, "compiles.cause has dtype category"),
+        ("compiles", "seconds", {"dtype": "category"}, "compiles.seconds has dtype category"),
         ("samples", "value", {"dtype": "complex128"}, "samples.value has dtype complex128"),
         ("compiles", "seconds", {"dtype": "bool"}, "compiles.seconds has dtype bool"),
         ("samples", "value", {"dtype": "object", "value": "abc"}, "samples.value holds 'abc'"),

@@ -368,8 +368,10 @@ _STORED_DTYPES: dict[str, frozenset[str]] = {
     "int64": frozenset({"int64", "Int64", "object"}),
     "Int64": frozenset({"int64", "Int64", "object"}),
     "bool": frozenset({"bool", "boolean", "object"}),
-    "str": frozenset({"object", "string", "str"}),
-    "object": frozenset({"object", "string", "str", "float64", "int64", "Int64", "bool"}),
+    "str": frozenset({"object", "string", "str", "category"}),
+    "object": frozenset(
+        {"object", "string", "str", "category", "float64", "int64", "Int64", "bool"}
+    ),
 }
 
 
