@@ -122,7 +122,9 @@ def test_loading_after_the_runtime_started_says_so_once():
 
 
 def test_child_process_gets_its_own_files_and_leaves_ours_alone(shell):
-    parent_file = os.environ["LTC_SAVE_TENSORS_FILE"]
+    from xlanb.capture import switches
+
+    parent_file = switches.value("LTC_SAVE_TENSORS_FILE")
     code = "import os, xlanb; xlanb.enable(); print(os.environ['LTC_SAVE_TENSORS_FILE'])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     child_file = out.stdout.strip().splitlines()[-1]

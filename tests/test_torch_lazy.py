@@ -212,7 +212,9 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
         "for i in range(20):\n    (torch.ones(3, device=dev) * i).sum()\n"
         "    torch._lazy.mark_step()"
     )
-    assert os.path.getsize(os.environ["LTC_SAVE_TENSORS_FILE"]) == 0
+    from xlanb.capture import switches
+
+    assert os.path.getsize(switches.value("LTC_SAVE_TENSORS_FILE")) == 0
 
 
 def test_torch_version_is_the_pinned_one():
@@ -457,3 +459,45 @@ print(size)
     assert done.returncode == 0, done.stderr
     # unchecked, 400 syncs leave ~270 kB of IR and stacks behind
     assert int(done.stdout.strip().splitlines()[-1]) < 20_000
+
+
+CHILD = """
+import os, torch, torch._lazy, torch._lazy.ts_backend
+torch._lazy.ts_backend.init()
+value = (torch.ones(2, 3, device="lazy") * 3).sum()
+torch._lazy.mark_step()
+print(value.item(), os.environ.get("LTC_SAVE_TENSORS_FILE"))
+"""
+
+
+def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_profile(run, shell):
+    """Once the runtime has read its switches, xlanb puts the user's environment back: a plain
+    Python child (it does not import xlanb) used to inherit LTC_SAVE_TENSORS_FILE and write
+    its graphs, located at `<string>:N`, into the parent's profile."""
+    import subprocess
+    import sys
+
+    shell.user_ns["child_code"] = CHILD
+    run(
+        "%%xla_profile -q\nparent_value = (torch.ones(3, 3, device=dev) * 2).sum()\n"
+        "torch._lazy.mark_step()"
+    )
+    run(
+        "%%xla_profile -q --var with_child\n"
+        "import subprocess, sys\n"
+        "child = subprocess.run([sys.executable, '-c', child_code], capture_output=True,"
+        " text=True, timeout=120)\n"
+        "mine = (torch.ones(4, 3, device=dev) * 5).sum()\n"
+        "torch._lazy.mark_step()"
+    )
+    child = shell.user_ns["child"]
+    assert child.returncode == 0, child.stderr
+    assert child.stdout.split() == ["18.0", "None"]
+    prof = shell.user_ns["with_child"]
+    assert prof.summary()["executions"] == 1
+    locations = [str(loc) for loc in prof.compiles["location"].dropna()]
+    assert not any("<string>" in loc for loc in locations), locations
+    assert len(prof.graphs) == 1, prof.graphs[["graph", "kind"]]
+    # the runtime still writes where it started writing: xlanb keeps reading it
+    assert prof.environment["torch_lazy_switches"]["LTC_SAVE_TENSORS_FILE"]
+    del subprocess, sys

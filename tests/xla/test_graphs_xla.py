@@ -14,6 +14,7 @@ import re
 import pytest
 
 from xlanb import graphs
+from xlanb.capture import switches
 
 HERE = os.path.abspath(__file__)
 
@@ -118,7 +119,7 @@ def test_module_path_prefixes_become_scopes(xla):
 
 
 def test_dump_directory_and_profile_graph(xla, run, shell):
-    flags = os.environ.get("XLA_FLAGS", "")
+    flags = switches.value("XLA_FLAGS") or ""
     dump = re.search(r"--xla_dump_to=(\S+)", flags)
     assert dump, "xlanb did not set --xla_dump_to before torch_xla started"
     run("""%%xla_profile -q --var graphs_prof
@@ -143,7 +144,7 @@ torch_xla.sync()
 
 def test_dump_files_of_a_sync(xla, tmp_path):
     torch, torch_xla = xla
-    flags = os.environ.get("XLA_FLAGS", "")
+    flags = switches.value("XLA_FLAGS") or ""
     dump = re.search(r"--xla_dump_to=(\S+)", flags)
     assert dump, "xlanb did not set --xla_dump_to before torch_xla started"
     out = small_step(torch, torch_xla.device()) * 3.0

@@ -45,7 +45,8 @@ kept = x[x > 0]  # MARK mask
 with open(os.path.join(out, "report.txt"), "w") as handle:
     handle.write(met.metrics_report())
 shutil.copy(os.environ["XLA_METRICS_FILE"], os.path.join(out, "metrics.txt"))
-shutil.copy(os.environ["PT_XLA_DEBUG_FILE"], os.path.join(out, "debug.txt"))
+from xlanb.capture import switches
+shutil.copy(switches.value("PT_XLA_DEBUG_FILE"), os.path.join(out, "debug.txt"))
 shutil.copytree(os.path.join(out, "dump_live"), os.path.join(out, "dump"))
 
 import xlanb

@@ -179,8 +179,10 @@ def test_debug_files_stay_small_across_cells(run, shell):
             "%%xla_profile -q\nfor i in range(3):\n    r = torch.randn(2, 19, device=dev) * i\n"
             "    torch_xla.sync()"
         )
-    assert os.path.getsize(os.environ["PT_XLA_DEBUG_FILE"]) == 0
-    dump_dir = os.environ["XLA_FLAGS"].split("--xla_dump_to=")[1].split()[0]
+    from xlanb.capture import switches
+
+    assert os.path.getsize(switches.value("PT_XLA_DEBUG_FILE")) == 0
+    dump_dir = switches.value("XLA_FLAGS").split("--xla_dump_to=")[1].split()[0]
     assert os.listdir(dump_dir) == []
 
 
@@ -257,3 +259,34 @@ def test_a_nested_capture_leaves_the_outer_one_every_compile(run, shell):
     assert outer.compiles["cause"].notna().all(), outer.compiles
     assert set(outer.compiles["graph"]) <= set(outer.graphs["graph"])
     assert set(inner.compiles["graph"]) <= set(outer.compiles["graph"])
+
+
+XLA_CHILD = """
+import os, torch, torch_xla
+dev = torch_xla.device()
+for n in (2, 3, 4, 5, 6):
+    (torch.ones(n, 11, device=dev) * 2).sum().item()
+print(os.environ.get("PT_XLA_DEBUG_FILE"), os.environ.get("XLA_FLAGS"))
+"""
+
+
+def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_profile(run, shell):
+    """A plain Python child (not importing xlanb) used to inherit PT_XLA_DEBUG_FILE and
+    --xla_dump_to: the parent then showed the child's 5 compiles beside its own 2."""
+    shell.user_ns["xla_child_code"] = XLA_CHILD
+    run("%%xla_profile -q\n(torch.ones(2, 13, device=dev) * 2).sum().item()")
+    run(
+        "%%xla_profile -q --var with_xla_child\n"
+        "import subprocess, sys\n"
+        "(torch.ones(3, 13, device=dev) * 2).sum().item()\n"
+        "xla_child = subprocess.run([sys.executable, '-c', xla_child_code],"
+        " capture_output=True, text=True, timeout=300)\n"
+        "(torch.ones(5, 13, device=dev) * 2).sum().item()"
+    )
+    child = shell.user_ns["xla_child"]
+    assert child.returncode == 0, child.stderr
+    # (torch_xla itself adds its own defaults to XLA_FLAGS when the child imports it)
+    assert child.stdout.split()[0] == "None" and "--xla_dump_to" not in child.stdout
+    prof = shell.user_ns["with_xla_child"]
+    assert len(prof.compiles) == 2, prof.compiles
+    assert len(set(prof.graphs["graph"])) == 2

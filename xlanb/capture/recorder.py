@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
-from xlanb.capture import device_trace, workdir
+from xlanb.capture import device_trace, switches, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
 
@@ -126,6 +126,10 @@ class Recorder:
                 captures, interrupt = self._end_backends()
             finally:
                 workdir.release()
+            try:
+                switches.seal_read()  # a runtime that has read its switches gives them back
+            except Exception:
+                pass
             if interrupt is not None:
                 device_trace.abandon()
             try:

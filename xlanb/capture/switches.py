@@ -17,6 +17,51 @@ from xlanb.capture import workdir
 SWITCHES_ENV = "XLANB_SWITCHES"
 
 _notes_given: set[str] = set()
+#: The user's own value (None: unset) of each switch xlanb changed, to put back.
+_user_values: dict[str, str | None] = {}
+#: The values the runtimes started with, for the switches put back by :func:`seal`.
+_sealed: dict[str, str | None] = {}
+
+
+def value(name: str) -> str | None:
+    """The value the runtime read for switch `name`: the environment's, or the one it had
+    before :func:`seal` put the user's back."""
+    return _sealed[name] if name in _sealed else os.environ.get(name)
+
+
+def seal(backends: list) -> list[str]:
+    """Put the user's own environment back for the switches of every runtime that has read
+    them (they are read once, at start-up), so a child process the user starts (a script
+    run with ``subprocess``) never writes into this process's files. Returns the names put
+    back. A child that imports xlanb sets switches of its own."""
+    sealed = []
+    inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
+    for backend in backends:
+        read = getattr(backend, "switches_read", None)
+        if read is None or not backend.is_installed():
+            continue
+        try:
+            if not read():
+                continue
+        except Exception:
+            continue
+        for name in backend.SWITCH_NAMES:
+            if name not in _user_values or name in _sealed:
+                continue
+            _sealed[name] = os.environ.get(name)
+            user = _user_values[name]
+            if user is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = user
+            inherited.pop(name, None)
+            sealed.append(name)
+    if sealed:
+        if inherited:
+            os.environ[SWITCHES_ENV] = json.dumps(inherited)
+        else:
+            os.environ.pop(SWITCHES_ENV, None)
+    return sealed
 
 
 def enable(backends: list) -> list[str]:
@@ -39,7 +84,7 @@ def enable(backends: list) -> list[str]:
             continue
         inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
         ours = {}
-        for name, value in backend.debug_switches(workdir.path()).items():
+        for name, setting in backend.debug_switches(workdir.path()).items():
             current = os.environ.get(name, "")
             if name == "XLA_FLAGS":
                 flags = [f for f in current.split() if f not in inherited.get(name, "").split()]
@@ -54,14 +99,29 @@ def enable(backends: list) -> list[str]:
                             "lines from the dump."
                         )
                     continue
-                added = _missing_flags(flags, value)
+                added = _missing_flags(flags, setting)
                 os.environ[name] = " ".join(flags + added.split())
                 ours[name] = added
+                _user_values.setdefault(name, " ".join(flags) or None)
             elif not current or inherited.get(name) == current:
-                os.environ[name] = ours[name] = value
+                os.environ[name] = ours[name] = setting
+                _user_values.setdefault(name, None)  # unset, or only the parent's value
         os.environ[SWITCHES_ENV] = json.dumps({**inherited, **ours})
-        workdir.start_janitor()  # the files stay small between captures, whatever runs
+    if _user_values:
+        _enabled[:] = backends
+        # the files stay small between captures, and the environment is put back once read
+        workdir.start_janitor(seal_read)
     return notes
+
+
+#: The runtimes :func:`enable` configured (for :func:`seal_read`).
+_enabled: list = []
+
+
+def seal_read() -> list[str]:
+    """:func:`seal` for the runtimes :func:`enable` configured (after each capture, and from
+    the workdir's janitor)."""
+    return seal(_enabled) if _enabled else []
 
 
 #: Every switch a runtime reads at start-up, for ``%xla_profile status``.

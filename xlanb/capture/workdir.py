@@ -10,6 +10,7 @@ import re
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 #: This process's workdir (informational: child processes make their own).
@@ -92,10 +93,16 @@ def held() -> int:
     return _holds
 
 
-def start_janitor() -> None:
+_janitor_tasks: list[Callable[[], object]] = []
+
+
+def start_janitor(also: Callable[[], object] | None = None) -> None:
     """Empty the owned files every :data:`JANITOR_SECONDS` while no capture runs, so they stay
-    small in scripts and long unprofiled cells too (a daemon thread, started once)."""
+    small in scripts and long unprofiled cells too (a daemon thread, started once); `also` is
+    run on each round too (its errors are ignored)."""
     global _janitor
+    if also is not None and also not in _janitor_tasks:
+        _janitor_tasks.append(also)
     if _janitor is not None:
         return
     _janitor = threading.Thread(target=_sweep_forever, name="xlanb-workdir-janitor", daemon=True)
@@ -106,6 +113,11 @@ def _sweep_forever() -> None:
     stop = threading.Event()
     while not stop.wait(JANITOR_SECONDS):
         clear_owned_files()
+        for task in list(_janitor_tasks):
+            try:
+                task()
+            except Exception:
+                pass
 
 
 def is_owned(path: str | os.PathLike | None) -> bool:

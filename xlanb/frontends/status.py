@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
-from xlanb.capture import workdir
+from xlanb.capture import switches, workdir
 from xlanb.capture.switches import KNOWN_SWITCHES
 
 
@@ -21,7 +19,7 @@ def status_text(auto_profiling: bool, backends: dict) -> str:
         lines.append(f"  {name}: {state}")
     lines.append("debug switches:")
     for name in KNOWN_SWITCHES:
-        value = os.environ.get(name)
+        value = switches.value(name)
         if value is not None:
             lines.append(f"  {name}={value}")
     lines.append(f"workdir: {workdir.current() or '(none yet)'}")

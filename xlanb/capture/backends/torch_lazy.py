@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.capture import workdir
+from xlanb.capture import switches, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -51,6 +51,23 @@ def is_imported() -> bool:
     """torch._lazy is picked by ``auto`` whenever torch is imported without torch_xla (which
     replaces the TorchScript backend and shares its counters)."""
     return "torch" in sys.modules and "torch_xla" not in sys.modules
+
+
+#: The switches of :func:`debug_switches`.
+SWITCH_NAMES = ("LTC_SAVE_TENSORS_FILE", "LTC_SAVE_TENSORS_FMT")
+
+
+def switches_read() -> bool:
+    """The runtime has read its debug switches (at the first sync). Imports nothing: it runs
+    on the workdir's janitor thread, which must never wait on an import in progress."""
+    torch = sys.modules.get("torch")
+    if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
+        return False
+    lazy_c = getattr(getattr(torch, "_C", None), "_lazy", None)
+    if lazy_c is None:
+        return False
+    names = set(lazy_c._counter_names())
+    return any(name in names for name in ("MarkStep", *_SYNC_COUNTERS))
 
 
 def has_started() -> bool:
@@ -121,7 +138,7 @@ _original_mark_step: Any = None
 
 
 def begin(options: CaptureOptions) -> _Token:
-    graphs_file = workdir.AppendedFile(os.environ.get("LTC_SAVE_TENSORS_FILE"))
+    graphs_file = workdir.AppendedFile(switches.value("LTC_SAVE_TENSORS_FILE"))
     graphs_file.start()
     token = _Token(time.time(), _counters(), _report_metrics(), graphs_file)
     _hook_mark_step(token.syncs)
@@ -363,7 +380,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                     "nodes": count_ir_nodes(entry.text),
                 },
             )
-    if not os.environ.get("LTC_SAVE_TENSORS_FILE"):
+    if not switches.value("LTC_SAVE_TENSORS_FILE"):
         capture.notes.append(
             "torch_lazy: graphs and sync locations need LTC_SAVE_TENSORS_FILE "
             "set before the first sync (load xlanb first)."
@@ -444,9 +461,8 @@ def count_ir_nodes(text: str) -> int:
 def _environment() -> dict[str, Any]:
     import torch
 
-    switches = {
-        name: os.environ[name]
-        for name in ("LTC_SAVE_TENSORS_FILE", "LTC_SAVE_TENSORS_FMT")
-        if name in os.environ
+    started_with = {name: switches.value(name) for name in SWITCH_NAMES}
+    return {
+        "torch": torch.__version__,
+        "torch_lazy_switches": {k: v for k, v in started_with.items() if v is not None},
     }
-    return {"torch": torch.__version__, "torch_lazy_switches": switches}

@@ -54,6 +54,29 @@ def has_started() -> bool:
     return "torch_xla" in sys.modules
 
 
+#: The switches of :func:`debug_switches`.
+SWITCH_NAMES = (
+    "PT_XLA_DEBUG_LEVEL",
+    "PT_XLA_DEBUG_FILE",
+    "XLA_IR_DEBUG",
+    "XLA_HLO_DEBUG",
+    "XLA_FLAGS",
+)
+
+
+def switches_read() -> bool:
+    """The runtime has read its debug switches (they are read at the first compile). Imports
+    nothing: it runs on the workdir's janitor thread, which must never wait on an import in
+    progress."""
+    modules = [sys.modules.get(name) for name in ("torch_xla", "torch_xla.debug.metrics")]
+    if any(
+        module is None or getattr(getattr(module, "__spec__", None), "_initializing", False)
+        for module in modules
+    ):
+        return False
+    return "CompileTime" in modules[1].metric_names()
+
+
 def debug_switches(workdir: str) -> dict[str, str]:
     dump_dir = os.path.join(workdir, "xla_dump")
     os.makedirs(dump_dir, exist_ok=True)
@@ -100,9 +123,9 @@ def _counters(metrics) -> dict[str, int]:
 
 def begin(options: CaptureOptions) -> _Token:
     metrics = _metrics_module()
-    debug_file = workdir.AppendedFile(os.environ.get("PT_XLA_DEBUG_FILE"))
+    debug_file = workdir.AppendedFile(switches.value("PT_XLA_DEBUG_FILE"))
     debug_file.start()
-    dump_dir = switches.dump_dir_from_flags(os.environ.get("XLA_FLAGS", ""))
+    dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
     seen: set[str] = set()
     if dump_dir and os.path.isdir(dump_dir):
         if workdir.is_owned(dump_dir) and workdir.held() <= 1:
@@ -240,7 +263,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
             )
     if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
-    if not os.environ.get("PT_XLA_DEBUG_FILE"):
+    if not switches.value("PT_XLA_DEBUG_FILE"):
         capture.notes.append(
             "torch_xla: compile causes need PT_XLA_DEBUG_FILE set before "
             "torch_xla starts (load xlanb first)."
@@ -494,19 +517,10 @@ def _environment() -> dict[str, Any]:
     import torch
     import torch_xla
 
-    switches = {
-        name: os.environ[name]
-        for name in (
-            "PJRT_DEVICE",
-            "PT_XLA_DEBUG_LEVEL",
-            "XLA_IR_DEBUG",
-            "XLA_HLO_DEBUG",
-            "XLA_FLAGS",
-        )
-        if name in os.environ
-    }
+    names = ("PJRT_DEVICE", "PT_XLA_DEBUG_LEVEL", "XLA_IR_DEBUG", "XLA_HLO_DEBUG", "XLA_FLAGS")
+    started_with = {name: switches.value(name) for name in names}
     return {
         "torch_xla": getattr(torch_xla, "__version__", "?"),
         "torch": torch.__version__,
-        "torch_xla_switches": switches,
+        "torch_xla_switches": {k: v for k, v in started_with.items() if v is not None},
     }
