@@ -87,3 +87,40 @@ def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
     outputs = notebook.cells[2].outputs
     assert "<b>fallback ops</b> 1" in outputs[0]["data"]["text/html"]  # replaced in place
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs[1:])
+
+
+SOAK_PROBE = (
+    "import os, resource, json, xlanb\n"
+    "from xlanb.capture import workdir\n"
+    "size = sum(os.path.getsize(os.path.join(r, n))\n"
+    "           for r, _, ns in os.walk(workdir.path()) for n in ns)\n"
+    "rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "print(json.dumps({'rss_kb': rss, 'workdir_bytes': size, 'history': len(xlanb.history())}))"
+)
+
+
+def test_500_auto_profiled_cells_keep_memory_and_files_bounded():
+    """Auto-profiling every cell of a long session: the history stays at its bound, the
+    workdir stays small and the kernel's peak RSS stops growing (measured between cell 150
+    and cell 500, after the history filled up)."""
+    step = (
+        "soak.append((torch.ones(6, 6, device='lazy') * len(soak)).sum())\n"
+        "torch._lazy.mark_step()\n"
+        "soak = soak[-3:]"
+    )
+    cells = [
+        "%load_ext xlanb",
+        "import torch, torch._lazy, torch._lazy.ts_backend\n"
+        "torch._lazy.ts_backend.init()\nsoak = []",
+        "%xla_profile on",
+        *([step] * 150),
+        SOAK_PROBE,
+        *([step] * 350),
+        SOAK_PROBE,
+    ]
+    notebook = run_notebook(cells, timeout=600)
+    probes = [c for c in notebook.cells if c.source == SOAK_PROBE]
+    first, last = (json.loads(outputs_of(c, "text/plain").strip().splitlines()[-1]) for c in probes)
+    assert first["history"] == last["history"] == 100
+    assert last["workdir_bytes"] < 200_000, last
+    assert last["rss_kb"] - first["rss_kb"] < 40_000, (first, last)

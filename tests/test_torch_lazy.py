@@ -487,7 +487,7 @@ def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_prof
         "import subprocess, sys\n"
         "child = subprocess.run([sys.executable, '-c', child_code], capture_output=True,"
         " text=True, timeout=120)\n"
-        "mine = (torch.ones(4, 3, device=dev) * 5).sum()\n"
+        "mine = (torch.ones(4, 29, device=dev) * 5).sum()\n"
         "torch._lazy.mark_step()"
     )
     child = shell.user_ns["child"]
