@@ -13,7 +13,10 @@ import functools
 import math
 import re
 import time
+from collections import Counter
 from typing import Any
+
+import numpy as np
 
 from xlanb.capture import device_trace
 from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
@@ -291,43 +294,45 @@ def _untraced_runs(
             names[key] = str(span["name"])
     means = {key: sum(values) / len(values) for key, values in traced.items()}
     wall_offset = time.time() - time.perf_counter()
+    functions = [sample.function for sample in taken.samples]
+    sampled = Counter(functions)
+    program: dict[Any, str] = {
+        function: _program_key(hooks.function_name(function)[0]) for function in sampled
+    }
+    # calls run in call order: the first ones of each program are its traced runs (some called
+    # before the window closed ran after it); the rest are queued one at a time
+    seen: Counter[str] = Counter()
+    picked: list[int] = []
+    for index, function in enumerate(functions):
+        key = program[function]
+        if key in means:
+            seen[key] += 1
+            if seen[key] > len(traced[key]):
+                picked.append(index)
     out: list[dict[str, Any]] = []
-    current: dict[str, Any] | None = None
-    queue_end = stopped_at
-    sampled: dict[Any, int] = {}
-    keys: dict[Any, str] = {}
-    last_call = stopped_at
-    untraced = dict.fromkeys(traced, 0)  # runs of each program not yet in the trace
-    for sample in taken.samples:
-        function = sample.function
-        sampled[function] = sampled.get(function, 0) + 1
-        key = keys.get(function)
-        if key is None:
-            key = keys[function] = _program_key(hooks.function_name(function)[0])
-        mean = means.get(key)
-        if mean is None:
-            continue
-        # calls run in call order: the first ones of each program are its traced runs (some
-        # called before the window closed may have run after it)
-        untraced[key] += 1
-        if untraced[key] <= len(traced[key]):
-            continue
-        called = sample.started + wall_offset
-        last_call = max(last_call, called)
-        start = max(called, queue_end)
-        if start >= ended_at:
-            break
-        end = min(start + mean, ended_at)
-        if current is not None and current["name"] == names[key] and start <= queue_end:
-            current["seconds"] = end - current["start"]
-        else:
-            current = _estimated_run(names[key], start, end - start)
-            out.append(current)
-        queue_end = end
+    last_call = queue_end = stopped_at
+    if picked:
+        keys = [program[functions[i]] for i in picked]
+        called = np.fromiter((taken.samples[i].started for i in picked), float) + wall_offset
+        seconds = np.fromiter((means[key] for key in keys), float)
+        # end_i = max(called_i, end_i-1) + seconds_i, from the window's end, in closed form
+        done = np.cumsum(seconds)
+        ends = done + np.maximum(np.maximum.accumulate(called - (done - seconds)), stopped_at)
+        starts = ends - seconds
+        inside = starts < ended_at
+        ends = np.minimum(ends, ended_at)
+        codes = np.unique(keys, return_inverse=True)[1]
+        # one span per stretch of back-to-back runs of one program
+        follows = np.r_[False, (called[1:] <= ends[:-1]) & (codes[1:] == codes[:-1])]
+        first = np.flatnonzero(~follows & inside)
+        last = np.r_[first[1:] - 1, np.flatnonzero(inside)[-1]] if len(first) else first
+        for a, b in zip(first.tolist(), last.tolist(), strict=True):
+            out.append(_estimated_run(names[keys[a]], starts[a], ends[b] - starts[a]))
+        last_call, queue_end = max(float(called.max()), stopped_at), float(ends[inside][-1])
     unsampled_count, unsampled_seconds = 0, 0.0
     for call in taken.calls:
         mean = means.get(_program_key(hooks.function_name(call.function)[0]))
-        missing = call.count - sampled.get(call.function, 0)
+        missing = call.count - sampled[call.function]
         if mean is not None and missing > 0:
             unsampled_count += missing
             unsampled_seconds += missing * mean
