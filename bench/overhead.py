@@ -6,7 +6,7 @@ process, and the fixed cost of an empty profiled cell. Prints a table.
 
 The debug switches are on for every arm (as after `%load_ext xlanb`): the ratios are the cost
 of profiling a cell, not of the switches. Four arms alternate: bare, profiled with
-`--no-trace`, profiled with the device trace as by default (its window: the first 100 runs),
+`--no-trace`, profiled with the device trace as by default (its window: the first 50 runs),
 and with the trace over the whole loop (`--trace-runs 0`); the whole loop's trace size is
 reported per 1,000 steps. The JAX loop runs 20,000 steps of ~70 µs (a loop of ~1.5 s, like the
 torch_xla one: the fixed cost per cell is the separate "empty" figure). `--check` exits 1
@@ -128,7 +128,7 @@ def measure(case, steps: int, repeats: int) -> dict:
                 with xlanb.profile(
                     backend=backend,
                     trace=arm != "untraced",
-                    trace_runs=None if arm == "whole" else 100,
+                    trace_runs=None if arm == "whole" else device_trace.WINDOW_RUNS,
                 ):
                     for _ in range(steps):
                         step()

@@ -37,15 +37,20 @@ def assert_adds_up(prof):
     }
 
 
-def test_a_steady_compute_bound_loop_is_mostly_device_time(run, shell):
+def profile_mm_loop(run, shell, var: str, steps: int, options: str = ""):
+    """A compute-bound loop of `steps` 1024x1024 matmul programs, compiled before the cell."""
     run(
         "@jax.jit\ndef ta_mm(a):\n    return jnp.tanh(a @ a) @ a\nta_mm(ta_big).block_until_ready()"
     )
     run(
-        "%%xla_profile -b jax -q --var steady\nfor _ in range(8):\n    out = ta_mm(ta_big)\n"
-        "out.block_until_ready()"
+        f"%%xla_profile -b jax -q {options} --var {var}\nfor _ in range({steps}):\n"
+        "    out = ta_mm(ta_big)\nout.block_until_ready()"
     )
-    prof = shell.user_ns["steady"]
+    return shell.user_ns[var]
+
+
+def test_a_steady_compute_bound_loop_is_mostly_device_time(run, shell):
+    prof = profile_mm_loop(run, shell, "steady", 8)
     assert_adds_up(prof)
     assert buckets(prof)["device"] >= 0.7 * prof.wall_seconds, prof.breakdown
     assert buckets(prof)["compile"] == 0
@@ -311,15 +316,7 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
     """A loop longer than the trace's window: per-op times come from the first runs, the
     runs after the window are estimated from them, and the account still says the loop is
     device-bound (without the estimate the untraced runs would count as Python)."""
-    run(
-        "@jax.jit\ndef ta_win(a):\n    return jnp.tanh(a @ a) @ a\n"
-        "ta_win(ta_big).block_until_ready()"
-    )
-    run(
-        "%%xla_profile -b jax -q --trace-runs 5 --var windowed\nfor _ in range(40):\n"
-        "    out = ta_win(ta_big)\nout.block_until_ready()"
-    )
-    prof = shell.user_ns["windowed"]
+    prof = profile_mm_loop(run, shell, "windowed", 40, "--trace-runs 5")
     assert_adds_up(prof)
     assert buckets(prof)["device"] >= 0.7 * prof.wall_seconds, prof.breakdown
     windows = prof.spans[prof.spans["lane"] == "trace"]
@@ -332,7 +329,7 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
     window_end = windows["start"].iloc[0] + windows["seconds"].iloc[0]
     assert (estimated["start"] >= window_end - 1e-6).all()
     assert prof.ops["count"].max() == len(measured)
-    row = prof.executions.set_index("graph").loc["jit(ta_win)"]
+    row = prof.executions.set_index("graph").loc["jit(ta_mm)"]
     assert row["count"] == 40 and bool(row["seconds_estimated"])
     assert row["seconds"] == pytest.approx(measured["seconds"].mean() * 40, rel=0.25), (
         prof.executions
@@ -340,11 +337,7 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
     text = repr(prof)
     assert "device trace: first" in text and "partly estimated" in text
     # the same loop traced whole: every run measured
-    run(
-        "%%xla_profile -b jax -q --trace-runs 0 --var whole\nfor _ in range(40):\n"
-        "    out = ta_win(ta_big)\nout.block_until_ready()"
-    )
-    whole = shell.user_ns["whole"]
+    whole = profile_mm_loop(run, shell, "whole", 40, "--trace-runs 0")
     assert (whole.spans["lane"] == "trace").sum() == 1
     assert whole.spans.loc[whole.spans["lane"] == "trace", "name"].iloc[0] == "device trace"
     runs = whole.spans[whole.spans["lane"] == "device"]

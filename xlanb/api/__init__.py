@@ -27,8 +27,9 @@ class profile(Recorder):
     backend name (``torch_xla``, ``torch_lazy``, ``jax``) or a list of names; `graphs=False`
     skips graph capture; `trace=False` skips the XLA profiler's device trace (JAX, torch_xla),
     leaving the time account to the runtime's counters. The trace covers the block's first
-    `trace_runs` program runs (at most 10 s; per-op times come from those runs, later runs are
-    accounted from the runtime's samples); ``trace_runs=None`` traces the whole block.
+    `trace_runs` program runs (default 50, at most 10 s; per-op times come from those runs,
+    later runs are accounted from the runtime's samples); ``trace_runs=None`` traces the
+    whole block.
     An exception in the block marks the Profile as failed and propagates unchanged.
     """
 

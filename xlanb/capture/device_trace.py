@@ -49,7 +49,7 @@ MAX_OP_SPANS = 2000
 MAX_TRACE_BYTES = 200 * 1024 * 1024
 
 #: Default window: the trace stops after this many program runs in the capture ...
-WINDOW_RUNS = 100
+WINDOW_RUNS = 50
 #: ... or after this many seconds, whichever comes first (big programs: few runs, many events).
 WINDOW_SECONDS = 10.0
 #: How often the watchdog looks at the run count.

@@ -72,7 +72,7 @@ class Recorder:
         source: str = "",
         finish: Callable[[Profile, CaptureOptions], None] | None = None,
         trace: bool = True,
-        trace_runs: int | None = 100,
+        trace_runs: int | None = device_trace.WINDOW_RUNS,
     ) -> None:
         self._finish = finish if finish is not None else self.finish_profile
         self.modules: list[Backend] = backend_registry.resolve(backend)

@@ -17,6 +17,7 @@ from xlanb.analysis.compare import Comparison, compare
 from xlanb.analysis.findings import check_compile_budget
 from xlanb.api import history, profile
 from xlanb.capture import backends
+from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.core.errors import BackendUnavailable
 from xlanb.core.profile import Profile
 from xlanb.frontends.autoprofile import AutoProfiler
@@ -54,9 +55,10 @@ class XlaProfileMagics(Magics):
     @argument(
         "--trace-runs",
         type=int,
-        default=100,
+        default=WINDOW_RUNS,
         metavar="N",
-        help="Trace the cell's first N program runs (at most 10 s); 0 traces the whole cell.",
+        help="Trace the cell's first N program runs (default 50, at most 10 s); "
+        "0 traces the whole cell.",
     )
     @argument(
         "--max-compiles",

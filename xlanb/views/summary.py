@@ -88,7 +88,7 @@ def account_line(profile: Profile) -> str:
 
 
 def trace_coverage(profile: Profile) -> str:
-    """``device trace: first 100 runs, 212 ms of 4.10 s`` when the device trace covered only
+    """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
     window = traced_window(profile)
     if window is None:

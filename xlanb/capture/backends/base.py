@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.formats.python_frames import frame_location
 
 
@@ -34,7 +35,7 @@ class CaptureOptions:
     #: Run the XLA profiler's device trace (JAX, torch_xla) for per-op device times.
     device_trace: bool = True
     #: Stop the device trace after this many program runs (None: trace the whole capture).
-    trace_runs: int | None = 100
+    trace_runs: int | None = WINDOW_RUNS
 
 
 @dataclass
