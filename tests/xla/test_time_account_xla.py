@@ -85,9 +85,10 @@ def test_runs_after_the_trace_window_are_accounted_from_the_runtimes_samples(run
     assert len(window) == 1 and window["name"].iloc[0].startswith("device trace: first ")
     device = windowed.spans[windowed.spans["lane"] == "device"]
     measured = device[~device["estimated"]]
-    assert 8 <= len(measured) < 80
+    assert 8 <= len(measured) < 80  # the window waits for its launched runs to finish
     assert (device["estimated"]).sum() >= 80 - len(measured) - 1
-    assert windowed.ops["count"].max() <= len(measured)
+    # (the window's stop may cut one run short: its first ops are in the trace)
+    assert windowed.ops["count"].max() <= len(measured) + 1
     whole_device = buckets(whole)["device"]
     assert whole.spans.loc[whole.spans["lane"] == "trace", "name"].iloc[0] == "device trace"
     assert (whole.spans["lane"] == "device").sum() == 80

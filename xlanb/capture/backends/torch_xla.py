@@ -11,7 +11,9 @@ import importlib.util
 import math
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,6 +147,7 @@ def begin(options: CaptureOptions) -> _Token:
             runs=lambda: metrics.counter_value("ExecuteComputation") or 0,
             window_runs=options.trace_runs,
             snapshot=lambda: _execute_totals(metrics),
+            settle=_settler(metrics),
         )
         if note:
             token.notes.append(note)
@@ -155,6 +158,27 @@ def _execute_totals(metrics) -> tuple[int, float]:
     """(count, seconds) of the runtime's ExecuteTime so far."""
     data = metrics.metric_data("ExecuteTime") if "ExecuteTime" in metrics.metric_names() else None
     return (int(data[0]), float(data[1]) * metric_unit("ExecuteTime")[1]) if data else (0, 0.0)
+
+
+#: The longest the trace's window waits for its launched runs to finish.
+SETTLE_SECONDS = 2.0
+
+
+def _settler(metrics) -> Callable[[threading.Event], None]:
+    """The trace window's wait (on its watchdog thread) until the runs launched so far have
+    finished: torch_xla counts a launch (``ExecuteComputation``) before its run ends
+    (``ExecuteTime``), so the window's last runs would be missing from the trace."""
+    launched_before = metrics.counter_value("ExecuteComputation") or 0
+    finished_before = _execute_totals(metrics)[0]
+
+    def settle(ended: threading.Event) -> None:
+        launched = (metrics.counter_value("ExecuteComputation") or 0) - launched_before
+        deadline = time.monotonic() + SETTLE_SECONDS
+        while _execute_totals(metrics)[0] - finished_before < launched:
+            if ended.wait(device_trace.POLL_SECONDS) or time.monotonic() > deadline:
+                return
+
+    return settle
 
 
 def _start_trace(directory: str):
