@@ -501,3 +501,28 @@ def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_prof
     # the runtime still writes where it started writing: xlanb keeps reading it
     assert prof.environment["torch_lazy_switches"]["LTC_SAVE_TENSORS_FILE"]
     del subprocess, sys
+
+
+def test_graphs_counted_by_the_same_line_finding_are_this_profiles_only(run, shell):
+    """The line compiled its first graphs in an earlier profile (the same helper profiled
+    twice): the finding counts the graphs this profile compiled (it said one more)."""
+    run("""
+import xlanb
+cg_base = torch.randn(4, 3, device=dev)
+torch._lazy.mark_step()
+def cg_profiled(depths):
+    with xlanb.profile(backend="torch_lazy") as prof:
+        for depth in depths:
+            y = cg_base
+            for _ in range(depth):
+                y = torch.tanh(y) * 1.5
+            torch._lazy.mark_step()
+    return prof
+cg_first = cg_profiled((1, 2))
+cg_prof = cg_profiled((3, 4))
+""")
+    prof = shell.user_ns["cg_prof"]
+    assert len(prof.compiles) == 2
+    assert set(prof.compiles["cause"]) == {"new graph (the traced code changed)"}, prof.compiles
+    titles = [t for t in prof.findings["title"] if "different graphs" in t]
+    assert titles and titles[0].startswith("2 different graphs compiled by the same line"), titles

@@ -36,13 +36,14 @@ def recompilation(profile: Profile) -> list[Finding]:
     # The first two steps of a loop legitimately differ (fresh inputs, then step outputs);
     # a third "changed" graph from the same line means something changes every step.
     changed = compiles[compiles["cause"] == CHANGED_GRAPH].dropna(subset=["location"])
-    for _location, rows in changed.groupby("location"):
+    for location, rows in changed.groupby("location"):
         if len(rows) >= 2:
+            # this profile's graphs from the line: its first one may be in an earlier profile
+            graphs = int((compiles["location"] == location).sum())
             findings.append(
                 {
                     "severity": "warning",
-                    "title": f"{len(rows) + 1} different graphs compiled by the same line"
-                    + _lines(rows),
+                    "title": f"{graphs} different graphs compiled by the same line" + _lines(rows),
                     "detail": "The steps look alike, yet each compiled a new graph: something in "
                     "the traced code changes every step (a Python scalar baked in as a "
                     "constant, a growing list, a changing condition).",
