@@ -534,3 +534,34 @@ def test_two_threads_profiling_at_once_leave_the_explain_option_as_it_was():
         jitted = prof.compiles[~prof.compiles["eager"].astype(bool)]
         assert len(jitted) == count, prof.compiles
         assert (jitted["cause"] != "no explanation from JAX").all(), prof.compiles
+
+
+def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
+    """A function recompiled for new shapes: every compile is reachable by index, so the
+    README's diff(prof.graph(0), prof.graph(1)) recipe works on JAX too (graph(1) raised
+    IndexError: the graphs were keyed by function name only)."""
+    from xlanb.graphs import diff
+
+    run(
+        "%%xla_profile -q --var per_compile\n"
+        "@jax.jit\ndef pc_step(x):\n    return jnp.tanh(x) @ x.T\n"
+        "for n in (3, 5, 7):\n    pc_step(jnp.ones((n, 4))).block_until_ready()"
+    )
+    prof = shell.user_ns["per_compile"]
+    compiled = prof.compiles[prof.compiles["graph"] == "jit(pc_step)"]
+    assert len(compiled) == 3
+    texts = [prof.graph(i).text for i in range(3)]
+    assert [("f32[3,4]" in t, "f32[5,4]" in t, "f32[7,4]" in t) for t in texts] == [
+        (True, False, False),
+        (False, True, False),
+        (False, False, True),
+    ]
+    with pytest.raises(IndexError):
+        prof.graph(3)
+    # a name is the function's latest compile
+    assert "f32[7,4]" in prof.graph("jit(pc_step)").text
+    changes = diff(prof.graph(0), prof.graph(1))
+    assert changes is not None
+    # the cell's output has a viewer per compile
+    shown = prof._repr_html_()
+    assert shown.count("jit(pc_step) (compile ") == 3 and "Graph viewer (3)" in shown

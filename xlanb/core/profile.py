@@ -171,8 +171,9 @@ class Profile:
         """The graph ``name_or_index`` of the ``graphs`` frame as an :class:`xlanb.graphs.Graph`
         (displays as the interactive viewer, CPU-fallback ops of this profile in red).
 
-        An int is a position among the distinct graph names in frame order (``-1``: the last);
-        a str is a graph name or a prefix of one (a hash prefix). Of that graph's texts the
+        An int is a position among the compiled graphs in frame order (``-1``: the last; each
+        compile of a JAX function is its own); a str is a graph name or a prefix of one (a hash
+        prefix), its latest compile. Of that graph's texts the
         ``hlo``, then ``stablehlo``, then ``ir`` one is used, unless ``kind`` names another
         (e.g. ``"hlo_optimized"``); when the ``ops`` frame holds measured device time for the
         graph, its ``hlo_optimized`` text comes first (the instructions the trace names), and
@@ -182,14 +183,22 @@ class Profile:
         from xlanb.graphs import Graph, ParseError, parse
 
         graphs = self.graphs[self.graphs["text"].notna()]
-        names = list(dict.fromkeys(graphs["graph"].astype(str)))
-        if not names:
+        # one entry per compile: JAX names every compile of a function alike and tells them
+        # apart by compile_id (other runtimes' graph ids are distinct already)
+        compile_ids = (
+            graphs["compile_id"].astype(object).where(graphs["compile_id"].notna(), None)
+            if "compile_id" in graphs.columns
+            else pd.Series([None] * len(graphs), index=graphs.index, dtype=object)
+        )
+        keys = list(dict.fromkeys(zip(graphs["graph"].astype(str), compile_ids, strict=True)))
+        names = list(dict.fromkeys(name for name, _ in keys))
+        if not keys:
             raise KeyError("this profile holds no graph (was it captured with graphs off?)")
         if isinstance(name_or_index, int):
             try:
-                name = names[name_or_index]
+                name, compile_id = keys[name_or_index]
             except IndexError:
-                raise IndexError(f"graph {name_or_index} of {len(names)}") from None
+                raise IndexError(f"graph {name_or_index} of {len(keys)}") from None
         else:
             found = [n for n in names if n == name_or_index] or [
                 n for n in names if n.startswith(str(name_or_index))
@@ -200,7 +209,9 @@ class Profile:
                     f"{name_or_index!r}; graphs: {', '.join(names[:10])}"
                 )
             name = found[0]
-        rows = graphs[graphs["graph"].astype(str) == name]
+            compile_id = [c for n, c in keys if n == name][-1]  # its latest compile
+        same_compile = compile_ids.isna() if compile_id is None else compile_ids.eq(compile_id)
+        rows = graphs[(graphs["graph"].astype(str) == name) & same_compile.to_numpy(dtype=bool)]
         kinds = list(rows["kind"])
         measured = self._measured_ops(name, str(rows["backend"].iloc[0]))
         if kind:

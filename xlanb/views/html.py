@@ -352,19 +352,33 @@ def _graph_viewers(profile: Profile) -> str:
     graphs = profile.graphs.dropna(subset=["text"]).astype({"graph": str})
     if graphs.empty:
         return ""
-    smallest = graphs.groupby("graph", sort=False).agg(
+    # one viewer per compile (a JAX function recompiled shows each program), in the order of
+    # Profile.graph's indices
+    compile_ids = graphs["compile_id"] if "compile_id" in graphs.columns else None
+    keys = graphs.assign(
+        compile_id=compile_ids.astype("Int64").fillna(-1) if compile_ids is not None else -1
+    )
+    entries = keys.groupby(["graph", "compile_id"], sort=False).agg(
         nodes=("nodes", "min"), backend=("backend", "first")
     )
-    shown = smallest[smallest["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
+    entries["index"] = range(len(entries))
+    compiles_of = entries.reset_index().groupby("graph")["compile_id"].transform("size").to_numpy()
+    entries["label"] = [
+        f"{backend} {name}" + (f" (compile {cid})" if many > 1 else "")
+        for (name, cid), backend, many in zip(
+            entries.index, entries["backend"], compiles_of, strict=True
+        )
+    ]
+    shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
     if shown.empty:
         return ""
     fragments = [
-        graph_fragment(profile.graph(name), height=460, title=f"{backend} {name}")
-        for name, backend in zip(shown.index, shown["backend"], strict=True)
+        graph_fragment(profile.graph(int(index)), height=460, title=label)
+        for index, label in zip(shown["index"], shown["label"], strict=True)
     ]
-    rest = len(smallest) - len(shown)
+    rest = len(entries) - len(shown)
     more = (
-        (f"<div class='xlanb-note'>{rest} more graph(s): prof.graph(name) shows any of them.</div>")
+        (f"<div class='xlanb-note'>{rest} more graph(s): prof.graph(i) shows any of them.</div>")
         if rest
         else ""
     )
