@@ -18,8 +18,8 @@ def loop_profile(lazy_runtime):
     result = shell.run_cell("""%%xla_profile -q --var view_prof
 wv = torch.randn(8, 8, device=dev)
 torch._lazy.mark_step()
-for step in range(30):
-    batch = 4 if step < 20 else 6
+for step in range(40):
+    batch = 4 if step < 30 else 6
     out = (torch.randn(batch, 8).to(dev) @ wv).relu().sum()
     torch._lazy.mark_step()
 print(out.item() > -1)
@@ -114,3 +114,49 @@ def test_report_embeds_plotly_once_and_every_graph(loop_profile):
     assert text.count("plotly.js v") <= 2  # the bundle's own banner, embedded once
     graphs = loop_profile.graphs["graph"].nunique()
     assert text.count('class="xlanb-graph"') == graphs
+
+
+def _timed_profile(values, metric="ExecuteTime"):
+    from xlanb.core.profile import Profile
+    from xlanb.core.schema import make_frame
+
+    profile = Profile(name="timed", backends=["torch_xla"], started_at=1.7e9, wall_seconds=5.0)
+    profile.metrics = make_frame(
+        "metrics",
+        [{"backend": "torch_xla", "name": metric, "unit": "s", "count": len(values)}],
+    )
+    profile.samples = make_frame(
+        "samples",
+        [
+            {"backend": "torch_xla", "metric": metric, "time": 1.7e9 + i, "value": v}
+            for i, v in enumerate(values)
+        ],
+    )
+    return profile
+
+
+def test_percentile_units_come_from_the_largest_value():
+    """27 short calls and 3 long compiles: the unit was chosen from the median (µs), so the
+    long ones read "800k µs"."""
+    from xlanb.views.charts import percentile_figure
+
+    figure = percentile_figure(_timed_profile([50e-6] * 27 + [0.8] * 3))
+    assert figure["layout"]["yaxis"]["title"]["text"] == "ms"
+    assert max(figure["data"][0]["y"]) == pytest.approx(800)
+
+
+def test_a_few_samples_are_dots_not_a_percentile_curve():
+    from xlanb.views.charts import percentile_figure
+
+    figure = percentile_figure(_timed_profile([0.010, 0.012, 0.011, 0.030, 0.009]))
+    assert [trace["mode"] for trace in figure["data"]] == ["markers"]  # no curve, no p99 mark
+    assert len(figure["data"][0]["y"]) == 5
+    assert "too few for percentiles" in figure["layout"]["annotations"][0]["text"]
+    assert figure["layout"]["xaxis"]["title"]["text"] == "rank (%)"
+
+
+def test_xlanbs_own_metrics_say_what_they_measure():
+    from xlanb.views.charts import percentile_figure
+
+    figure = percentile_figure(_timed_profile([0.001] * 25, metric="DispatchTime"))
+    assert "host time of each jitted call" in figure["layout"]["annotations"][0]["text"]

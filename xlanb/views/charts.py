@@ -51,6 +51,13 @@ def steady_samples(profile: Profile, samples: pd.DataFrame) -> pd.DataFrame:
 
 #: Steady steps needed before percentile curves leave the warm-up steps out.
 MIN_STEADY = 5
+#: Samples needed for a percentile curve; fewer are drawn as dots, one per sample.
+MIN_CURVE_SAMPLES = 20
+#: What xlanb's own timing metrics measure (the runtimes' are documented by the runtimes).
+METRIC_MEANINGS = {
+    "SyncTime": "each mark_step, timed by xlanb",
+    "DispatchTime": "host time of each jitted call, timed by xlanb",
+}
 
 
 def percentile_series(profile: Profile) -> list[dict[str, Any]]:
@@ -65,16 +72,22 @@ def percentile_series(profile: Profile) -> list[dict[str, Any]]:
     for (backend, metric), rows in samples.groupby(["backend", "metric"], sort=False):
         if metric not in timed or len(rows) < 2:
             continue
-        values = rows["value"].to_numpy(dtype=float)
-        curve = np.percentile(values, PERCENTILES)
-        unit, factor = time_unit(float(np.median(values)))
+        values = np.sort(rows["value"].to_numpy(dtype=float))
+        # the unit of the largest value: a few long compiles among short calls stay readable
+        unit, factor = time_unit(float(values[-1]))
+        if len(values) >= MIN_CURVE_SAMPLES:
+            x, y, dots = PERCENTILES, np.percentile(values, PERCENTILES), False
+        else:  # too few for percentiles: each sample at its rank
+            x, y, dots = (np.arange(len(values)) + 0.5) / len(values) * 100, values, True
         series.append(
             {
                 "backend": backend,
                 "metric": metric,
                 "unit": unit,
                 "count": len(values),
-                "values": curve * factor,
+                "x": x,
+                "values": y * factor,
+                "dots": dots,
             }
         )
     series.sort(
@@ -109,41 +122,52 @@ def percentile_figure(profile: Profile, columns: int = 2) -> dict[str, Any] | No
         data.append(
             {
                 "type": "scatter",
-                "mode": "lines",
+                "mode": "markers" if item["dots"] else "lines",
                 "xaxis": x_name,
                 "yaxis": y_name,
-                "x": PERCENTILES.tolist(),
+                "x": np.round(item["x"], 2).tolist(),
                 "y": item["values"].round(4).tolist(),
                 "line": {"color": color},
-                "name": item["metric"],
-                "hovertemplate": f"p%{{x}}: %{{y:.3g}} {item['unit']}<extra></extra>",
-            }
-        )
-        marked_y = [float(item["values"][p - 1]) for p in MARKED]
-        data.append(
-            {
-                "type": "scatter",
-                "mode": "markers+text",
-                "xaxis": x_name,
-                "yaxis": y_name,
-                "x": list(MARKED),
-                "y": [round(v, 4) for v in marked_y],
-                "text": [f"p{p} {v:.3g}" for p, v in zip(MARKED, marked_y, strict=True)],
-                "textposition": "top left",
                 "marker": {"color": color, "size": 7},
-                "textfont": {"color": INK, "size": 10},
-                "hoverinfo": "skip",
+                "name": item["metric"],
+                "hovertemplate": (
+                    f"%{{y:.3g}} {item['unit']}<extra></extra>"
+                    if item["dots"]
+                    else f"p%{{x}}: %{{y:.3g}} {item['unit']}<extra></extra>"
+                ),
             }
         )
+        if not item["dots"]:
+            marked_y = [float(item["values"][p - 1]) for p in MARKED]
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": "markers+text",
+                    "xaxis": x_name,
+                    "yaxis": y_name,
+                    "x": list(MARKED),
+                    "y": [round(v, 4) for v in marked_y],
+                    "text": [f"p{p} {v:.3g}" for p, v in zip(MARKED, marked_y, strict=True)],
+                    "textposition": "top left",
+                    "marker": {"color": color, "size": 7},
+                    "textfont": {"color": INK, "size": 10},
+                    "hoverinfo": "skip",
+                }
+            )
         layout["xaxis" + x_name[1:]] = _axis_style(
-            domain=[x0, x0 + width], anchor=y_name, title="percentile"
+            domain=[x0, x0 + width],
+            anchor=y_name,
+            title="rank (%)" if item["dots"] else "percentile",
         )
         layout["yaxis" + y_name[1:]] = _axis_style(
             domain=[y1 - height, y1], anchor=x_name, title=item["unit"], rangemode="tozero"
         )
+        meaning = METRIC_MEANINGS.get(item["metric"])
+        too_few = ", too few for percentiles: each one at its rank" if item["dots"] else ""
         annotations.append(
             {
-                "text": f"{item['metric']} ({item['backend']}, {item['count']} samples)",
+                "text": f"{item['metric']} ({item['backend']}, {item['count']} samples{too_few})"
+                + (f": {meaning}" if meaning else ""),
                 "xref": "paper",
                 "yref": "paper",
                 "x": x0,
