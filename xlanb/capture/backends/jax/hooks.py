@@ -162,36 +162,40 @@ def _module_exists(name: str) -> bool:
 @functools.cache
 def duration_listener() -> Check:
     """Touch point 1, registered here once."""
-    register, why = _attribute("jax.monitoring", "register_event_duration_secs_listener")
-    if why is None:
-        try:
-            register(on_duration)
-        except Exception as error:
-            why = repr(error)
-    return Check(True) if why is None else Check(note=f"jax: no compiles ({why}).")
+    return _register(
+        "jax.monitoring", "register_event_duration_secs_listener", on_duration, "no compiles"
+    )
 
 
 @functools.cache
 def source_exclusion() -> Check:
     """Touch point 9 (source locations), registered here once."""
-    return _exclusion(
-        "jax._src.source_info_util", _CAPTURE_DIR, "locations may name xlanb's own frames"
+    return _register(
+        "jax._src.source_info_util",
+        "register_exclusion",
+        _CAPTURE_DIR,
+        "locations may name xlanb's own frames",
     )
 
 
 @functools.cache
 def traceback_exclusion() -> Check:
     """Touch point 9 (tracebacks), registered here once."""
-    return _exclusion(
-        "jax._src.traceback_util", _PACKAGE_DIR, "JAX's tracebacks may show xlanb's frames"
+    return _register(
+        "jax._src.traceback_util",
+        "register_exclusion",
+        _PACKAGE_DIR,
+        "JAX's tracebacks may show xlanb's frames",
     )
 
 
-def _exclusion(module: str, path: str, loss: str) -> Check:
-    register, why = _attribute(module, "register_exclusion")
+def _register(module: str, function: str, argument: Any, loss: str) -> Check:
+    """Call JAX's `module.function(argument)` (a registration made once); a note naming what
+    is lost (`loss`) when it is missing or fails."""
+    register, why = _attribute(module, function)
     if why is None:
         try:
-            register(path)
+            register(argument)
         except Exception as error:
             why = repr(error)
     return Check(True) if why is None else Check(note=f"jax: {loss} ({why}).")
