@@ -343,13 +343,12 @@ def _untraced_runs(
     the sample buffer (its newest 1,024) no longer holds are spread between the window's end
     and the oldest sample, from the ExecuteTime totals."""
     trace = token.trace
-    data = metrics.metric_data("ExecuteTime") if "ExecuteTime" in metrics.metric_names() else None
-    if trace is None or trace.stopped_at is None or data is None:
+    if trace is None or trace.stopped_at is None:
         return []
-    scale = metric_unit("ExecuteTime")[1]
-    before_count, before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))
-    at_stop_count, at_stop_seconds = trace.snapshot_at_stop or (data[0], data[1] * scale)
-    window_seconds = at_stop_seconds - before_total * scale
+    total_count, total_seconds = _execute_totals(metrics)
+    at_stop_count, at_stop_seconds = trace.snapshot_at_stop or (total_count, total_seconds)
+    before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))[1]
+    window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
     traced = sum(span["seconds"] for span in capture.rows["spans"] if span["lane"] == "device")
     ratio = min(traced / window_seconds, 1.0) if window_seconds > 0 and traced > 0 else 1.0
     after = [(ts, value) for ts, value in samples if ts > trace.stopped_at]
@@ -365,8 +364,8 @@ def _untraced_runs(
         }
         for ts, value in after
     ]
-    count = data[0] - at_stop_count - len(after)
-    seconds = data[1] * scale - at_stop_seconds - sum(value for _, value in after)
+    count = total_count - at_stop_count - len(after)
+    seconds = total_seconds - at_stop_seconds - sum(value for _, value in after)
     first_sample = min((ts - value for ts, value in after), default=ended_at)
     spans += device_trace.spread_spans(
         NAME, "ExecuteTime (not sampled)", trace.stopped_at, first_sample, count, seconds * ratio
