@@ -57,9 +57,10 @@ def is_imported() -> bool:
 SWITCH_NAMES = ("LTC_SAVE_TENSORS_FILE", "LTC_SAVE_TENSORS_FMT")
 
 
-def switches_read() -> bool:
-    """The runtime has read its debug switches (at the first sync). Imports nothing: it runs
-    on the workdir's janitor thread, which must never wait on an import in progress."""
+def has_started() -> bool:
+    """The runtime has synced (and so read its debug switches, at its first sync). Imports
+    nothing: it also runs on the workdir's janitor thread, which must never wait on an import
+    in progress."""
     torch = sys.modules.get("torch")
     if torch is None or getattr(getattr(torch, "__spec__", None), "_initializing", False):
         return False
@@ -70,11 +71,8 @@ def switches_read() -> bool:
     return any(name in names for name in ("MarkStep", *_SYNC_COUNTERS))
 
 
-def has_started() -> bool:
-    if "torch" not in sys.modules:
-        return False
-    names = _counter_names()
-    return any(name in names for name in ("MarkStep", *_SYNC_COUNTERS))
+#: The runtime has read its debug switches (for :func:`xlanb.capture.switches.seal`).
+switches_read = has_started
 
 
 def debug_switches(workdir: str) -> dict[str, str]:
@@ -82,15 +80,6 @@ def debug_switches(workdir: str) -> dict[str, str]:
         "LTC_SAVE_TENSORS_FILE": os.path.join(workdir, "ltc_graphs.txt"),
         "LTC_SAVE_TENSORS_FMT": "text",
     }
-
-
-def _counter_names() -> list[str]:
-    try:
-        import torch._C._lazy as lazy_c
-
-        return list(lazy_c._counter_names())
-    except (ImportError, AttributeError):
-        return []
 
 
 def _counters() -> dict[str, int]:
