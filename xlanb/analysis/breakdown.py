@@ -7,7 +7,7 @@ import pandas as pd
 
 from xlanb.analysis.time_account import TimeAccount, account, merge_intervals
 from xlanb.core.profile import Profile
-from xlanb.core.schema import make_frame
+from xlanb.core.schema import WHOLE_TRACE, make_frame
 
 #: Span lanes that take part in the account, by bucket.
 LANES = ("device", "compile", "transfer", "sync_wait")
@@ -61,7 +61,7 @@ def traced_window(profile: Profile) -> tuple[float, float] | None:
     spans = profile.spans
     if spans.empty:
         return None
-    windows = spans[(spans["lane"] == "trace") & (spans["name"] != "device trace")]
+    windows = spans[(spans["lane"] == "trace") & (spans["name"] != WHOLE_TRACE)]
     if windows.empty:
         return None
     start = float(windows["start"].min())

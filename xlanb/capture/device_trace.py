@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from xlanb.capture import workdir
+from xlanb.core.schema import WHOLE_TRACE
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
 from xlanb.graphs.ops import thunk_category
 
@@ -81,8 +82,8 @@ class Trace:
     early_data: bytes | None = None
     #: When the trace stopped early (epoch s), else None (it covers the whole capture).
     stopped_at: float | None = None
-    #: Program runs in the window when it closed early on its run limit.
-    window_runs: int | None = None
+    #: The window closed on its run or time limit (not because the user started a trace).
+    window_closed: bool = False
     #: What the capture's `snapshot` callable returned when the window closed (e.g. the
     #: runtime's execute-time totals, to split them into the window and the rest).
     snapshot_at_stop: Any = None
@@ -172,16 +173,14 @@ def _watch(
     try:
         deadline = time.monotonic() + seconds
         while not trace._done.wait(POLL_SECONDS):
-            done = runs() - base
-            if done >= limit or time.monotonic() >= deadline:
+            if runs() - base >= limit or time.monotonic() >= deadline:
                 if settle is not None:
                     settle(trace._done)
                     if trace._done.is_set():
                         return  # the capture ended meanwhile: the trace covers all of it
-                    done = runs() - base
                 taken = snapshot() if snapshot is not None else None
                 if trace.stop_early():
-                    trace.window_runs = done
+                    trace.window_closed = True
                     trace.snapshot_at_stop = taken
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
@@ -282,8 +281,8 @@ def window_span(
     if not runs:
         return []
     if trace.stopped_at is None:
-        name = "device trace"
-    elif trace.window_runs is not None:
+        name = WHOLE_TRACE
+    elif trace.window_closed:
         name = f"device trace: first {runs} runs"
     else:
         name = f"device trace: until your own trace started ({runs} runs)"

@@ -55,6 +55,9 @@ WRITERS: dict[str, str] = {
 }
 
 _SPAN_WRITERS = ("torch_xla", "torch_lazy", "jax")
+#: The ``name`` of a ``trace`` span when the device trace covered the whole capture (a window
+#: that closed early is named after its runs).
+WHOLE_TRACE = "device trace"
 
 #: dtypes a column may declare: the pandas dtype of a full column (``str``: text, held as
 #: ``object`` in an empty frame; ``Int64``: integers that may be missing).
