@@ -182,23 +182,16 @@ class Profile:
         shows the text."""
         from xlanb.graphs import Graph, ParseError, parse
 
-        graphs = self.graphs[self.graphs["text"].notna()]
-        # one entry per compile: JAX names every compile of a function alike and tells them
-        # apart by compile_id (other runtimes' graph ids are distinct already)
-        compile_ids = (
-            graphs["compile_id"].astype(object).where(graphs["compile_id"].notna(), None)
-            if "compile_id" in graphs.columns
-            else pd.Series([None] * len(graphs), index=graphs.index, dtype=object)
-        )
-        keys = list(dict.fromkeys(zip(graphs["graph"].astype(str), compile_ids, strict=True)))
-        names = list(dict.fromkeys(name for name, _ in keys))
-        if not keys:
+        entries = self.graph_entries()
+        if entries.empty:
             raise KeyError("this profile holds no graph (was it captured with graphs off?)")
+        names = list(dict.fromkeys(entries["graph"]))
         if isinstance(name_or_index, int):
             try:
-                name, compile_id = keys[name_or_index]
+                entry = entries.iloc[name_or_index]
             except IndexError:
-                raise IndexError(f"graph {name_or_index} of {len(keys)}") from None
+                raise IndexError(f"graph {name_or_index} of {len(entries)}") from None
+            name, compile_key = str(entry["graph"]), entry["compile"]
         else:
             found = [n for n in names if n == name_or_index] or [
                 n for n in names if n.startswith(str(name_or_index))
@@ -209,9 +202,10 @@ class Profile:
                     f"{name_or_index!r}; graphs: {', '.join(names[:10])}"
                 )
             name = found[0]
-            compile_id = [c for n, c in keys if n == name][-1]  # its latest compile
-        same_compile = compile_ids.isna() if compile_id is None else compile_ids.eq(compile_id)
-        rows = graphs[(graphs["graph"].astype(str) == name) & same_compile.to_numpy(dtype=bool)]
+            compile_key = entries.loc[entries["graph"] == name, "compile"].iloc[-1]  # latest
+        graphs = self.graphs[self.graphs["text"].notna()]
+        same = (graphs["graph"].astype(str) == name) & (_compile_keys(graphs) == compile_key)
+        rows = graphs[same.to_numpy(dtype=bool)]
         kinds = list(rows["kind"])
         measured = self._measured_ops(name, str(rows["backend"].iloc[0]))
         if kind:
@@ -232,6 +226,19 @@ class Profile:
         if chosen == "hlo_optimized":
             parsed.measured = measured
         return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
+
+    def graph_entries(self) -> pd.DataFrame:
+        """One row per compiled graph that has a text, in the order :meth:`graph` indexes them:
+        ``graph``, ``compile`` (JAX's ``compile_id``, which tells a function's compiles apart;
+        -1 where a runtime's graph ids are distinct already), ``backend`` and ``nodes`` (the
+        smallest of its texts)."""
+        graphs = self.graphs[self.graphs["text"].notna()]
+        keyed = graphs.assign(graph=graphs["graph"].astype(str), compile=_compile_keys(graphs))
+        return (
+            keyed.groupby(["graph", "compile"], sort=False)
+            .agg(backend=("backend", "first"), nodes=("nodes", "min"))
+            .reset_index()
+        )
 
     def _measured_ops(self, name: str, backend: str) -> pd.DataFrame | None:
         """The ``ops`` rows of graph `name` (measured device time of its instructions), with
@@ -268,6 +275,13 @@ class Profile:
         if path is not None:
             write_chrome_trace(self, path)
         return chrome_trace(self)
+
+
+def _compile_keys(graphs: pd.DataFrame) -> pd.Series:
+    """Each ``graphs`` row's compile (see :meth:`Profile.graph_entries`)."""
+    if "compile_id" not in graphs.columns:
+        return pd.Series(-1, index=graphs.index, dtype="int64")
+    return graphs["compile_id"].astype("Int64").fillna(-1).astype("int64")
 
 
 def _nan_sum(values: pd.Series) -> float:

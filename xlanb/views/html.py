@@ -349,24 +349,16 @@ def _graph_viewers(profile: Profile) -> str:
     (the viewer lays itself out when the section opens)."""
     from xlanb.views.graph_viewer import graph_fragment, viewer_assets
 
-    graphs = profile.graphs.dropna(subset=["text"]).astype({"graph": str})
-    if graphs.empty:
+    # one viewer per compile (a JAX function recompiled shows each program)
+    entries = profile.graph_entries()
+    if entries.empty:
         return ""
-    # one viewer per compile (a JAX function recompiled shows each program), in the order of
-    # Profile.graph's indices
-    compile_ids = graphs["compile_id"] if "compile_id" in graphs.columns else None
-    keys = graphs.assign(
-        compile_id=compile_ids.astype("Int64").fillna(-1) if compile_ids is not None else -1
-    )
-    entries = keys.groupby(["graph", "compile_id"], sort=False).agg(
-        nodes=("nodes", "min"), backend=("backend", "first")
-    )
     entries["index"] = range(len(entries))
-    compiles_of = entries.reset_index().groupby("graph")["compile_id"].transform("size").to_numpy()
+    compiles_of = entries.groupby("graph")["compile"].transform("size")
     entries["label"] = [
-        f"{backend} {name}" + (f" (compile {cid})" if many > 1 else "")
-        for (name, cid), backend, many in zip(
-            entries.index, entries["backend"], compiles_of, strict=True
+        f"{backend} {name}" + (f" (compile {key})" if many > 1 else "")
+        for name, key, backend, many in zip(
+            entries["graph"], entries["compile"], entries["backend"], compiles_of, strict=True
         )
     ]
     shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
