@@ -431,3 +431,14 @@ def test_warnings_are_quiet_for_complete_files():
         warnings.simplefilter("error")
         for path in (XLA / "metrics.txt", XLA / "debug.txt", XLA / "report.txt", XLA / "dump"):
             xlanb.load(path)
+
+
+def test_metrics_file_counts_launches_when_the_runs_finish_later():
+    """torch_xla writes a record at each sync and its runs finish on another thread: in this
+    real file (a loaded 2-core machine) ExecuteTime stayed at 6 runs while ExecuteComputation
+    counted all 12 launches. A step's executions are its launches."""
+    prof = xlanb.load(XLA / "metrics_lagging.txt")
+    table = step_table(prof)
+    assert table["executions"].sum() == 12
+    assert prof.executions["count"].sum() == 12
+    assert prof.metrics.set_index("name").loc["ExecuteTime", "count"] == 6

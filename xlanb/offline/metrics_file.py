@@ -10,8 +10,8 @@ Read into:
   numbering (several processes appending to one file). Percentiles are not kept per step:
   they describe the runtime's sample buffer, not the step.
 - ``counters``, ``metrics``, ``fallbacks``: from the last record, as for one report;
-- ``compiles`` / ``executions``: per-step rows (column ``step``) from the CompileTime /
-  ExecuteTime differences between consecutive records;
+- ``compiles`` / ``executions``: per-step rows (column ``step``) from the differences between
+  consecutive records of CompileTime and of ExecuteComputation (launches) and ExecuteTime;
 - a finding saying at which step recompilation stopped, or that it did not.
 
 The text is read by :func:`xlanb.formats.metrics_report.parse_metrics_file`; this module builds
@@ -115,10 +115,13 @@ def steps_frame(columns: StepColumns) -> pd.DataFrame:
 
 
 #: Columns of :func:`step_table`: (column, metric or counter name, field).
+#: ``executions`` counts launches: ExecuteTime gets its sample when a run finishes, on
+#: another thread, so under load it lags the records by several steps (where a file has no
+#: ExecuteComputation counter, ExecuteTime's count stands in: see :func:`_table`).
 _TABLE = (
     ("compiles", "CompileTime", "count"),
     ("compile_seconds", "CompileTime", "total"),
-    ("executions", "ExecuteTime", "count"),
+    ("executions", "ExecuteComputation", "value"),
     ("execute_seconds", "ExecuteTime", "total"),
     ("transfers_to_device", "TransferToDeviceTime", "count"),
     ("transfers_from_device", "TransferFromDeviceTime", "count"),
@@ -157,6 +160,8 @@ def _table(
     names, fields = _codes(steps["name"]), _codes(steps["field"])
     values = steps["value"].to_numpy(dtype=np.float64)
     for column, name, kind in _TABLE:
+        if name == "ExecuteComputation" and name not in names.lookup:
+            name, kind = "ExecuteTime", "count"
         rows = (names.codes == names.lookup.get(name, -2)) & (
             fields.codes == fields.lookup.get(kind, -2)
         )

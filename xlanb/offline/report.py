@@ -108,7 +108,9 @@ def _compiles(backend: str, report: Report) -> list[dict[str, Any]]:
 def _executions(backend: str, report: Report) -> list[dict[str, Any]]:
     execute_time = report.metrics.get("ExecuteTime")
     if execute_time is not None and execute_time.count:
-        count, seconds = execute_time.count, float(execute_time.total or 0.0)
+        # ExecuteTime is sampled when a run finishes; launches are counted when they start
+        launches = report.counters.get("ExecuteComputation", 0)
+        count, seconds = max(execute_time.count, launches), float(execute_time.total or 0.0)
     else:  # torch._lazy: every sync that ran a graph hit or missed the compile cache
         count = sum(
             max(report.counters.get(name, 0), 0) for name in ("CachedCompile", "UncachedCompile")
