@@ -17,6 +17,7 @@ from tests.helpers import outputs_of, run_notebook
 from xlanb.capture import backends
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
+from xlanb.views.summary import headline
 
 jax = pytest.importorskip("jax")
 
@@ -101,7 +102,7 @@ def test_new_input_shape_compiles_once_more_with_the_shape_change(run, shell):
     assert set(prof.graphs["signature"]) == {"f32[8,4]"}
     finding = prof.findings.iloc[0]
     assert finding["severity"] == "warning"
-    assert finding["title"] == "jit(jt_shape) recompiled 1 time(s) in this cell (cell line 3)"
+    assert finding["title"] == "jit(jt_shape) recompiled 1 time in this cell (cell line 3)"
     assert "f32[4,4] -> f32[8,4]" in finding["detail"]
     assert "pad" in finding["advice"]
 
@@ -117,9 +118,17 @@ def test_static_argument_change_recompiles(run, shell):
     assert list(prof.compiles["cell_line"]) == [3, 3]
     assert executions(prof) == {"jit(jt_static)": 4}
     assert prof.fallbacks.empty  # static Python ints are not transferred
-    titles = list(prof.findings["title"])
-    assert titles == ["jit(jt_static) recompiled 1 time(s) in this cell (cell line 3)"]
-    assert "static argument" in prof.findings.iloc[0]["advice"]
+    # two values of a static argument (a flag) compile two programs once: information
+    finding = prof.findings.iloc[0]
+    assert len(prof.findings) == 1 and finding["severity"] == "info"
+    assert finding["title"] == (
+        "jit(jt_static) compiled once per value of a static argument (2, 3) (cell line 3)"
+    )
+    run("%%xla_profile -b jax -q --var prof\nfor k in [4, 5, 6, 7]:\n    out = jt_static(xa, k)")
+    finding = shell.user_ns["prof"].findings.iloc[0]
+    assert finding["severity"] == "warning"
+    assert finding["title"] == "jit(jt_static) recompiled 4 times in this cell (cell line 3)"
+    assert "static argument" in finding["advice"]
 
 
 def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
@@ -139,8 +148,12 @@ def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     assert numpy_row["cell_line"] == 3
     scalar_row = fallbacks.loc["jit(jt_host) argument: float"]
     assert scalar_row["count"] == 1 and scalar_row["cell_line"] == 4
-    assert prof.summary()["transfers"] == 4
-    assert prof.summary()["fallback_ops"] == 4
+    numbers = prof.summary()
+    assert numbers["transfers"] == numbers["host_inputs"] == 4
+    assert numbers["fallback_ops"] == 0  # JAX has no CPU fallbacks
+    head = dict(headline(prof))
+    assert head["transfers"] == "4" and "host inputs" not in head  # counted once
+    assert head["CPU fallbacks"] == "0"
     counters = prof.counters.set_index("name")
     assert counters.loc["HostToDeviceTransfer", "delta"] == 4
     assert counters.loc["HostToDeviceTransfer", "category"] == "transfer"
@@ -148,9 +161,9 @@ def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     assert list(prof.compiles["cause"]) == [
         "different input types: f32[4,4] -> f32[]{weak_type=True}"
     ]
-    finding = prof.findings[prof.findings["title"].str.contains("host-to-device")].iloc[0]
+    finding = prof.findings[prof.findings["title"].str.contains("host input")].iloc[0]
     assert finding["title"] == (
-        "4 implicit host-to-device transfer(s) into jitted functions (cell line 3, 4)"
+        "4 host inputs copied to the device on calls of jitted functions (cell line 3, 4)"
     )
     assert "jax.device_put" in finding["advice"]
 
@@ -180,8 +193,8 @@ for _ in range(12):
     finding = prof.findings.iloc[0]
     assert finding["severity"] == "warning"
     assert finding["title"] == (
-        "host callback(s) pure_callback in hot function "
-        "jit(jt_callback): 12 round trip(s) to Python (cell line 6)"
+        "host callback pure_callback in hot function "
+        "jit(jt_callback): 12 round trips to Python (cell line 6)"
     )
     # Known from the compile: the callbacks of a cached function are still counted.
     run("%%xla_profile -b jax -q --var again\nout = jt_callback(xa)\nout = jt_callback(xa)")

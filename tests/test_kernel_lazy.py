@@ -85,7 +85,7 @@ def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
     assert "<b>executions</b> 30 (" in final["text/html"]
     assert "xlanb live" not in final["text/html"]
     outputs = notebook.cells[2].outputs
-    assert "<b>fallback ops</b> 1" in outputs[0]["data"]["text/html"]  # replaced in place
+    assert "<b>dynamic shapes</b> 1" in outputs[0]["data"]["text/html"]  # replaced in place
     assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs[1:])
 
 

@@ -10,6 +10,7 @@ import torch
 
 import xlanb
 from xlanb.core.profile import FRAME_COLUMNS
+from xlanb.views.summary import headline
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -70,7 +71,7 @@ for batch in [8, 8, 16, 16, 32, 8]:
     assert loop["seconds"].notna().all() and (loop["seconds"] > 0).all()
     assert prof.summary()["executions"] == 7  # the init sync and six steps
     titles = " ".join(prof.findings["title"])
-    assert "2 recompilation(s) from changing input shapes (cell line 6)" in titles
+    assert "2 recompilations from changing input shapes (cell line 6)" in titles
     # The graphs of each compile, with their IR text.
     assert set(loop["graph"]) <= set(prof.graphs["graph"])
     loop_graphs = prof.graphs[prof.graphs["graph"].isin(loop["graph"])]
@@ -92,9 +93,32 @@ for _ in range(4):
     assert "torch.where" in fallbacks.loc["aten::_local_scalar_dense", "advice"]
     forced = prof.compiles[prof.compiles["trigger"] == "forced sync"]
     assert len(forced) >= 1 and set(forced["cell_line"]) == {6}
-    assert prof.summary()["fallback_ops"] == 4
+    numbers = prof.summary()
+    assert numbers["syncs"] == 4 and numbers["fallback_ops"] == 0
     assert fallbacks.loc["aten::_local_scalar_dense", "cell_line"] == 6
-    assert any("forced sync" in t for t in prof.findings["title"])
+    findings = prof.findings.set_index("title")
+    forced_syncs = findings.loc[
+        f"4 forced syncs cut the graph, compiling {len(forced)} graphs (cell line 6)"
+    ]
+    assert forced_syncs["severity"] == "warning"
+    reads = findings.loc["4 values read back to the host (syncs) (cell line 6)"]
+    assert reads["severity"] == "warning" and "torch.where" in reads["advice"]
+    head = dict(headline(prof))
+    assert head["syncs"] == "4" and head["CPU fallbacks"] == "0"
+
+
+def test_one_read_after_the_loop_is_information_not_a_warning(run, shell):
+    run("""%%xla_profile --var prof
+w = torch.randn(5, 5, device=dev)
+for _ in range(4):
+    w = w * 0.5
+    torch._lazy.mark_step()
+print(w.sum().item())
+""")
+    prof = shell.user_ns["prof"]
+    assert prof.summary()["syncs"] == 1
+    assert set(prof.findings["severity"]) == {"info"}, prof.findings[["severity", "title"]]
+    assert 'class="xlanb-bad"' not in prof._repr_html_()
 
 
 def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
@@ -106,8 +130,9 @@ idx = torch.nonzero(m > 0)
     row = prof.fallbacks.set_index("op").loc["aten::nonzero"]
     assert row["count"] == 1 and row["cause"] == "dynamic_shape"
     assert row["cell_line"] == 3
-    assert prof.findings.iloc[0]["severity"] == "error"
+    assert prof.findings.iloc[0]["severity"] == "warning"
     assert "data-dependent output shapes" in prof.findings.iloc[0]["title"]
+    assert prof.summary()["dynamic_shapes"] == 1 and prof.summary()["fallback_ops"] == 0
 
 
 def test_missing_lowering_fallback_from_mse_loss(run, shell):
@@ -285,11 +310,14 @@ for i in range(3):
     assert "slow -> fast" in table.data["text/plain"]
     bars = chart.data[PLOTLY_MIME]["data"]
     assert [b["name"] for b in bars] == ["slow", "slow", "fast", "fast"]
-    assert bars[0]["x"][2] == "fallback_ops" and (bars[0]["y"][2], bars[2]["y"][2]) == (6, 0)
+    assert bars[0]["x"] == ["compiles", "executions", "transfers", "syncs", "dynamic_shapes"] + [
+        "fallback_ops"
+    ]
+    assert (bars[0]["y"][3:], bars[2]["y"][3:]) == ([3, 3, 0], [0, 0, 0])
     assert "<rect" in chart.data["text/html"]
     magics = shell.magics_manager.registry["XlaProfileMagics"]
     comparison = magics._compare(["slow", "fast"])
-    assert comparison.summary.loc["fallback_ops"].tolist() == [6.0, 0.0, -6.0]
+    assert comparison.summary.loc["syncs"].tolist() == [3.0, 0.0, -3.0]
     assert comparison.fallbacks.loc["aten::nonzero", "change"] == -3
     assert set(comparison.findings["status"]) == {"gone"}, comparison.findings.to_dict("records")
     by_index = magics._compare(["-2", "-1"])
@@ -319,8 +347,9 @@ def test_auto_profiling_shows_a_line_only_under_cells_with_lazy_work(run, shell)
         run("%xla_profile off")
     html = [o.data["text/html"] for o in lazy_cell.outputs if "text/html" in o.data]
     assert len(html) == 1
-    assert html[0].startswith("<details class='xlanb-auto'><summary style='color:#d62728'>")
-    assert "xlanb: 1 compiles" in html[0] and "1 CPU fallback ops" in html[0]
+    # a data-dependent shape is not a CPU fallback: the line is not red
+    assert html[0].startswith("<details class='xlanb-auto'><summary>xlanb: 1 compile (")
+    assert ", 1 dynamic shape · 1 finding</summary>" in html[0]
     assert "<td>3</td><td><code>auto_t.nonzero()</code></td>" in html[0]  # cell line
     assert plain_cell.outputs == []
     assert "auto-profiling: on" in status.stdout

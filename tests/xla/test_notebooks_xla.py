@@ -14,19 +14,23 @@ def test_torch_xla_notebook_recompiles_reads_values_then_the_fix(xlanb_kernel, t
     notebook = execute_notebook_file(NOTEBOOKS / "02_torch_xla.ipynb", xlanb_kernel, tmp_path)
     profiles = profile_texts(notebook)
     first, fixed = profiles["first"], profiles["fixed"]
-    assert "compiles: 4 " in first and "fallback ops: 8" in first
+    assert "compiles: 4 " in first and "| syncs: 8 | CPU fallbacks: 0" in first
     # findings state their cost first: "[warning] 2.1 s (40% of the cell): 3 recompilation..."
     assert re.search(
-        r"\[warning\] [^\n]*of the cell\): 3 recompilation\(s\) from changing "
+        r"\[warning\] [^\n]*of the cell\): 3 recompilations from changing "
         r"input shapes \(cell line 9\)",
         first,
     ), first
     assert "new shape: f32[32,16] -> f32[24,16], f32[32,1] -> f32[24,1]" in first
-    assert "aten::_local_scalar_dense ×8 (item) line 10: if loss.item() > 10:" in first
-    assert "compiles: 2 " in fixed and "fallback ops: 1" in fixed
+    assert (
+        "aten::_local_scalar_dense ×8 (sync: value read back) line 10: if loss.item() > 10:"
+        in first
+    )
+    assert "compiles: 2 " in fixed and "| syncs: 1 | CPU fallbacks: 0" in fixed
+    assert "[warning]" not in fixed and "[error]" not in fixed
     assert 'line 15: print("steps that diverged:", int(diverged.item()))' in fixed
     comparison = outputs_of(notebook.cells[-1], "text/plain")
-    assert "3 recompilation(s) from changing input shapes (cell line 9)   gone" in comparison
+    assert "3 recompilations from changing input shapes (cell line 9)   gone" in comparison
 
 
 def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, tmp_path):

@@ -21,7 +21,7 @@ RANK_COLUMNS = [
     "compile_seconds",
     "executions",
     "execute_seconds",
-    "fallback_ops",
+    "host_ops",
     "transfers",
     "collective_ops",
     "collective_seconds",
@@ -30,7 +30,7 @@ RANK_COLUMNS = [
 ]
 #: Counts that every rank of a data-parallel run should share: a rank above the usual value
 #: stands out.
-COUNT_COLUMNS = ("compiles", "executions", "fallback_ops", "transfers", "collective_ops")
+COUNT_COLUMNS = ("compiles", "executions", "host_ops", "transfers", "collective_ops")
 #: Durations: a rank this many times the median of the other ranks, and at least
 #: ``MIN_OUTLIER_SECONDS`` above it, stands out.
 TIME_COLUMNS = ("compile_seconds", "execute_seconds", "wall_seconds")
@@ -85,7 +85,7 @@ def rank_table(profile: Profile) -> pd.DataFrame:
             "compile_seconds": total(profile.compiles, "seconds"),
             "executions": total(profile.executions, "count").astype(int),
             "execute_seconds": total(profile.executions, "seconds"),
-            "fallback_ops": total(profile.fallbacks, "count").astype(int),
+            "host_ops": total(profile.fallbacks, "count").astype(int),
             "transfers": _transfers(profile, ranks),
             "collective_ops": _collective_ops(profile, ranks),
             "collective_seconds": _collective_seconds(profile, ranks),

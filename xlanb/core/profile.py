@@ -21,6 +21,8 @@ from xlanb.core.schema import (  # noqa: F401 - re-exported for old imports
     COUNTER_CATEGORIES,
     FRAME_COLUMNS,
     FRAME_NAMES,
+    HOST_KINDS,
+    OTHER_HOST_KIND,
     columns_of,
     empty_frame,
     make_frame,
@@ -72,17 +74,25 @@ class Profile:
 
     def summary(self) -> dict[str, Any]:
         """Headline numbers: compiles, compile_seconds, executions, execute_seconds,
-        fallback_ops, transfers, wall_seconds."""
+        transfers, wall_seconds, and the ``fallbacks`` counted by kind (:data:`HOST_KINDS`):
+        syncs (values read back), dynamic_shapes, host_callbacks, host_inputs and
+        fallback_ops (CPU fallbacks: ops without a lowering)."""
         executions = self.executions
-        return {
+        numbers = {
             "compiles": int(len(self.compiles)),
             "compile_seconds": _nan_sum(self.compiles["seconds"]),
             "executions": int(executions["count"].sum()) if not executions.empty else 0,
             "execute_seconds": _nan_sum(executions["seconds"]),
-            "fallback_ops": int(self.fallbacks["count"].sum()) if not self.fallbacks.empty else 0,
             "transfers": self._transfers(),
             "wall_seconds": float(self.wall_seconds),
         }
+        numbers.update(dict.fromkeys((key for key, _, _ in HOST_KINDS.values()), 0))
+        if not self.fallbacks.empty:
+            counts = self.fallbacks.groupby(self.fallbacks["cause"].astype(str))["count"].sum()
+            for cause, count in counts.items():
+                key = HOST_KINDS.get(str(cause), OTHER_HOST_KIND)[0]
+                numbers[key] += int(count)
+        return numbers
 
     def _transfers(self) -> int:
         """Host<->device transfers: the runtime's Transfer*Time sample counts where it keeps

@@ -499,8 +499,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "cause",
             "str",
             "",
-            "`item` (`aten::_local_scalar_dense`), `dynamic_shape`, "
-            "`missing_lowering`; JAX: `host_callback`, `host_transfer`",
+            "`item` (a sync: `aten::_local_scalar_dense`), `dynamic_shape`, "
+            "`missing_lowering` (the only CPU fallbacks); JAX: `host_callback`, "
+            "`host_transfer` (a host input)",
             (*_LIVE, *_REPORTS),
         ),
         _r("advice", "str", "", "how to avoid it", (*_LIVE, *_REPORTS)),
@@ -736,8 +737,9 @@ FRAME_ROWS: dict[str, str] = {
     "compiles": "one per compilation",
     "executions": "one per execution (`count` 1), or aggregated rows (`count` > 1) where the "
     "runtime gives no per-execution data (JAX: one per jitted function)",
-    "fallbacks": "one per op that left the device: CPU fallbacks (torch), host callbacks and "
-    "host-to-device argument transfers (JAX)",
+    "fallbacks": "one per op that left the device, its kind in `cause` (see `HOST_KINDS`): "
+    "values read back (syncs), dynamic shapes and CPU fallbacks (torch), host callbacks and "
+    "host inputs (JAX)",
     "graphs": "the graph text of each compile",
     "findings": "what to fix, most severe first",
     "steps": "per-step running totals read from an `XLA_METRICS_FILE` (offline only)",
@@ -771,6 +773,20 @@ COUNTER_CATEGORIES = (
     "other",
     "collective",
 )
+
+#: What each ``fallbacks`` cause is to a user: (``Profile.summary`` key, headline label,
+#: one row's kind). Only missing lowerings are CPU fallbacks; the others leave the device
+#: for a reason of the user's code. JAX's host inputs are its transfers (not in the headline
+#: twice).
+HOST_KINDS = {
+    "item": ("syncs", "syncs", "sync: value read back"),
+    "dynamic_shape": ("dynamic_shapes", "dynamic shapes", "dynamic shape"),
+    "host_callback": ("host_callbacks", "host callbacks", "host callback"),
+    "host_transfer": ("host_inputs", "host inputs", "host input"),
+    "missing_lowering": ("fallback_ops", "CPU fallbacks", "CPU fallback"),
+}
+#: The kind of a cause not in HOST_KINDS.
+OTHER_HOST_KIND = HOST_KINDS["missing_lowering"]
 
 #: Finding severities, most severe first.
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -7,6 +7,7 @@ import html
 
 from xlanb.api import profile
 from xlanb.core.errors import BackendUnavailable
+from xlanb.core.words import counted
 from xlanb.views.html import profile_html
 from xlanb.views.summary import format_seconds
 
@@ -62,7 +63,9 @@ class AutoProfiler:
         error = result.error_in_exec
         recorder.__exit__(type(error) if error else None, error, None)
         summary = recorder.profile.summary()
-        if any(summary[k] for k in ("compiles", "executions", "fallback_ops", "transfers")):
+        if any(
+            summary[k] for k in ("compiles", "executions", "transfers", "syncs", "fallback_ops")
+        ):
             from IPython.display import display
 
             display(
@@ -76,15 +79,22 @@ class AutoProfiler:
 
 def one_line(profile) -> str:
     numbers = profile.summary()
+    compiled = f" ({format_seconds(numbers['compile_seconds'])})" if numbers["compiles"] else ""
     text = (
-        f"xlanb: {numbers['compiles']} compiles ({format_seconds(numbers['compile_seconds'])}"
-        f"), {numbers['executions']} executions "
-        f"({format_seconds(numbers['execute_seconds'])}), {numbers['transfers']} transfers"
+        f"xlanb: {counted(numbers['compiles'], 'compile')}{compiled}, "
+        f"{counted(numbers['executions'], 'execution')}, "
+        f"{counted(numbers['transfers'], 'transfer')}"
     )
-    if numbers["fallback_ops"]:
-        text += f", {numbers['fallback_ops']} CPU fallback ops"
+    for key, noun in (
+        ("syncs", "sync"),
+        ("dynamic_shapes", "dynamic shape"),
+        ("host_callbacks", "host callback"),
+        ("fallback_ops", "CPU fallback"),
+    ):
+        if numbers[key]:
+            text += f", {counted(numbers[key], noun)}"
     if len(profile.findings):
-        text += f" · {len(profile.findings)} finding(s)"
+        text += f" · {counted(len(profile.findings), 'finding')}"
     return text
 
 

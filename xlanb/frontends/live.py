@@ -1,5 +1,6 @@
-"""``--live``: a line under a running cell with compiles, executions and fallbacks so far,
-refreshed about twice a second; it becomes the cell's normal summary when the cell ends."""
+"""``--live``: a line under a running cell with compiles, executions, syncs and CPU fallbacks
+so far, refreshed about twice a second; it becomes the cell's normal summary when the cell
+ends."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ def live_html(progress: Progress, elapsed: float) -> str:
         f"<div class='xlanb-live' style='font-family:system-ui,sans-serif;font-size:13px'>"
         f"<b>xlanb live</b> {html.escape(format_seconds(elapsed))} · "
         f"<b>compiles</b> {progress.compiles} · <b>executions</b> {progress.executions} · "
-        f"<span{fallback_style}><b>fallback ops</b> {progress.fallbacks}</span></div>"
+        f"<b>syncs</b> {progress.syncs} · "
+        f"<span{fallback_style}><b>CPU fallbacks</b> {progress.fallbacks}</span></div>"
     )
 
 

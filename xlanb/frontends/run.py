@@ -12,7 +12,7 @@ as ``auto`` does in notebooks); a named backend is started before the script run
 
 Progress: while the script runs, a background thread writes one line to stderr with the
 elapsed time and, where the backends can tell cheaply (torch_xla, torch._lazy: their
-counters), the compiles, executions and CPU-fallback ops so far: every second, rewritten in
+counters), the compiles, executions, syncs and CPU fallbacks so far: every second, rewritten in
 place, when stderr is a terminal; otherwise one plain line every 10 seconds (so CI logs stay
 short). ``progress_every=0`` turns it off.
 
@@ -35,6 +35,7 @@ from typing import IO, Any
 
 from xlanb.api import profile
 from xlanb.core.profile import Profile
+from xlanb.core.words import counted
 
 #: Module whose import starts a backend under ``auto``: module name -> backend name.
 WATCHED_IMPORTS = {"torch_xla": "torch_xla", "torch._lazy": "torch_lazy", "jax": "jax"}
@@ -215,8 +216,9 @@ def run_script(
             return ""
         totals = capture.progress()
         return (
-            f", {totals.compiles} compile(s), {totals.executions} execution(s), "
-            f"{totals.fallbacks} fallback op(s)"
+            f", {counted(totals.compiles, 'compile')}, "
+            f"{counted(totals.executions, 'execution')}, {counted(totals.syncs, 'sync')}, "
+            f"{counted(totals.fallbacks, 'CPU fallback')}"
         )
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]

@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.core.profile import Profile
+from xlanb.core.words import counted
 from xlanb.formats.compile_causes import NEW_SHAPE
 
 Finding = dict[str, Any]
@@ -63,7 +64,7 @@ def recompilation_history(table: pd.DataFrame) -> list[Finding]:
             {
                 "severity": "info",
                 "title": f"Recompilation stopped at step {int(last['step'])}",
-                "detail": f"{total} compile(s) ({seconds:.3f} s) in {len(compiling)} of "
+                "detail": f"{counted(total, 'compile')} ({seconds:.3f} s) in {len(compiling)} of "
                 f"{len(table)} recorded steps, the last at step {int(last['step'])}; "
                 f"none in the {after} steps after it.",
                 "advice": "Nothing to fix: the warm-up is over. Compare runs to see whether it "
@@ -76,7 +77,8 @@ def recompilation_history(table: pd.DataFrame) -> list[Finding]:
             "severity": "warning",
             "title": f"Still recompiling at step {int(last['step'])} (of {len(table)} recorded "
             "steps)",
-            "detail": f"{int(tail['compiles'].sum())} compile(s) in the last {len(tail)} steps and "
+            "detail": f"{counted(tail['compiles'].sum(), 'compile')} in the last {len(tail)} steps "
+            "and "
             f"{total} ({seconds:.3f} s) in all: the graph keeps changing from step to "
             "step.",
             "advice": _STATIC_SHAPES,

@@ -18,6 +18,7 @@ import pandas as pd
 
 from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
+from xlanb.core.schema import HOST_KINDS
 from xlanb.views.escape import escape
 from xlanb.views.summary import time_unit
 
@@ -341,7 +342,13 @@ def timeline_figure(profile: Profile) -> dict[str, Any] | None:
 def comparison_figure(comparison) -> dict[str, Any]:
     """Headline numbers of two profiles side by side: counts on one chart, seconds on one."""
     summary = comparison.summary
-    counts = ["compiles", "executions", "fallback_ops", "transfers"]
+    host = [key for key, _, _ in HOST_KINDS.values() if key != "host_inputs"]
+    counts = [
+        "compiles",
+        "executions",
+        "transfers",
+        *(k for k in host if k == "fallback_ops" or summary.loc[k, ["a", "b"]].any()),
+    ]
     seconds = ["compile_seconds", "execute_seconds", "wall_seconds"]
     longest = float(summary.loc[seconds, ["a", "b"]].to_numpy().max()) or 1e-9
     unit, factor = time_unit(longest)

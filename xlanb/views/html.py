@@ -17,12 +17,15 @@ from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
 from xlanb.views.escape import escape
 from xlanb.views.summary import (
+    ALARM_KIND,
+    ALARM_LABEL,
     BUCKET_COLOURS,
     account_line,
     account_parts,
     finding_cost,
     format_seconds,
     headline,
+    host_kind,
     steps_line,
     title,
     top_ops,
@@ -77,16 +80,17 @@ def table(
     frame: pd.DataFrame,
     columns: list[str],
     *,
-    highlight: bool = False,
+    highlight: bool | list[bool] = False,
     sortable: bool = False,
     code_columns: tuple[str, ...] = ("code",),
 ) -> str:
-    """An HTML table of `columns` of `frame`."""
+    """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked)."""
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
-    row_class = ' class="xlanb-bad"' if highlight else ""
+    marks = highlight if isinstance(highlight, list) else [highlight] * len(frame)
     body = []
-    for record in frame[columns].to_dict("records"):
+    for record, marked in zip(frame[columns].to_dict("records"), marks, strict=True):
+        row_class = ' class="xlanb-bad"' if marked else ""
         cells = []
         for column in columns:
             value = cell(record[column])
@@ -215,7 +219,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     numbers = profile.summary()
     head = []
     for label, value in headline(profile):
-        bad = label == "fallback ops" and numbers["fallback_ops"] > 0
+        bad = label == ALARM_LABEL and numbers["fallback_ops"] > 0
         css = ' class="xlanb-bad"' if bad else ""
         head.append(
             f"<span{css} data-field='{escape(label)}'><b>{escape(label)}</b> {escape(value)}</span>"
@@ -234,14 +238,15 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
 
         parts.append(ranks_section(profile))
     if not profile.fallbacks.empty:
-        parts.append("<div class='xlanb-title'>CPU fallbacks</div>")
+        left = with_code(profile, profile.fallbacks).assign(
+            kind=[host_kind(cause) for cause in profile.fallbacks["cause"]]
+        )
+        parts.append("<div class='xlanb-title'>Left the device</div>")
         parts.append(
             table(
-                with_code(profile, profile.fallbacks),
-                _with_rank(
-                    profile.fallbacks, ["op", "count", "cause", "cell_line", "code", "backend"]
-                ),
-                highlight=True,
+                left,
+                _with_rank(left, ["op", "count", "kind", "cell_line", "code", "backend"]),
+                highlight=[kind == ALARM_KIND for kind in left["kind"]],
             )
         )
     if not profile.compiles.empty:
@@ -370,7 +375,10 @@ def _graph_viewers(profile: Profile) -> str:
     ]
     rest = len(entries) - len(shown)
     more = (
-        (f"<div class='xlanb-note'>{rest} more graph(s): prof.graph(i) shows any of them.</div>")
+        (
+            f"<div class='xlanb-note'>{rest} more {'graph' if rest == 1 else 'graphs'}: "
+            "prof.graph(i) shows any of them.</div>"
+        )
         if rest
         else ""
     )

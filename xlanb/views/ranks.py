@@ -1,5 +1,5 @@
 """The per-rank section of a merged multi-process profile: one row per rank (compiles,
-execute time, CPU fallbacks, transfers, collectives, wall time), the ranks that stand out
+execute time, ops that left the device, transfers, collectives, wall time), the ranks that stand out
 highlighted, and the ranks that wrote no profile. Every value is escaped."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ SHOWN: list[tuple[str, str, bool]] = [
     ("compile_seconds", "compile time", True),
     ("executions", "executions", False),
     ("execute_seconds", "execute time", True),
-    ("fallback_ops", "CPU fallbacks", False),
+    ("host_ops", "left the device", False),
     ("transfers", "transfers", False),
     ("collective_ops", "collectives", False),
     ("collective_seconds", "collective wait", True),

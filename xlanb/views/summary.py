@@ -7,19 +7,39 @@ import pandas as pd
 from xlanb.analysis.breakdown import host_activity, traced_window
 from xlanb.analysis.time_account import percent
 from xlanb.core.profile import Profile
+from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND
 from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-exported
 
 
 def headline(profile: Profile) -> list[tuple[str, str]]:
     """(label, value) pairs of the summary line."""
     numbers = profile.summary()
-    return [
-        ("wall", format_seconds(numbers["wall_seconds"])),
-        ("compiles", f"{numbers['compiles']} ({format_seconds(numbers['compile_seconds'])})"),
-        ("executions", f"{numbers['executions']} ({format_seconds(numbers['execute_seconds'])})"),
+    compiled = f" ({format_seconds(numbers['compile_seconds'])})" if numbers["compiles"] else ""
+    executed = (
+        f" ({format_seconds(numbers['execute_seconds'])})"
+        if numbers["executions"] and numbers["execute_seconds"] == numbers["execute_seconds"]
+        else ""
+    )
+    pairs = [
+        ("wall", format_seconds(numbers["wall_seconds"]) if numbers["wall_seconds"] else "-"),
+        ("compiles", f"{numbers['compiles']}{compiled}"),
+        ("executions", f"{numbers['executions']}{executed}"),
         ("transfers", str(numbers["transfers"])),
-        ("fallback ops", str(numbers["fallback_ops"])),
     ]
+    for key, label, _ in HOST_KINDS.values():
+        # host inputs are counted in transfers; CPU fallbacks are always shown
+        if key == "fallback_ops" or (key != "host_inputs" and numbers[key]):
+            pairs.append((label, str(numbers[key])))
+    return pairs
+
+
+#: The headline label that is red when its count is not 0, and the kind of row shown red.
+ALARM_LABEL, ALARM_KIND = OTHER_HOST_KIND[1:]
+
+
+def host_kind(cause: object) -> str:
+    """What a ``fallbacks`` row is, in words (``sync: value read back``, ``CPU fallback``)."""
+    return HOST_KINDS.get(str(cause), OTHER_HOST_KIND)[2]
 
 
 #: Bucket colours of the time-account bar (read on light and dark themes).
@@ -159,10 +179,10 @@ def summary_text(profile: Profile) -> str:
     for row in profile.findings.itertuples():
         lines.append(f"  [{row.severity}] {finding_cost(row)}{row.title}")
     if not profile.fallbacks.empty:
-        lines.append("  CPU fallbacks:")
+        lines.append("  left the device:")
         for row in with_code(profile, profile.fallbacks).itertuples():
             where = f" line {row.cell_line}: {row.code}" if row.code else ""
-            lines.append(f"    {row.op} ×{row.count} ({row.cause}){where}")
+            lines.append(f"    {row.op} ×{row.count} ({host_kind(row.cause)}){where}")
     if not profile.ops.empty:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")

@@ -7,6 +7,7 @@ import pandas as pd
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
+from xlanb.core.words import counted
 from xlanb.formats import jax_text
 
 _JAX_RECOMPILE_CAUSES = (
@@ -47,7 +48,21 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
         fresh = fresh[fresh["location"].isin(repeated[repeated >= 2].index)]
         phases = [c for c in ("trace_seconds", "lower_seconds", "seconds") if c in rows]
         seconds = float(rows[phases].sum(skipna=True).sum())
-        if not again.empty:
+        if not again.empty and (values := _few_static_values(again)):
+            findings.append(
+                {
+                    "severity": "info",
+                    "title": f"{graph} compiled once per value of a static argument "
+                    f"({', '.join(values)})" + _lines(again),
+                    "detail": f"{counted(len(rows), 'compile')} of it took "
+                    f"{format_seconds(seconds)}. A static argument with a few values (a "
+                    "train/eval flag, a size) compiles one program per value, once: "
+                    "later calls with either value reuse them.",
+                    "advice": "",
+                    "seconds": seconds,
+                }
+            )
+        elif not again.empty:
             changes = "; ".join(dict.fromkeys(again["cause"].astype(str)))
             static = again["cause"].astype(str).str.startswith(jax_text.STATIC_CHANGED)
             advice = []
@@ -67,10 +82,11 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
             findings.append(
                 {
                     "severity": "warning",
-                    "title": f"{graph} recompiled {len(again)} time(s) in this cell"
+                    "title": f"{graph} recompiled {counted(len(again), 'time')} in this cell"
                     + _lines(again),
                     "detail": f"JAX traced and compiled it again because: {changes}. "
-                    f"{len(rows)} compile(s) of it took {format_seconds(seconds)} in all.",
+                    f"{counted(len(rows), 'compile')} of it took {format_seconds(seconds)} "
+                    "in all.",
                     "advice": " ".join(advice),
                     "seconds": seconds,
                 }
@@ -92,6 +108,23 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
     return findings
 
 
+#: A static argument that takes at most this many values is a flag, not a leak.
+FEW_STATIC_VALUES = 3
+
+
+def _few_static_values(again: pd.DataFrame) -> list[str]:
+    """The values a static argument took when every recompile of a function came from it and
+    they are few (a flag), else []."""
+    causes = again["cause"].astype(str)
+    if not causes.str.startswith(jax_text.STATIC_CHANGED).all():
+        return []
+    values: dict[str, None] = {}
+    for cause in causes:
+        for pair in cause.split(": ", 1)[-1].split(", "):
+            values.update(dict.fromkeys(part.strip() for part in pair.split(" -> ")))
+    return list(values) if 1 < len(values) <= FEW_STATIC_VALUES else []
+
+
 def jax_host_callbacks(profile: Profile) -> list[Finding]:
     """Host callbacks (pure_callback, io_callback, jax.debug.print) in jitted functions."""
     fallbacks = _jax_rows(profile.fallbacks)
@@ -106,9 +139,10 @@ def jax_host_callbacks(profile: Profile) -> list[Finding]:
         findings.append(
             {
                 "severity": "warning" if hot else "info",
-                "title": f"host callback(s) {ops} in {'hot function ' if hot else ''}{graph}: "
-                f"{count} round trip(s) to Python" + _lines(rows),
-                "detail": f"{graph} ran {calls} time(s) in this cell, and each run stops the "
+                "title": f"host callback {ops} in {'hot function ' if hot else ''}{graph}: "
+                f"{counted(count, 'round trip')} to Python" + _lines(rows),
+                "detail": f"{graph} ran {counted(calls, 'time')} in this cell, and each run "
+                "stops the "
                 f"device program for: {ops}.",
                 "advice": jax_text.ADVICE[jax_text.HOST_CALLBACK],
             }
@@ -128,8 +162,8 @@ def jax_host_transfers(profile: Profile) -> list[Finding]:
     return [
         {
             "severity": "warning",
-            "title": f"{count} implicit host-to-device transfer(s) into jitted functions"
-            + _lines(rows),
+            "title": f"{counted(count, 'host input')} copied to the device on calls of jitted "
+            "functions" + _lines(rows),
             "detail": f"Host values passed to jitted functions are copied to the device on every "
             f"call: {ops}.",
             "advice": "; ".join(dict.fromkeys(rows["advice"].astype(str))) + ".",

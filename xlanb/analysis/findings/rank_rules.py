@@ -11,6 +11,7 @@ import pandas as pd
 from xlanb.analysis.findings.common import Finding
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
+from xlanb.core.words import counted
 
 #: Programs named in a divergence finding (the rest are counted).
 DIVERGENT_SHOWN = 6
@@ -71,12 +72,13 @@ def rank_skew(profile: Profile) -> list[Finding]:
             "compiles, the others wait for it at the next collective.",
         ),
         (
-            "fallback_ops",
-            "ran more CPU fallbacks",
+            "host_ops",
+            "left the device more often",
             _extra_fallbacks,
-            "A CPU fallback syncs and copies on that rank only, and every other rank waits for "
-            "it at the next collective. Find the code only these ranks run, then remove the "
-            "fallback as its own finding advises.",
+            "A value read back (.item(), print) or a CPU fallback syncs and copies on that "
+            "rank only, and every other rank waits for it at the next collective. Find the "
+            "code only these ranks run, then remove the read or fallback as its own finding "
+            "advises.",
         ),
     ):
         ranks = standing_out.get(column, [])
@@ -105,7 +107,7 @@ def rank_skew(profile: Profile) -> list[Finding]:
                 if others > 0
                 else f"rank {rank}'s execute time is an outlier: "
                 f"{format_seconds(value)}, the other ranks' median {format_seconds(others)}",
-                f"Rank {rank} ran {int(indexed.loc[rank, 'executions'])} execution(s) "
+                f"Rank {rank} ran {counted(indexed.loc[rank, 'executions'], 'execution')} "
                 f"(median of the others {median_of_others(table, 'executions', rank):g}) on "
                 f"{indexed.loc[rank, 'host']} {indexed.loc[rank, 'device']}.",
                 "Every rank waits for the slowest at each collective. Check whether this rank runs "
@@ -160,7 +162,7 @@ def _extra_fallbacks(profile: Profile, ranks: list[int]) -> str:
         parts.append(f"rank {rank}: " + ", ".join(f"{op} ×{n}" for op, n in rows.items()))
     others = fallbacks[~fallbacks["rank"].isin(ranks)].groupby("op")["count"].sum()
     usual = ", ".join(f"{op} ×{n} in all" for op, n in others.items()) or "none"
-    return "CPU fallbacks: " + " | ".join(parts) + f"; the other ranks: {usual}."
+    return "Left the device: " + " | ".join(parts) + f"; the other ranks: {usual}."
 
 
 def _programs_on_every_rank(profile: Profile, table: pd.DataFrame) -> set[str]:
@@ -224,7 +226,8 @@ def rank_divergent_programs(profile: Profile) -> list[Finding]:
         _rank_row(
             "warning",
             involved,
-            f"{len(divergent)} graph(s) differ between ranks (divergent programs)",
+            f"{counted(len(divergent), 'graph')} "
+            f"{'differs' if len(divergent) == 1 else 'differ'} between ranks (divergent programs)",
             f"Not compiled or run by every rank: {shown}{more}.",
             "In data-parallel training every rank runs the same programs; a graph that only some "
             "ranks run means they traced different code or shapes (a branch on the rank or on "

@@ -5,6 +5,7 @@ from __future__ import annotations
 from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
+from xlanb.core.words import counted
 from xlanb.formats import jax_text
 from xlanb.formats.compile_causes import CHANGED_GRAPH, FORCED_SYNC, NEW_SHAPE
 from xlanb.formats.counters import FALLBACK_ADVICE
@@ -24,8 +25,8 @@ def recompilation(profile: Profile) -> list[Finding]:
         findings.append(
             {
                 "severity": "warning",
-                "title": f"{len(shape_changes)} recompilation(s) from changing input shapes"
-                + _lines(shape_changes),
+                "title": f"{counted(len(shape_changes), 'recompilation')} from changing "
+                "input shapes" + _lines(shape_changes),
                 "detail": f"Same graph, new shapes: {changes}. "
                 f"{format_seconds(seconds)} spent compiling them.",
                 "advice": "Keep shapes static: pad batches to a fixed size or bucket them into a "
@@ -56,44 +57,68 @@ def recompilation(profile: Profile) -> list[Finding]:
 
 
 def forced_syncs(profile: Profile) -> list[Finding]:
-    """Syncs the user did not ask for: a tensor value was read inside the step."""
+    """Syncs the user did not ask for: a tensor value was read inside the step. A value read
+    once in the cell (a loss printed after the loop) is information, not a warning."""
     compiles = profile.compiles
     forced = compiles[compiles["cause"].astype(str).str.startswith(FORCED_SYNC)]
     if forced.empty:
         return []
+    syncs = max(_reads(profile), len(forced))
+    repeated = syncs > 1
     return [
         {
-            "severity": "warning",
-            "title": f"{len(forced)} forced sync(s) compiled a graph mid-step" + _lines(forced),
-            "detail": "Reading a tensor's value (.item(), print, bool(), a CPU fallback on pending "
-            "data) cuts the graph and runs it early, so each step compiles and runs "
-            "more, smaller graphs.",
-            "advice": FALLBACK_ADVICE["item"],
+            "severity": "warning" if repeated else "info",
+            "title": f"{counted(syncs, 'forced sync')} cut the graph, compiling "
+            f"{counted(len(forced), 'graph')}" + _lines(forced),
+            "detail": "Reading a tensor's value (.item(), print, bool(), an op whose output "
+            "shape depends on the data) cuts the graph and runs it early, so each step "
+            "compiles and runs more, smaller graphs."
+            + ("" if repeated else " Once in a cell, after the loop, this costs little."),
+            "advice": FALLBACK_ADVICE["item"] if repeated else "",
             "seconds": float(forced["seconds"].sum(skipna=True)),
         }
     ]
 
 
+def _reads(profile: Profile) -> int:
+    """Values read back and data-dependent shapes of torch runtimes in the profile."""
+    fallbacks = profile.fallbacks
+    torch_rows = fallbacks[fallbacks["cause"].isin(["item", "dynamic_shape"])]
+    return int(torch_rows["count"].sum())
+
+
+#: Per cause: (noun, plural, what happened, severity).
+_KINDS = {
+    "item": ("value", "values", "read back to the host (syncs)", "warning"),
+    "dynamic_shape": (
+        "op",
+        "ops",
+        "with data-dependent output shapes synced to the host",
+        "warning",
+    ),
+    "missing_lowering": ("op", "ops", "without a lowering fell back to the CPU", "error"),
+}
+
+
 def cpu_fallbacks(profile: Profile) -> list[Finding]:
-    """Ops that ran on the CPU, one finding per cause."""
+    """Ops that left the device, one finding per cause: values read back (a warning when read
+    more than once), data-dependent shapes (a warning) and CPU fallbacks (an error)."""
     fallbacks = profile.fallbacks
     findings = []
-    titles = {
-        "item": "value(s) read back to the host with .item()",
-        "dynamic_shape": "op(s) with data-dependent output shapes fell back to the CPU",
-        "missing_lowering": "op(s) without a lowering fell back to the CPU",
-    }
     for cause, rows in fallbacks.groupby("cause", sort=False):
         if cause in _JAX_FALLBACK_CAUSES:  # see jax_host_callbacks, jax_host_transfers
             continue
         count = int(rows["count"].sum())
+        noun, plural, happened, severity = _KINDS.get(str(cause), _KINDS["missing_lowering"])
+        if cause == "item" and count <= 1:
+            severity = "info"
         ops = ", ".join(f"{op} ×{n}" for op, n in zip(rows["op"], rows["count"], strict=True))
         findings.append(
             {
-                "severity": "error" if cause != "item" else "warning",
-                "title": f"{count} {titles.get(cause, 'CPU fallback(s)')}",
-                "detail": f"CPU fallbacks: {ops}.",
-                "advice": FALLBACK_ADVICE.get(cause, ""),
+                "severity": severity,
+                "title": f"{counted(count, noun, plural)} {happened}" + _lines(rows),
+                "detail": f"Ran on the host: {ops}.",
+                "advice": FALLBACK_ADVICE.get(str(cause), "") if severity != "info" else "",
             }
         )
     return findings

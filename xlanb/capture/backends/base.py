@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from xlanb.capture.device_trace import WINDOW_RUNS
+from xlanb.formats.counters import fallback_cause
 from xlanb.formats.python_frames import frame_location
 
 
@@ -52,25 +53,35 @@ class Capture:
 
 @dataclass
 class Progress:
-    """Running totals of a capture in progress."""
+    """Running totals of a capture in progress (``fallbacks``: CPU fallbacks, ops without a
+    lowering; ``syncs``: values read back and ops with data-dependent shapes)."""
 
     compiles: int = 0
     executions: int = 0
     fallbacks: int = 0
+    syncs: int = 0
 
     def __add__(self, other: Progress) -> Progress:
         return Progress(
             self.compiles + other.compiles,
             self.executions + other.executions,
             self.fallbacks + other.fallbacks,
+            self.syncs + other.syncs,
         )
 
 
-def fallback_progress(before: dict[str, int], after: dict[str, int]) -> int:
-    """How many ``aten::`` fallback ops ran between two counter snapshots."""
-    return sum(
-        value - before.get(name, 0) for name, value in after.items() if name.startswith("aten::")
-    )
+def fallback_progress(before: dict[str, int], after: dict[str, int]) -> tuple[int, int]:
+    """(CPU fallbacks, syncs) among the ``aten::`` ops counted between two counter snapshots
+    (see :func:`xlanb.formats.counters.fallback_cause`)."""
+    fallbacks = syncs = 0
+    for name, value in after.items():
+        if name.startswith("aten::"):
+            ran = value - before.get(name, 0)
+            if fallback_cause(name) == "missing_lowering":
+                fallbacks += ran
+            else:
+                syncs += ran
+    return fallbacks, syncs
 
 
 class Backend(Protocol):

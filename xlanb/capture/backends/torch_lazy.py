@@ -181,10 +181,12 @@ def _unhook_mark_step(syncs: list[_Sync]) -> None:
 def peek(token: _Token) -> Progress:
     counters = _counters()
     syncs = sum(counters.get(name, 0) - token.counters.get(name, 0) for name in _SYNC_COUNTERS)
+    fallbacks, syncs_read = fallback_progress(token.counters, counters)
     return Progress(
         compiles=counters.get("UncachedCompile", 0) - token.counters.get("UncachedCompile", 0),
         executions=syncs,
-        fallbacks=fallback_progress(token.counters, counters),
+        fallbacks=fallbacks,
+        syncs=syncs_read,
     )
 
 

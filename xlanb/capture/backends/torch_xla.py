@@ -211,10 +211,12 @@ def _start_trace(directory: str):
 def peek(token: _Token) -> Progress:
     metrics = _metrics_module()
     counters = _counters(metrics)
+    fallbacks, syncs_read = fallback_progress(token.counters, counters)
     return Progress(
         compiles=counters.get("UncachedCompile", 0) - token.counters.get("UncachedCompile", 0),
         executions=_count_delta(token, metrics, "ExecuteTime"),
-        fallbacks=fallback_progress(token.counters, counters),
+        fallbacks=fallbacks,
+        syncs=syncs_read,
     )
 
 
