@@ -86,7 +86,7 @@ for batch in [8, 8, 16, 16, 32, 8]:
     # `location` numbers the code without the magic line; `cell_line` as the editor does.
     assert loop["location"].str.endswith(":5").all()
     assert prof.summary()["executions"] == 7
-    assert "2 recompilation(s) from changing input shapes (cell line 6)" in " ".join(
+    assert "2 recompilations from changing input shapes (cell line 6)" in " ".join(
         prof.findings["title"]
     )
     hlo = prof.graphs[(prof.graphs["kind"] == "hlo") & prof.graphs["graph"].isin(loop["graph"])]
