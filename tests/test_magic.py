@@ -30,6 +30,21 @@ def test_name_and_var_options(run, shell):
     assert shell.user_ns["named"].name == "my-cell"
 
 
+def test_profiles_are_named_after_their_cells_in_number(shell):
+    result = shell.run_cell("%%xla_profile -q\npass", store_history=True)
+    assert xlanb.last().name == f"cell-{result.execution_count}"
+    result = shell.run_cell("%xla_profile -q sum(range(3))", store_history=True)
+    assert xlanb.last().name == f"cell-{result.execution_count}"
+
+
+def test_load_ext_says_what_it_found_and_set(shell):
+    with capture_output() as shown:
+        shell.run_line_magic("reload_ext", "xlanb")
+    line = shown.outputs[0].data["text/plain"]
+    assert line.startswith("xlanb ready: %%xla_profile on a cell profiles it. Runtimes: ")
+    assert "jax" in line and "Details: %xla_profile status" in line
+
+
 def test_quiet_shows_nothing_and_default_shows_html_and_text(shell):
     with capture_output() as quiet:
         shell.run_cell("%%xla_profile -q\npass")

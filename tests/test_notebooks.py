@@ -12,6 +12,10 @@ NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
 
 def test_quickstart_finds_the_fallbacks_and_the_fix(xlanb_kernel, tmp_path):
     notebook = execute_notebook_file(NOTEBOOKS / "01_quickstart.ipynb", xlanb_kernel, tmp_path)
+    # the kernel loaded xlanb before the first cell: `%load_ext xlanb` says what it found
+    loaded = outputs_of(notebook.cells[1], "text/plain")
+    assert loaded.startswith("xlanb ready: %%xla_profile on a cell profiles it. Runtimes: ")
+    assert "already loaded" not in loaded and "LTC_SAVE_TENSORS_FILE" in loaded
     profiles = profile_texts(notebook)
     first, fixed = profiles["first"], profiles["fixed"]
     assert "compiles: 7 " in first and "| syncs: 12 | CPU fallbacks: 24" in first

@@ -114,6 +114,11 @@ def enable(backends: list) -> list[str]:
     return notes
 
 
+def set_by_xlanb() -> list[str]:
+    """The switches :func:`enable` set in this process (their values: :func:`value`)."""
+    return list(_user_values)
+
+
 #: The runtimes :func:`enable` configured (for :func:`seal_read`).
 _enabled: list = []
 

@@ -8,6 +8,7 @@ import html
 from xlanb.api import profile
 from xlanb.core.errors import BackendUnavailable
 from xlanb.core.words import counted
+from xlanb.frontends.cells import cell_number
 from xlanb.views.html import profile_html
 from xlanb.views.summary import format_seconds
 
@@ -45,7 +46,7 @@ class AutoProfiler:
         try:
             recorder = profile(
                 backend="auto",
-                name=f"cell-{self.shell.execution_count}",
+                name=f"cell-{cell_number(self.shell, info)}",
                 cell_filename=filename,
                 source=source,
             )

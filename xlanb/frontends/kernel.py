@@ -99,6 +99,7 @@ def start(shell) -> str:
     if asked. Returns a one-line message for the user ('' when all is well)."""
     from xlanb import enable
     from xlanb.capture.backends import BACKENDS
+    from xlanb.frontends.extension import load_ipython_extension
 
     missing = [
         name
@@ -106,7 +107,9 @@ def start(shell) -> str:
         if name in BACKENDS and not BACKENDS[name].is_installed()
     ]
     notes = enable()
-    shell.run_line_magic("load_ext", "xlanb")
+    # not through the extension manager: the notebook's own `%load_ext xlanb` then shows
+    # xlanb's ready line rather than IPython's "already loaded"
+    load_ipython_extension(shell, announce=False)
     if os.environ.get(PROFILE_ALL_ENV):
         shell.run_line_magic("xla_profile", "on")
     messages = notes

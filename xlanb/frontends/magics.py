@@ -21,6 +21,7 @@ from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.core.errors import BackendUnavailable
 from xlanb.core.profile import Profile
 from xlanb.frontends.autoprofile import AutoProfiler
+from xlanb.frontends.cells import cell_number
 from xlanb.frontends.live import LiveView
 from xlanb.frontends.status import status_text
 from xlanb.views.notebook import display_charts, display_profile
@@ -121,7 +122,8 @@ class XlaProfileMagics(Magics):
         try:
             recorder = profile(
                 backend=args.backend,
-                name=args.name,
+                # named as the cell's In[n], as auto-profiling names its cells
+                name=args.name or f"cell-{cell_number(self.shell)}",
                 graphs=not args.no_graphs,
                 cell_filename=filename,
                 source=source,

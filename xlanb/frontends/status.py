@@ -24,3 +24,21 @@ def status_text(auto_profiling: bool, backends: dict) -> str:
             lines.append(f"  {name}={value}")
     lines.append(f"workdir: {workdir.current() or '(none yet)'}")
     return "\n".join(lines)
+
+
+def ready_line(backends: dict) -> str:
+    """What ``%load_ext xlanb`` shows, one line: the runtimes found and the switches set."""
+    found = []
+    for name, backend in backends.items():
+        if backend.is_installed():
+            found.append(f"{name} (imported)" if backend.is_imported() else name)
+    missing = [name for name, backend in backends.items() if not backend.is_installed()]
+    runtimes = ", ".join(found) or "none installed"
+    if missing:
+        runtimes += f"; not installed: {', '.join(missing)}"
+    set_now = switches.set_by_xlanb()
+    switched = ", ".join(set_now) if set_now else "none"
+    return (
+        f"xlanb ready: %%xla_profile on a cell profiles it. Runtimes: {runtimes}. Debug "
+        f"switches set: {switched}. Details: %xla_profile status"
+    )
