@@ -133,7 +133,7 @@ def test_profile_all_kernel_and_missing_runtime_message(kernel_prefix, tmp_path)
         )
     assert first.count("xlanb kernel: torch_xla no longer installed") == 1
     assert "pip install torch==2.9.0 torch-xla==2.9.0" in first
-    assert "xlanb: 1 compiles" in outputs_of(notebook.cells[1], "text/plain") + outputs_of(
+    assert "xlanb: 1 compile (" in outputs_of(notebook.cells[1], "text/plain") + outputs_of(
         notebook.cells[1], "text/html"
     )
     assert notebook.cells[2].outputs == []
