@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -18,7 +19,7 @@ class Comparison:
     summary: pd.DataFrame
     counters: pd.DataFrame
     fallbacks: pd.DataFrame
-    findings: pd.DataFrame  # title, status ("added" / "gone")
+    findings: pd.DataFrame  # title, status ("gone" / "changed" / "added"), change
 
     def _repr_html_(self) -> str:
         from xlanb.views.html import comparison_html
@@ -34,10 +35,9 @@ class Comparison:
         return Chart("comparison", comparison_figure(self))
 
     def __repr__(self) -> str:
-        return (
-            f"{self.a.name} -> {self.b.name}\n{self.summary.to_string()}\n"
-            f"findings:\n{self.findings.to_string(index=False)}"
-        )
+        from xlanb.views.compare import comparison_text
+
+        return comparison_text(self)
 
 
 def _side_by_side(a: pd.Series, b: pd.Series) -> pd.DataFrame:
@@ -58,10 +58,38 @@ def compare(a: Profile, b: Profile) -> Comparison:
     fallbacks = _side_by_side(
         a.fallbacks.groupby("op")["count"].sum(), b.fallbacks.groupby("op")["count"].sum()
     )
-    before, after = set(a.findings["title"]), set(b.findings["title"])
-    findings = pd.DataFrame(
-        [{"title": t, "status": "gone"} for t in sorted(before - after)]
-        + [{"title": t, "status": "added"} for t in sorted(after - before)],
-        columns=["title", "status"],
-    )
-    return Comparison(a, b, summary, counters, fallbacks, findings)
+    return Comparison(a, b, summary, counters, fallbacks, _findings(a, b))
+
+
+_WHERE = re.compile(r"\s*\((?:cell line|at) [^)]*\)")
+_NUMBER = re.compile(r"\d[\d.,]*")
+
+
+def finding_kind(title: str) -> str:
+    """A finding's title without its numbers and lines: "20 values read back (cell line 6)"
+    and "1 value read back (cell line 14)" are the same kind of finding."""
+    words = _NUMBER.sub("#", _WHERE.sub("", title)).split()
+    return " ".join(word.rstrip("s") for word in words)
+
+
+def _findings(a: Profile, b: Profile) -> pd.DataFrame:
+    """``title, status, change``: findings gone, added, or of the same kind in both with
+    other numbers (status ``changed``, change ``20 → 1``: the first number of each title)."""
+    before = {finding_kind(t): t for t in a.findings["title"]}
+    after = {finding_kind(t): t for t in b.findings["title"]}
+    rows = []
+    for kind, title in before.items():
+        if kind not in after:
+            rows.append({"title": title, "status": "gone", "change": ""})
+        elif after[kind] != title:
+            old, new = _NUMBER.search(title), _NUMBER.search(after[kind])
+            change = f"{old.group()} → {new.group()}" if old and new else ""
+            rows.append({"title": after[kind], "status": "changed", "change": change})
+    rows += [
+        {"title": title, "status": "added", "change": ""}
+        for kind, title in after.items()
+        if kind not in before
+    ]
+    order = {"gone": 0, "changed": 1, "added": 2}
+    rows.sort(key=lambda row: (order[row["status"]], row["title"]))
+    return pd.DataFrame(rows, columns=["title", "status", "change"])

@@ -15,6 +15,7 @@ import pandas as pd
 
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
+from xlanb.views.compare import summary_rows
 from xlanb.views.escape import escape
 from xlanb.views.summary import (
     ALARM_KIND,
@@ -396,21 +397,23 @@ def comparison_html(comparison) -> str:
         return table(flat, list(flat.columns))
 
     a, b = comparison.a, comparison.b
+    headline_numbers = pd.DataFrame(
+        summary_rows(comparison), columns=["", str(a.name), f"{b.name} ", "change"]
+    )
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title'>{escape(a.name)} → {escape(b.name)}</div>"
-        "<div class='xlanb-note'>a → b, change = b − a</div>",
-        frame_table(comparison.summary, ""),
+        f"<div class='xlanb-title'>{escape(a.name)} → {escape(b.name)}</div>",
+        table(headline_numbers, list(headline_numbers.columns)),
     ]
     if not comparison.fallbacks.empty:
         parts += [
-            "<div class='xlanb-title'>CPU fallbacks</div>",
-            frame_table(comparison.fallbacks, "op"),
+            "<div class='xlanb-title'>Left the device</div>",
+            frame_table(comparison.fallbacks.astype(int), "op"),
         ]
     if not comparison.findings.empty:
         parts += [
             "<div class='xlanb-title'>Findings</div>",
-            table(comparison.findings, ["status", "title"]),
+            table(comparison.findings, ["status", "change", "title"]),
         ]
     if not comparison.counters.empty:
         changed = comparison.counters[comparison.counters["change"] != 0]
