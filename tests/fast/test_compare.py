@@ -10,7 +10,6 @@ from xlanb.core.profile import Profile, make_frame
 from xlanb.views.compare import change_text
 from xlanb.views.html import comparison_html
 
-
 XLA = Path(__file__).parent.parent / "data" / "torch_xla"
 
 
