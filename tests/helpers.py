@@ -76,5 +76,6 @@ def profile_texts(notebook) -> dict[str, str]:
         for output in cell.get("outputs", []):
             text = output.get("data", {}).get("text/plain", "")
             if text.startswith("xlanb profile "):
-                found[text.split()[2]] = text
+                title = text.split("\n", 1)[0].removeprefix("xlanb profile ")
+                found[title.rsplit(" [", 1)[0]] = text
     return found

@@ -86,7 +86,7 @@ def test_run_script_exception_propagates_after_the_report(tmp_path):
     )
     assert result.returncode == 1
     assert "KeyError: 'missing key'" in result.stderr and "job.py" in result.stderr
-    assert "xlanb: wrote r.html" in result.stderr
+    assert f"xlanb: wrote {tmp_path / 'r.html'}" in result.stderr  # the full path
     prof = xlanb.load(tmp_path / "p.json")
     assert prof.failed and prof.error == "KeyError: 'missing key'"
 
@@ -200,6 +200,29 @@ def test_report_of_several_inputs_compares_consecutive_pairs(tmp_path):
     assert "<b onclick" not in page and "&lt;b onclick=" in page
     for name in ("metrics.txt", "report.txt", "report.txt&#x27;"):  # the same name twice
         assert name in page
+
+
+def test_one_runs_files_are_one_profile_not_a_comparison(tmp_path, capsys):
+    """The metrics file, debug file, dump and report that one torch_xla run wrote."""
+    files = [XLA / "metrics.txt", XLA / "debug.txt", XLA / "dump", XLA / "report.txt"]
+    out = tmp_path / "run.html"
+    assert cli.main(["report", *map(str, files), "-o", str(out)]) == 0
+    page = out.read_text()
+    assert "<h2>Comparison</h2>" not in page
+    assert "metrics.txt + debug.txt + dump + report.txt" in page
+    assert cli.main(["show", *map(str, files)]) == 0
+    shown = capsys.readouterr().out
+    assert shown.count("xlanb profile ") == 1 and "wall: - |" in shown and "0 µs" not in shown
+    prof = xlanb.load(*files)
+    assert len(prof.compiles) == 7 and prof.compiles["cause"].str.startswith("forced").sum() == 2
+    assert len(prof.graphs) and len(prof.steps) and prof.summary()["syncs"] == 1
+    # the metrics file timed the first five compiles; the report's total shares the rest
+    assert not prof.compiles["seconds_estimated"].iloc[:5].any()
+    assert prof.compiles["seconds"].sum() == pytest.approx(
+        xlanb.load(XLA / "report.txt").compiles["seconds"].sum()
+    )
+    with pytest.raises(ValueError, match="not one run's"):
+        xlanb.load(XLA / "report.txt", XLA / "report.txt")
 
 
 def test_show_and_html_read_every_format(tmp_path, capsys):

@@ -44,5 +44,8 @@ def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, 
     assert steps.splitlines()[7].split()[:2] == ["6", "1"]  # step 6 compiled once
     causes = outputs_of(notebook.cells[7], "text/plain")
     assert causes.count("user torch_xla.sync") == 2 and "train_job.py:12" in causes
+    # the two files of one run are one profile, not a comparison of two runs
     report = (tmp_path / "offline-report.html").read_text()
-    assert "<h2>Comparison</h2>" in report and "Recompilation stopped at step 6" in report
+    assert "<h2>Comparison</h2>" not in report and "Recompilation stopped at step 6" in report
+    run = profile_texts(notebook)["metrics.txt + debug.txt"]
+    assert "compiles: 2 (" in run and "[info] Recompilation stopped at step 6" in run

@@ -37,13 +37,17 @@ class profile(Recorder):
     finish_profile = staticmethod(finish_capture)
 
 
-def load(path) -> Profile:
+def load(path, *more) -> Profile:
     """Read a Profile from `path`, whatever the runtimes wrote there (the format is detected
     from the content): a Profile saved with :meth:`Profile.save`, a metrics report
     (``metrics_report()`` text of PyTorch/XLA or torch._lazy), an ``XLA_METRICS_FILE``, a
     ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file; or a
     directory of rank files written by :func:`record` (one per process), merged into one
     Profile whose frames carry a ``rank`` column.
+
+    Several paths are one run's files, one of each format (``xlanb.load("metrics.txt",
+    "debug.txt", "dump/")``), read as one Profile (see :mod:`xlanb.offline.one_run`); a
+    ValueError says so when they are not.
 
     Raises :class:`FormatError` (naming the file and its first line that does not fit) for
     anything else; an incomplete last record of an appended file is a
@@ -52,10 +56,32 @@ def load(path) -> Profile:
     from xlanb.offline.detect import SAVED_PROFILE
     from xlanb.offline.ranks import is_ranks_dir
 
+    if more:
+        profiles = load_inputs([path, *more])
+        if len(profiles) > 1:
+            raise ValueError(
+                "xlanb.load: these files are not one run's (one file of each format, no saved "
+                "profile): load them one by one and compare them"
+            )
+        return profiles[0]
     if is_ranks_dir(path):
         return load_ranks(path)
     profile, file_format = read(path)
     return profile if file_format == SAVED_PROFILE else finish_offline(profile)
+
+
+def load_inputs(paths: list) -> list[Profile]:
+    """The Profiles of `paths` (as :func:`load` reads each); files of one run (several, of
+    different runtime file formats) are one Profile."""
+    from xlanb.offline import read
+    from xlanb.offline.one_run import is_one_run, merge_run_files
+    from xlanb.offline.ranks import is_ranks_dir
+
+    if len(paths) > 1 and not any(is_ranks_dir(path) for path in paths):
+        inputs = [read(path) for path in paths]
+        if is_one_run([file_format for _, file_format in inputs]):
+            return [finish_offline(merge_run_files(inputs))]
+    return [load(path) for path in paths]
 
 
 def load_ranks(path, *, run_id: str | None = None, name: str | None = None) -> Profile:

@@ -77,16 +77,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "run":
         return _run(args)  # the script's own exit status and exceptions pass through
     try:
+        from xlanb.api import load_inputs
+
         if args.command == "show":
-            for path in args.profiles:
-                print(_load(path))
+            for shown in load_inputs(args.profiles):
+                print(shown)
         elif args.command == "html":
             _load(args.profile).to_html(args.output)
             print(f"wrote {args.output}")
         else:
-            profiles = [_load(path) for path in args.inputs]
-            _report_of_inputs(profiles, args.output)
-            print(f"wrote {args.output}")
+            _report_of_inputs(load_inputs(args.inputs), args.output)
+            print(f"wrote {os.path.abspath(args.output)}")
     except (XlanbError, OSError) as error:
         print(f"xlanb: {error}", file=sys.stderr)
         return 1

@@ -275,6 +275,6 @@ def _write_outputs(
             continue
         try:
             write(target)
-            stream.write(f"xlanb: wrote {target}\n")
+            stream.write(f"xlanb: wrote {os.path.abspath(target)}\n")
         except Exception as error:
             stream.write(f"xlanb: could not write {target}: {error}\n")

@@ -14,7 +14,8 @@ from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-export
 def headline(profile: Profile) -> list[tuple[str, str]]:
     """(label, value) pairs of the summary line."""
     numbers = profile.summary()
-    compiled = f" ({format_seconds(numbers['compile_seconds'])})" if numbers["compiles"] else ""
+    timed = numbers["compiles"] and profile.compiles["seconds"].notna().any()
+    compiled = f" ({format_seconds(numbers['compile_seconds'])})" if timed else ""
     executed = (
         f" ({format_seconds(numbers['execute_seconds'])})"
         if numbers["executions"] and numbers["execute_seconds"] == numbers["execute_seconds"]
