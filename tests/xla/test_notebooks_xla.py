@@ -30,7 +30,8 @@ def test_torch_xla_notebook_recompiles_reads_values_then_the_fix(xlanb_kernel, t
     assert "[warning]" not in fixed and "[error]" not in fixed
     assert 'line 15: print("steps that diverged:", int(diverged.item()))' in fixed
     comparison = outputs_of(notebook.cells[-1], "text/plain")
-    assert "3 recompilations from changing input shapes (cell line 9)   gone" in comparison
+    assert "gone     3 recompilations from changing input shapes (cell line 9)" in comparison
+    assert "changed  1 value read back to the host (syncs) (cell line 15) (8 → 1)" in comparison
 
 
 def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, tmp_path):

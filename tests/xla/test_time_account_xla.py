@@ -55,7 +55,10 @@ def test_the_users_own_trace_in_a_profiled_cell_still_works(run, shell, tmp_path
     shell.user_ns["ta_dir"] = str(tmp_path)
     run(
         "%%xla_profile -b torch_xla -q --var ta_inner\n"
-        "import torch_xla.debug.profiler as xp\nta_step()\nxp.start_trace(ta_dir)\n"
+        "import torch_xla.debug.profiler as xp\nta_step()\n"
+        # the step's run is asynchronous: finished before the user's trace takes the
+        # profiler over (else it may run in theirs, not xlanb's)
+        "import torch_xla.core.xla_model as xm\nxm.wait_device_ops()\nxp.start_trace(ta_dir)\n"
         "ta_step()\nxp.stop_trace()"
     )
     assert list(tmp_path.rglob("*.xplane.pb")), "the user's own trace was not written"
