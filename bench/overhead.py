@@ -105,6 +105,22 @@ def jax_case():
     return "jax", "jax", step, finish
 
 
+def jax_read_case():
+    """The JAX step that also reads its loss back every step (``float(loss)``: a sync), as
+    logging loops do: what counting the reads costs."""
+    import jax
+    import jax.numpy as jnp
+
+    _name, backend, step, finish = jax_case()
+    loss_of = jax.jit(lambda: jnp.ones(()))
+
+    def read_step():
+        step()
+        float(loss_of())
+
+    return "jax+read", backend, read_step, finish
+
+
 def measure(case, steps: int, repeats: int) -> dict:
     """Time the whole `steps`-step loop bare, profiled without and with the device trace,
     `repeats` times each, rotating which goes first."""
@@ -196,6 +212,7 @@ def main() -> None:
         cases.append((torch_lazy_case, args.steps))
         if importlib.util.find_spec("jax"):
             cases.append((jax_case, args.jax_steps))
+            cases.append((jax_read_case, args.jax_steps // 4))
     rows = [measure(make(), steps, args.repeats) for make, steps in cases]
 
     def cell(value, form):

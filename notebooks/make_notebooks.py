@@ -334,12 +334,19 @@ step_table(metrics)[columns]""",
 where = debug.compiles["location"].map(os.path.basename)
 debug.compiles.assign(where=where)[["graph", "cause", "trigger", "where"]]""",
     ),
-    ("md", "## One report for a colleague"),
+    (
+        "md",
+        """## One run, one report
+
+Files one run wrote (one of each format) are read together as one profile: the compiles
+with their causes and lines from the debug file, the steps and times from the metrics file.""",
+    ),
     (
         "code",
-        """from xlanb.views.report import write_report
-write_report([metrics, debug], "offline-report.html")
-print("wrote offline-report.html")""",
+        """run = xlanb.load("metrics.txt", "debug.txt")
+run.to_html("offline-report.html")
+print("wrote", os.path.abspath("offline-report.html"))
+run""",
     ),
 ]
 

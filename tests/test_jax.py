@@ -168,6 +168,36 @@ def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     assert "jax.device_put" in finding["advice"]
 
 
+def test_values_read_back_every_step_are_syncs_with_their_line(run, shell):
+    run("@jax.jit\ndef jt_loss(x):\n    return (x * 2).sum()")
+    run(
+        "%%xla_profile -b jax -q --var prof\nlosses = []\nfor _ in range(6):\n"
+        "    loss = jt_loss(xa)\n    losses.append(float(loss))\nprint(loss.item())"
+    )
+    prof = shell.user_ns["prof"]
+    assert shell.user_ns["losses"] == [32.0] * 6
+    reads = prof.fallbacks.set_index("op")
+    assert reads.loc["float(x) of a jax.Array", "count"] == 6
+    assert reads.loc["float(x) of a jax.Array", "cell_line"] == 5
+    assert reads.loc["float(x) of a jax.Array", "cause"] == "item"
+    assert reads.loc["x.item() of a jax.Array", "cell_line"] == 6
+    assert prof.summary()["syncs"] == 7 and prof.summary()["fallback_ops"] == 0
+    finding = prof.findings.set_index("title").loc[
+        "7 values read back to the host (syncs) (cell line 5, 6)"
+    ]
+    assert finding["severity"] == "warning" and "every N steps" in finding["advice"]
+    assert "torch.where" not in finding["advice"]
+    # the property is JAX's own again after the capture, and reads outside it are not counted
+    from jax._src.array import ArrayImpl
+
+    assert ArrayImpl.__dict__["_value"].fget.__module__ == "jax._src.array"
+    assert ArrayImpl.__dict__["item"].__module__ == "jax._src.numpy.array_methods"
+    run("%%xla_profile -b jax -q --var once\nloss = jt_loss(xa)\nprint(float(loss))")
+    once = shell.user_ns["once"]
+    assert once.summary()["syncs"] == 1
+    assert set(once.findings["severity"]) <= {"info"}
+
+
 def test_pure_callback_in_a_hot_function_is_a_host_callback_fallback(run, shell):
     run("""%%xla_profile -b jax -q --var prof
 def _double(v):

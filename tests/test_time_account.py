@@ -158,7 +158,7 @@ def test_findings_state_their_cost_and_the_costliest_comes_first(run, shell):
     prof = shell.user_ns["costs"]
     titles = list(prof.findings["title"])
     recompile = next(i for i, t in enumerate(titles) if "recompiled" in t)
-    transfer = next(i for i, t in enumerate(titles) if "host-to-device" in t)
+    transfer = next(i for i, t in enumerate(titles) if "host input" in t)
     assert recompile < transfer, prof.findings
     row = prof.findings.iloc[recompile]
     compiles = prof.compiles[prof.compiles["graph"] == "jit(ta_cost)"]

@@ -26,11 +26,16 @@ EAGER_OP = "eager op"
 DERIVED = "derived program (jax.grad/vmap/... of a jitted function)"
 HOST_CALLBACK = "host_callback"
 HOST_TRANSFER = "host_transfer"
+#: A value read back from a jax.Array: a sync (the same cause as torch's ``.item()``).
+HOST_READ = "item"
 
 ADVICE = {
     HOST_TRANSFER: "pass a device array (jax.device_put) instead of a numpy array",
     "scalar": "pass a device array (jax.device_put) instead of a Python scalar, or mark the "
     "argument static if it takes only a few values",
+    HOST_READ: "Each read waits for the array's program to finish and copies the value to the "
+    "host, so the host stops running ahead of the device: keep the loss as an array and read "
+    "it every N steps (or accumulate on the device and read once after the loop).",
     HOST_CALLBACK: "Each call stops the device program, copies the operands to the host, runs "
     "Python and copies the results back. Keep callbacks out of the hot "
     "function: log with jax.debug.print only while debugging, and replace "

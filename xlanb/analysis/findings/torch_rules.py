@@ -118,7 +118,13 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
                 "severity": severity,
                 "title": f"{counted(count, noun, plural)} {happened}" + _lines(rows),
                 "detail": f"Ran on the host: {ops}.",
-                "advice": FALLBACK_ADVICE.get(str(cause), "") if severity != "info" else "",
+                "advice": _advice(rows, str(cause)) if severity != "info" else "",
             }
         )
     return findings
+
+
+def _advice(rows, cause: str) -> str:
+    """The rows' own advice (each runtime writes its own), else the cause's."""
+    given = [str(a) for a in rows["advice"].dropna().unique() if str(a)]
+    return " ".join(given) if given else FALLBACK_ADVICE.get(cause, "")

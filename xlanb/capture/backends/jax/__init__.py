@@ -49,7 +49,11 @@ How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
   jitted call) are found by the dispatch counter (cause ``host_transfer``, one per value). To
   keep the counter cheap it looks for them among the arguments and their direct children (an
   array, or a tuple, list or dict of arrays such as a batch); when it finds one, it counts
-  every host value of the call, however deep. Both are left out for eager ops.
+  every host value of the call, however deep. Both are left out for eager ops. Values
+  read back from a ``jax.Array`` (``float(x)``, ``int(x)``, ``bool(x)``, ``x.item()``,
+  ``x.tolist()``, printing) are syncs (cause ``item``), one row per way and place, counted
+  by wrappers on ``ArrayImpl._value`` and ``ArrayImpl.item`` (a few µs a read; the stack is
+  walked once per place). ``np.asarray(x)`` reads through the buffer protocol: not seen.
 
 ``eager`` marks what JAX runs for code outside ``jit``: single primitives (``jit(sin)`` made
 by ``apply_primitive``) and ``jax.numpy`` functions, which are themselves jitted (``x + 1``

@@ -80,6 +80,19 @@ class Transfer:
     frames: tuple[Frame, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Read:
+    """A value read back to the host from a ``jax.Array`` (``float(x)``, ``x.item()``,
+    ``np.asarray(x)``, printing): the host waits for the array's program to finish."""
+
+    #: How the value was read (``float(x)``, ``np.asarray(x)``, ...).
+    how: str
+    #: The reader's Python stack, innermost first.
+    frames: tuple[Frame, ...]
+    #: Reads in the capture from this place, this way.
+    count: int = 1
+
+
 class DispatchSample(NamedTuple):
     """One top-level call of a jitted function, as the dispatch counter timed it."""
 

@@ -58,6 +58,12 @@ Touch points (what it is used for; how it is checked):
 12. Methods of the loaded executable (``hlo_modules()`` or ``get_hlo_text()``,
     ``cost_analysis()``, ``get_compiled_memory_stats()``): the optimized HLO text and the
     graphs' costs. Checked: per object, ``try``. Missing: no HLO text, NaN costs.
+13. ``jax._src.array.ArrayImpl._value`` (a property, and its ``_npy_value`` cache) and
+    ``ArrayImpl.item``: replaced, while a capture is active, by ones that note each read of a
+    value not yet on the host (``float(x)``, ``int(x)``, ``bool(x)``, ``x.item()``,
+    ``x.tolist()``, printing) with the reader's stack: the ``syncs`` of JAX.
+    ``np.asarray(x)`` reads through the buffer protocol, in C++: not seen. Checked: the class
+    has ``_value`` as a property. Missing: reads are not counted.
 """
 
 from __future__ import annotations
@@ -311,6 +317,7 @@ def switch_on() -> list[str]:
     _explain_on(restore, notes)
     _compile_hook_on(restore, notes)
     _dispatch_on(restore, notes)
+    _reads_on(restore, notes)
     STATE.restore = restore
     STATE.listening = True
     return notes
@@ -323,6 +330,7 @@ def switch_off() -> None:
     if restore is None:
         return
     _dispatch_off(restore)
+    _reads_off(restore)
     if restore.compile_fn is not None:
         compiler = compile_entry().found.compiler
         if compiler.compile_or_get_cached is compile_hook:
@@ -425,6 +433,95 @@ def _dispatch_off(restore: Restore) -> None:
         return
     function_type = dispatch_target().found.function_type
     unhook_call(function_type, STATE.call_original, restore.flags_address, restore.flags)
+
+
+#: What the caller of ``ArrayImpl._value`` (its function's name) read the value for.
+_READ_KINDS = {
+    "__float__": "float(x)",
+    "__int__": "int(x)",
+    "__bool__": "bool(x)",
+    "__index__": "an index",
+    "__complex__": "complex(x)",
+    "item": "x.item()",
+    "tolist": "x.tolist()",
+    "__array__": "np.asarray(x)",
+    "__repr__": "printing",
+    "__str__": "printing",
+    "__format__": "printing",
+}
+
+
+def _reads_on(restore: Restore, notes: list[str]) -> None:
+    """Replace ``ArrayImpl._value`` and ``ArrayImpl.item`` for the capture (touch point 13)."""
+    check = dispatch_target()
+    array_type = check.found.array_type if check.found is not None else None
+    original = getattr(array_type, "__dict__", {}).get("_value")
+    if not isinstance(original, property) or original.fget is None:
+        notes.append("jax: values read back to the host are not counted (no ArrayImpl._value).")
+        return
+    getter = original.fget
+    original_item = array_type.__dict__.get("item")
+
+    def _value(self):
+        if STATE.listening and getattr(self, "_npy_value", None) is None:
+            _note_read(sys._getframe(1), None)
+        return getter(self)
+
+    def item(self, *args):
+        if STATE.listening:
+            _note_read(sys._getframe(1), "x.item()")
+        return original_item(self, *args)
+
+    array_type._value = property(_value, doc=original.__doc__)
+    restore.value_property = original
+    if callable(original_item):  # it reads through the buffer protocol, not _value
+        array_type.item = functools.wraps(original_item)(item)
+        restore.item_method = original_item
+
+
+#: JAX's host-callback machinery: reads inside it are the callback's, not the user's syncs.
+_CALLBACK_FILES = (
+    os.path.join("jax", "_src", "callback.py"),
+    os.path.join("jax", "_src", "debugging.py"),
+)
+
+
+def _note_read(caller, how: str | None) -> None:
+    """Count a read by `caller` (``how``: else told by the caller's name). The place is the
+    code and line of the first few frames: a read costs about a microsecond, and only the
+    first read from a place walks the whole stack."""
+    try:
+        how = how or _READ_KINDS.get(caller.f_code.co_name, "np.asarray(x)")
+        key: list[Any] = [how]
+        frame = caller
+        for _ in range(_READ_KEY_FRAMES):
+            if frame is None:
+                break
+            key += (id(frame.f_code), frame.f_lineno)  # a code object hashes its contents
+            frame = frame.f_back
+        STATE.count_read(tuple(key), how, lambda: _reader_stack(caller))
+    except Exception:
+        pass  # a read is counted or not; the user's read always happens
+
+
+#: Frames that tell one reading place from another (the user's line is within them for
+#: float(x) and x.item(), a few more for printing).
+_READ_KEY_FRAMES = 8
+
+
+def _reader_stack(caller) -> tuple[Frame, ...]:
+    frames, _eager = python_stack(caller)
+    if any(frame[1].endswith(_CALLBACK_FILES) for frame in frames):
+        return ()  # a host callback's own work on its operands (jax.debug.print)
+    return tuple(frames)
+
+
+def _reads_off(restore: Restore) -> None:
+    array_type = dispatch_target().found.array_type if restore.value_property else None
+    if array_type is not None:
+        array_type._value = restore.value_property
+        if restore.item_method is not None:
+            array_type.item = restore.item_method
 
 
 # -- listeners -------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 :func:`fill` is the whole of it: ``compiles`` (and ``graphs``) from the events, ``spans`` and
 ``ops`` (with the device trace, through :mod:`xlanb.capture.device_trace`), ``executions``
-from the dispatch counter's totals, ``fallbacks`` (host callbacks, host-to-device transfers),
+from the dispatch counter's totals, ``fallbacks`` (host callbacks, host-to-device transfers,
+values read back),
 ``metrics``, ``samples`` and ``counters``. JAX objects held by the events (executables, jitted
 functions) are read through :mod:`.hooks`.
 """
@@ -29,6 +30,7 @@ from xlanb.capture.backends.jax.events import (
     Duration,
     Event,
     Frame,
+    Read,
     Transfer,
 )
 from xlanb.capture.backends.jax.state import Session, Taken
@@ -40,6 +42,7 @@ from xlanb.formats.jax_text import (
     DERIVED,
     EAGER_OP,
     HOST_CALLBACK,
+    HOST_READ,
     HOST_TRANSFER,
     UNEXPLAINED,
     Explanation,
@@ -81,6 +84,7 @@ def fill(
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
     capture.rows["executions"] = executions
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
+    _read_rows(capture, taken.reads, options)
     _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
 
 
@@ -487,6 +491,30 @@ def _fallback_rows(
             row["count"] += transfer.count
             row["calls"] += 1
     for row in grouped_transfers.values():
+        capture.add("fallbacks", row)
+
+
+def _read_rows(capture: Capture, reads: list[Read], options: CaptureOptions) -> None:
+    """One ``fallbacks`` row (cause ``item``: a sync) per way and place values were read."""
+    grouped: dict[tuple[str, str | None], dict[str, Any]] = {}
+    for read in reads:
+        if not read.frames:
+            continue  # inside a host callback
+        where = location_fields(read.frames, options)
+        key = (read.how, where["location"])
+        row = grouped.get(key)
+        if row is None:
+            grouped[key] = {
+                "backend": NAME,
+                "op": f"{read.how} of a jax.Array",
+                "count": read.count,
+                "cause": HOST_READ,
+                "advice": ADVICE[HOST_READ],
+                **where,
+            }
+        else:
+            row["count"] += read.count
+    for row in grouped.values():
         capture.add("fallbacks", row)
 
 

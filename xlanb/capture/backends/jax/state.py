@@ -23,7 +23,7 @@ import math
 import sys
 import threading
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from xlanb.capture.backends.jax.events import (
     DispatchSample,
     Event,
     Frame,
+    Read,
     Transfer,
 )
 from xlanb.formats.jax_text import CallbackOp
@@ -40,6 +41,9 @@ from xlanb.formats.jax_text import CallbackOp
 #: The dispatch samples kept per capture, for the DispatchTime percentiles; capped like the
 #: runtimes' own sample buffers.
 SAMPLE_LIMIT = 10_000
+#: Places whose reads are told apart (each keeps its stack once); reads from more places are
+#: counted with the last.
+MAX_READ_PLACES = 10_000
 
 
 @dataclass(eq=False, slots=True)
@@ -66,6 +70,10 @@ class Restore:
     flags_address: int | None = None
     #: The vectorcall bit of those flags, to put back.
     flags: int = 0
+    #: ``ArrayImpl._value`` as it was, while the read counter replaces it.
+    value_property: Any = None
+    #: ``ArrayImpl.item`` as it was.
+    item_method: Any = None
 
 
 @dataclass(eq=False)
@@ -83,6 +91,8 @@ class Token:
     started_at: float = 0.0
     #: The thread that began the capture (JAX's explain option is switched per thread).
     thread: int = 0
+    #: Each place's read count when the capture began.
+    reads: dict[tuple, int] = field(default_factory=dict)
 
 
 @dataclass(eq=False)
@@ -95,6 +105,7 @@ class Taken:
     samples: list[DispatchSample]
     #: No capture is active any more: the hooks are to be switched off.
     last: bool
+    reads: list[Read] = field(default_factory=list)
 
 
 @dataclass(eq=False, slots=True)
@@ -132,6 +143,9 @@ class JaxState:
     active: list[Token] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
+    #: Reads by place and way (a key of code objects and lines, cheap to make per read) ->
+    #: [how, the stack when first seen, count].
+    reads: dict[tuple, list] = field(default_factory=dict)
     #: ``PjitFunction`` -> its running totals.
     calls: dict[Any, CallStats] = field(default_factory=dict)
     #: ``(perf_counter at start, seconds, function)`` of each top-level call
@@ -153,6 +167,15 @@ class JaxState:
             for kind, count in found.items():
                 self.transfers.append(Transfer(function, kind, count, frames))
 
+    def count_read(self, key: tuple, how: str, stack: Callable[[], tuple[Frame, ...]]) -> None:
+        """One more read at `key` (`stack` is called the first time only)."""
+        with self.lock:
+            entry = self.reads.get(key)
+            if entry is not None:
+                entry[2] += 1
+            elif len(self.reads) < MAX_READ_PLACES:
+                self.reads[key] = [how, stack(), 1]
+
     def is_idle(self) -> bool:
         """No capture is active (the first one to begin switches the hooks on)."""
         with self.lock:
@@ -172,6 +195,7 @@ class JaxState:
                 notes,
                 graphs,
                 len(self.samples),
+                reads={key: entry[2] for key, entry in self.reads.items()},
             )
 
     def activate(self, token: Token) -> None:
@@ -191,17 +215,24 @@ class JaxState:
             transfers = self.transfers[token.transfer_start :]
             calls = self._call_deltas(token)
             samples = self.samples[token.sample_start :]
+            reads = [
+                Read(how, frames, count - token.reads.get(key, 0))
+                for key, (how, frames, count) in self.reads.items()
+                if count > token.reads.get(key, 0)
+            ]
             if token in self.active:
                 self.active.remove(token)
             last = not self.active
             if last:
                 self.listening = False
                 self._clear()
-        return Taken(events, transfers, calls, list(map(DispatchSample._make, samples)), last)
+        samples_taken = list(map(DispatchSample._make, samples))
+        return Taken(events, transfers, calls, samples_taken, last, reads)
 
     def _clear(self) -> None:
         self.events.clear()
         self.transfers.clear()
+        self.reads.clear()
         self.calls.clear()
         self.samples.clear()
 
