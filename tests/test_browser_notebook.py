@@ -205,3 +205,38 @@ def test_nbconvert_export_shows_the_same_summary_offline(tmp_path):
             shutil.copy(tmp_path / "nbconvert.png", ARTIFACTS / "nbconvert.png")
     assert [url for url in blocked if not url.startswith(template_urls)] == []
     assert not [e for e in errors if "require" not in e and "MathJax" not in e]
+
+
+def test_untrusted_notebook_reads_right_and_says_how_to_trust(tmp_path):
+    """A notebook executed elsewhere and opened here is untrusted: JupyterLab drops <style>
+    and scripts. The header still reads as separate items, findings keep their colours, and
+    the viewer says how to get the interactive version."""
+    notebook = run_notebook(CELLS)
+    nbformat.write(notebook, tmp_path / "untrusted.ipynb")  # not signed: untrusted
+    with (
+        jupyter_lab(tmp_path) as url,
+        browser_page(allowed_prefixes=(url.split("?")[0], "data:", "blob:")) as (page, blocked),
+    ):
+        base, token = url.split("?")
+        page.goto(f"{base}/lab/tree/untrusted.ipynb?{token}")
+        page.wait_for_selector(".xlanb-head", timeout=120_000)
+        assert page.locator(".jp-OutputArea-output style").count() == 0  # really untrusted
+        span = ".xlanb-head span[data-field='compiles']"
+        assert (
+            page.evaluate(
+                f'parseFloat(getComputedStyle(document.querySelector("{span}")).marginRight)'
+            )
+            > 8
+        )
+        header = page.locator(".xlanb-head").first.inner_text()
+        assert "compiles 4" in header and "CPU fallbacks 1" in header
+        bad = page.locator(".xlanb-head [data-field='CPU fallbacks']").first
+        assert bad.evaluate("e => getComputedStyle(e).color") == "rgb(214, 39, 40)"
+        finding = page.locator(".xlanb-finding").first
+        assert finding.evaluate("e => getComputedStyle(e).borderLeftWidth") == "3px"
+        static = page.locator(".xg-static").first.text_content()
+        assert "trust the notebook" in static
+        page.screenshot(path=str(tmp_path / "untrusted.png"), full_page=True)
+        if ARTIFACTS.is_dir():
+            shutil.copy(tmp_path / "untrusted.png", ARTIFACTS / "jupyterlab-untrusted.png")
+        assert blocked == []

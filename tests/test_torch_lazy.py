@@ -135,6 +135,24 @@ idx = torch.nonzero(m > 0)
     assert prof.summary()["dynamic_shapes"] == 1 and prof.summary()["fallback_ops"] == 0
 
 
+def test_recompiles_from_a_data_dependent_shape_name_the_op_not_the_batch(run, shell):
+    run("""%%xla_profile --var prof
+for k in [2, 4, 6]:
+    x = torch.arange(8, device=dev)
+    idx = torch.nonzero(x < k).squeeze(1)
+    y = (x[idx] * 2).sum()
+    torch._lazy.mark_step()
+""")
+    prof = shell.user_ns["prof"]
+    finding = prof.findings[prof.findings["title"].str.contains("recompilation")].iloc[0]
+    assert finding["title"].startswith("2 recompilations from changing shapes that follow the")
+    assert (
+        "aten::nonzero (cell line 4) returns as many elements as the data holds"
+        in (finding["detail"])
+    )
+    assert "pad batches" not in finding["advice"] and "torch.where" in finding["advice"]
+
+
 def test_missing_lowering_fallback_from_mse_loss(run, shell):
     run("""%%xla_profile --var prof
 a, b = torch.randn(4, 3, device=dev), torch.randn(4, 3, device=dev)

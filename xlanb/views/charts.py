@@ -11,6 +11,7 @@ a notebook reopened without its kernel's extensions).
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import numpy as np
@@ -183,6 +184,17 @@ def percentile_figure(profile: Profile, columns: int = 2) -> dict[str, Any] | No
     return {"data": data, "layout": layout}
 
 
+_HEX = re.compile(r"[0-9a-f]{16,}")
+
+
+def _short_graph(graph: str) -> str:
+    """A graph's row label: a hash cut to 12 digits (enough to tell graphs apart), a name
+    (``jit(train_step)``) kept whole up to 40 characters."""
+    if _HEX.fullmatch(graph):
+        return graph[:12]
+    return graph if len(graph) <= 40 else graph[:39] + "…"
+
+
 def timeline_events(profile: Profile) -> pd.DataFrame:
     """Compile and execution events with a known time: graph, kind, start and end seconds
     after the cell started (runtimes time-stamp an event when it ends)."""
@@ -197,7 +209,7 @@ def timeline_events(profile: Profile) -> pd.DataFrame:
         )
         events.append(
             {
-                "graph": f"{row['backend']} {graph[:12]}",
+                "graph": f"{row['backend']} {_short_graph(graph)}",
                 "kind": event.kind,
                 "start": end - event.seconds,
                 "end": end,
@@ -326,14 +338,15 @@ def timeline_figure(profile: Profile) -> dict[str, Any] | None:
             }
         )
     graphs = events["graph"].nunique()
-    layout = _base_layout(height_px=min(120 + 22 * graphs, 600))
+    layout = _base_layout(height_px=min(150 + 22 * graphs, 600))
     layout["margin"]["l"] = 170
+    layout["margin"]["t"] = 60  # the legend sits above the plot, never over the bars
     layout.update(
         {
             "barmode": "overlay",
             "xaxis": _axis_style(title=f"time in cell ({unit})", rangemode="tozero"),
             "yaxis": _axis_style(automargin=True, type="category"),
-            "legend": {"orientation": "h", "y": 1.12, "font": {"color": INK}},
+            "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "font": {"color": INK}},
         }
     )
     return {"data": data, "layout": layout}

@@ -164,13 +164,23 @@ def _top_ops(profile: Profile) -> str:
     )
 
 
+#: Inline styles of the first screen (headline, findings), read the same untrusted, where
+#: JupyterLab drops the <style> element but keeps these.
+_HEAD_SPAN = "margin-right:1.4em;white-space:nowrap"
+_RED = "color:#d62728"
+_SEVERITY_COLOURS = {"error": "#d62728", "warning": "#c08a00", "info": "#888888"}
+
+
 def _findings(profile: Profile) -> str:
     parts = []
     for row in profile.findings.itertuples():
         severity = escape(str(row.severity))
+        colour = _SEVERITY_COLOURS.get(str(row.severity), "#888888")
         parts.append(
-            f"<div class='xlanb-finding xlanb-sev-{severity}'>"
-            f"<span class='xlanb-sev'>{severity}</span> <b data-field='cost'>"
+            f"<div class='xlanb-finding xlanb-sev-{severity}' style='margin:3px 0;"
+            f"padding-left:6px;border-left:3px solid {colour}'>"
+            f"<span class='xlanb-sev' style='font-weight:600;font-size:11px;color:{colour}'>"
+            f"{severity.upper()}</span> <b data-field='cost'>"
             f"{escape(finding_cost(row))}</b>{escape(str(row.title))}"
             f"<br><small>{escape(str(row.detail))}<br>"
             f"<b>Advice:</b> {escape(str(row.advice))}</small></div>"
@@ -221,7 +231,8 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     head = []
     for label, value in headline(profile):
         bad = label == ALARM_LABEL and numbers["fallback_ops"] > 0
-        css = ' class="xlanb-bad"' if bad else ""
+        # inline styles too: an untrusted notebook drops the <style> element
+        css = f' class="xlanb-bad" style="{_HEAD_SPAN};{_RED}"' if bad else f' style="{_HEAD_SPAN}"'
         head.append(
             f"<span{css} data-field='{escape(label)}'><b>{escape(label)}</b> {escape(value)}</span>"
         )

@@ -22,15 +22,30 @@ def recompilation(profile: Profile) -> list[Finding]:
     if not shape_changes.empty:
         changes = "; ".join(dict.fromkeys(c.split(": ", 1)[1] for c in shape_changes["cause"]))
         seconds = shape_changes["seconds"].sum(skipna=True)
+        fallbacks = profile.fallbacks
+        dynamic = fallbacks[fallbacks["cause"] == "dynamic_shape"]
+        if dynamic.empty:
+            cause, why = "input shapes", ""
+            advice = (
+                "Keep shapes static: pad batches to a fixed size or bucket them into a few "
+                "sizes, and drop the last partial batch (drop_last=True)."
+            )
+        else:  # the shapes change because an op's output size follows the data
+            ops = ", ".join(dict.fromkeys(dynamic["op"].astype(str)))
+            cause = "shapes that follow the data"
+            why = (
+                f" {ops}{_lines(dynamic)} returns as many elements as the data holds, so what "
+                "is computed from it changes shape from step to step."
+            )
+            advice = FALLBACK_ADVICE["dynamic_shape"]
         findings.append(
             {
                 "severity": "warning",
-                "title": f"{counted(len(shape_changes), 'recompilation')} from changing "
-                "input shapes" + _lines(shape_changes),
-                "detail": f"Same graph, new shapes: {changes}. "
+                "title": f"{counted(len(shape_changes), 'recompilation')} from changing {cause}"
+                + _lines(shape_changes),
+                "detail": f"Same graph, new shapes: {changes}.{why} "
                 f"{format_seconds(seconds)} spent compiling them.",
-                "advice": "Keep shapes static: pad batches to a fixed size or bucket them into a "
-                "few sizes, and drop the last partial batch (drop_last=True).",
+                "advice": advice,
                 "seconds": float(seconds),
             }
         )

@@ -102,7 +102,8 @@ def graph_fragment(
     group_attr = f' data-diff-group="{escape(group)}"' if group else ""
     note = (
         f"{escape(graph_title(graph))}: {len(graph.nodes):,} nodes, {len(graph.edges):,} "
-        "edges (the interactive viewer needs JavaScript)"
+        "edges. The interactive viewer needs JavaScript: in JupyterLab, trust the notebook "
+        "(File > Trust Notebook, or jupyter trust NOTEBOOK.ipynb) and run the cell again"
     )
     return (
         f'<div class="xlanb-graph" id="{element_id}" data-kind="{escape(graph.kind)}"'
