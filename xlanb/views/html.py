@@ -176,14 +176,15 @@ def _findings(profile: Profile) -> str:
     for row in profile.findings.itertuples():
         severity = escape(str(row.severity))
         colour = _SEVERITY_COLOURS.get(str(row.severity), "#888888")
+        advice = str(row.advice) if isinstance(row.advice, str) else ""
+        advice_html = f"<br><b>Advice:</b> {escape(advice)}" if advice else ""
         parts.append(
             f"<div class='xlanb-finding xlanb-sev-{severity}' style='margin:3px 0;"
             f"padding-left:6px;border-left:3px solid {colour}'>"
             f"<span class='xlanb-sev' style='font-weight:600;font-size:11px;color:{colour}'>"
             f"{severity.upper()}</span> <b data-field='cost'>"
             f"{escape(finding_cost(row))}</b>{escape(str(row.title))}"
-            f"<br><small>{escape(str(row.detail))}<br>"
-            f"<b>Advice:</b> {escape(str(row.advice))}</small></div>"
+            f"<br><small>{escape(str(row.detail))}{advice_html}</small></div>"
         )
     return "".join(parts)
 

@@ -31,11 +31,12 @@ def recompilation(profile: Profile) -> list[Finding]:
                 "sizes, and drop the last partial batch (drop_last=True)."
             )
         else:  # the shapes change because an op's output size follows the data
-            ops = ", ".join(dict.fromkeys(dynamic["op"].astype(str)))
+            names = list(dict.fromkeys(dynamic["op"].astype(str)))
+            verb = "returns" if len(names) == 1 else "return"
             cause = "shapes that follow the data"
             why = (
-                f" {ops}{_lines(dynamic)} returns as many elements as the data holds, so what "
-                "is computed from it changes shape from step to step."
+                f" {', '.join(names)}{_lines(dynamic)} {verb} as many elements as the data "
+                "holds, so what is computed from it changes shape from step to step."
             )
             advice = FALLBACK_ADVICE["dynamic_shape"]
         findings.append(
