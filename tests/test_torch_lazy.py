@@ -306,6 +306,16 @@ for batch in [2, 4, 6]:
         "%%xla_profile -q --max-compiles 0\nz = (torch.randn(2, 2).to(dev) @ base).sum()\n"
         "torch._lazy.mark_step()"
     )  # cached: within budget
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as shown:
+        shell.run_cell(
+            "%%xla_profile -q --max-compiles 0\nz = (torch.randn(3, 2).to(dev) @ base).sum()\n"
+            "torch._lazy.mark_step()"
+        )
+    traceback = shown.stdout + shown.stderr
+    assert "CompileBudgetExceeded" in traceback and "compiled 1 graphs" not in traceback
+    assert "compile_budget_error" not in traceback and "magics.py" not in traceback
 
 
 def test_compare_two_profiles_of_the_same_loop(run, shell):

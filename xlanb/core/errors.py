@@ -42,6 +42,11 @@ class CompileBudgetExceeded(XlanbError):
         self.limit = limit
         super().__init__(message)
 
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it: the message (the graphs and their causes), not the
+        frames of xlanb's magic that raised it."""
+        return [f"{type(self).__name__}: {self}"]
+
 
 class SchemaError(XlanbError):
     """A frame was built with a column its schema (:data:`xlanb.core.schema.SCHEMA`) does not

@@ -14,7 +14,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from xlanb.analysis.compare import Comparison, compare
-from xlanb.analysis.findings import check_compile_budget
+from xlanb.analysis.findings import compile_budget_error
 from xlanb.api import history, profile
 from xlanb.capture import backends
 from xlanb.capture.device_trace import WINDOW_RUNS
@@ -150,7 +150,9 @@ class XlaProfileMagics(Magics):
             if args.output:
                 self._write_report(recorder.profile, _unquote(args.output), args.quiet)
         if args.max_compiles is not None:
-            check_compile_budget(recorder.profile, args.max_compiles)
+            error = compile_budget_error(recorder.profile, args.max_compiles)
+            if error is not None:
+                raise error
         return value
 
     @staticmethod

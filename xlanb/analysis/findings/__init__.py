@@ -29,6 +29,7 @@ from xlanb.analysis.findings.rank_rules import (
 )
 from xlanb.analysis.findings.torch_rules import cpu_fallbacks, forced_syncs, recompilation
 from xlanb.core.profile import Profile, make_frame
+from xlanb.core.words import counted
 
 __all__ = [
     "DIVERGENT_SHOWN",
@@ -39,7 +40,7 @@ __all__ = [
     "SEVERITY_ORDER",
     "Finding",
     "by_cost",
-    "check_compile_budget",
+    "compile_budget_error",
     "cpu_fallbacks",
     "findings_frame",
     "forced_syncs",
@@ -95,25 +96,25 @@ def by_cost(rows: list[Finding], wall_seconds: float) -> list[Finding]:
     return sorted(rows, key=lambda f: (-cost(f), SEVERITY_ORDER.get(f["severity"], 9)))
 
 
-def check_compile_budget(profile: Profile, limit: int) -> None:
-    """Raise :class:`xlanb.CompileBudgetExceeded` when `profile` compiled more than `limit`
-    graphs (JAX's eager single-op compiles are not counted)."""
+def compile_budget_error(profile: Profile, limit: int):
+    """The :class:`xlanb.CompileBudgetExceeded` to raise when `profile` compiled more than
+    `limit` graphs (JAX's eager single-op compiles are not counted), else None. The caller
+    raises it, so the user's traceback ends there, not in xlanb's rules."""
     from xlanb.core.errors import CompileBudgetExceeded
 
     compiles = profile.compiles
     if "eager" in compiles.columns:
         compiles = compiles[compiles["eager"] != True]  # noqa: E712 - NaN means not eager
     if len(compiles) <= limit:
-        return
+        return None
     shown = []
     for row in compiles.head(10).itertuples():
         where = f" at cell line {row.cell_line}" if not pd.isna(row.cell_line) else ""
         shown.append(f"  {row.backend} {row.graph}{where}: {row.cause}")
     more = f"\n  ... and {len(compiles) - 10} more" if len(compiles) > 10 else ""
-    raise CompileBudgetExceeded(
-        f"{profile.name} compiled {len(compiles)} graphs, more than --max-compiles {limit}:\n"
-        + "\n".join(shown)
-        + more,
+    return CompileBudgetExceeded(
+        f"{profile.name} compiled {counted(len(compiles), 'graph')}, more than --max-compiles "
+        f"{limit}:\n" + "\n".join(shown) + more,
         len(compiles),
         limit,
     )
