@@ -69,6 +69,7 @@ def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
             "    t = torch.ones(3, device='lazy').sum()\n"
             "    torch._lazy.mark_step()\n"
             "    time.sleep(0.07)\n"
+            "print('from the cell')\n"
             "t.nonzero()",
         ]
     ]
@@ -81,12 +82,13 @@ def test_live_view_updates_while_the_cell_runs_then_becomes_the_summary():
     ]
     assert len(live_updates) >= 2
     assert "<b>executions</b> 0" not in live_updates[-1]  # progress was seen mid-cell
-    final = client.updates[-1]
-    assert "<b>executions</b> 30 (" in final["text/html"]
-    assert "xlanb live" not in final["text/html"]
+    assert client.updates[-1]["text/html"] == ""  # the live line is emptied at the end
+    # then, as without --live: the cell's own output, the summary, the charts, in that order
     outputs = notebook.cells[2].outputs
-    assert "<b>dynamic shapes</b> 1" in outputs[0]["data"]["text/html"]  # replaced in place
-    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs[1:])
+    assert outputs[1]["output_type"] == "stream" and outputs[1]["text"] == "from the cell\n"
+    summary = outputs[2]["data"]["text/html"]
+    assert "<b>executions</b> 30 (" in summary and "<b>dynamic shapes</b> 1" in summary
+    assert any("application/vnd.plotly.v1+json" in o.get("data", {}) for o in outputs[3:])
 
 
 SOAK_PROBE = (

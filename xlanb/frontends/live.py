@@ -1,6 +1,6 @@
 """``--live``: a line under a running cell with compiles, executions, syncs and CPU fallbacks
-so far, refreshed about twice a second; it becomes the cell's normal summary when the cell
-ends."""
+so far, refreshed about twice a second; when the cell ends it is emptied and the normal summary and
+charts follow the cell's own output."""
 
 from __future__ import annotations
 
@@ -45,8 +45,9 @@ class LiveView:
             self._handle.update(HTML(live_html(self._recorder.progress(), elapsed)))
             self.updates += 1
 
-    def stop(self, final) -> None:
-        """Stop refreshing and replace the live line with `final` (the Profile)."""
+    def stop(self) -> None:
+        """Stop refreshing and empty the live line: the cell's summary and charts then come
+        together under the cell's own output, as without ``--live``."""
         self._stopped.set()
         self._thread.join()
-        self._handle.update(final)
+        self._handle.update({"text/plain": "", "text/html": ""}, raw=True)

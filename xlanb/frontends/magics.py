@@ -24,7 +24,7 @@ from xlanb.frontends.autoprofile import AutoProfiler
 from xlanb.frontends.cells import cell_number
 from xlanb.frontends.live import LiveView
 from xlanb.frontends.status import status_text
-from xlanb.views.notebook import display_charts, display_profile
+from xlanb.views.notebook import display_profile
 
 
 def _unquote(text: str) -> str:
@@ -143,9 +143,8 @@ class XlaProfileMagics(Magics):
             if args.var:
                 self.shell.user_ns[args.var] = recorder.profile
             if live is not None:
-                live.stop(recorder.profile)  # the live line becomes the summary
-                display_charts(recorder.profile)
-            elif not args.quiet:
+                live.stop()
+            if not args.quiet:
                 display_profile(recorder.profile)
             if args.output:
                 self._write_report(recorder.profile, _unquote(args.output), args.quiet)
