@@ -234,6 +234,24 @@ for _ in range(12):
     assert list(again.findings["severity"]) == ["info"]
 
 
+def test_a_callback_in_a_scan_is_counted_per_iteration(run, shell):
+    run("""%%xla_profile -b jax -q --var prof
+def _triple(v):
+    return np.asarray(v) * 3
+@jax.jit
+def jt_scan(x):
+    def body(c, _):
+        y = jax.pure_callback(_triple, jax.ShapeDtypeStruct(c.shape, c.dtype), c)
+        return y / 3, None
+    return jax.lax.scan(body, x, None, length=10)[0]
+for _ in range(4):
+    out = jt_scan(xa)
+""")
+    row = shell.user_ns["prof"].fallbacks.iloc[0]
+    assert row["op"] == "pure_callback in jit(jt_scan)" and row["calls"] == 4
+    assert row["count"] == 40  # 10 iterations a run, counted by the device trace
+
+
 def test_debug_print_and_no_graphs(run, shell, capfd):
     run("""%%xla_profile -b jax -q --no-graphs --var prof
 @jax.jit

@@ -55,6 +55,8 @@ _CALLBACK_TARGETS = (
 class CallbackOp:
     op: str
     frames: list[tuple[str, str, int]]
+    #: The HLO instruction (``pure_callback.7``): what the device trace's events name.
+    instruction: str = ""
 
 
 _MISS_AT = re.compile(
@@ -175,6 +177,7 @@ def count_stablehlo_ops(text: str) -> int:
 _CALLBACK_LINE = re.compile(r'custom_call_target="(?P<target>[^"]+)"')
 _OP_TYPE = re.compile(r'op_type="(?P<op>[^"]+)"')
 _STACK_ID = re.compile(r"stack_frame_id=(?P<id>\d+)")
+_INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=")
 
 
 def callback_instructions(hlo_text: str) -> list[CallbackOp]:
@@ -187,7 +190,8 @@ def callback_instructions(hlo_text: str) -> list[CallbackOp]:
         op = _OP_TYPE.search(line)
         stack = _STACK_ID.search(line)
         frames = frames_of(int(stack["id"])) if stack else []
-        ops.append(CallbackOp(op["op"] if op else "callback", frames))
+        name = _INSTRUCTION.match(line)
+        ops.append(CallbackOp(op["op"] if op else "callback", frames, name["name"] if name else ""))
     return ops
 
 

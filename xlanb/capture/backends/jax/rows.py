@@ -441,6 +441,7 @@ def _fallback_rows(
 ) -> None:
     runs = {row["graph"]: row["count"] for row in executions}
     compiled = {row["graph"] for row in compiles if not row["eager"]}
+    per_run = _callbacks_per_run(capture)
     for graph in dict.fromkeys([*runs, *compiled]):
         ops = session.callback_ops.get(graph)
         if not ops:
@@ -449,12 +450,14 @@ def _fallback_rows(
         for op in ops:
             where = location_fields(op.frames, options)
             key = (op.op, where["location"])
+            # a callback in a loop (lax.scan) runs many times a run: the trace counted them
+            count = round(per_run.get((graph, op.instruction), 1.0) * runs.get(graph, 0))
             row = grouped.get(key)
             if row is None:
                 grouped[key] = {
                     "backend": NAME,
                     "op": f"{op.op} in {graph}",
-                    "count": runs.get(graph, 0),
+                    "count": count,
                     "cause": HOST_CALLBACK,
                     "advice": ADVICE[HOST_CALLBACK],
                     **where,
@@ -462,7 +465,7 @@ def _fallback_rows(
                     "calls": runs.get(graph, 0),
                 }
             else:
-                row["count"] += runs.get(graph, 0)
+                row["count"] += count
         for row in grouped.values():
             capture.add("fallbacks", row)
     grouped_transfers: dict[tuple[str, str, str | None], dict[str, Any]] = {}
@@ -492,6 +495,21 @@ def _fallback_rows(
             row["calls"] += 1
     for row in grouped_transfers.values():
         capture.add("fallbacks", row)
+
+
+def _callbacks_per_run(capture: Capture) -> dict[tuple[str, str], float]:
+    """(graph, HLO instruction) -> how many times a callback instruction ran per run of its
+    program, from the device trace: its events over the program's traced runs."""
+    traced_runs = Counter(
+        span["graph"]
+        for span in capture.rows.get("spans", [])
+        if span["lane"] == "device" and not span.get("estimated")
+    )
+    return {
+        (op["graph"], op["op"]): op["count"] / traced_runs[op["graph"]]
+        for op in capture.rows.get("ops", [])
+        if traced_runs.get(op["graph"])
+    }
 
 
 def _read_rows(capture: Capture, reads: list[Read], options: CaptureOptions) -> None:
