@@ -3,6 +3,7 @@ runtimes start with the debug switches set (as a user's `%load_ext xlanb` would)
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -13,7 +14,9 @@ import xlanb
 # What a user's `%load_ext xlanb` does before they import a runtime: set its debug switches.
 # Done here, before pytest imports any test module, so that no module or fixture can start a
 # runtime (torch_xla reads its switches at import) before the switches are set.
-xlanb.enable()
+# The torch_xla suite checks every HLO op's source line, so its environment starts with the
+# costly switches too (`--deep`); the default set is checked in a child process there.
+xlanb.enable(deep=importlib.util.find_spec("torch_xla") is not None)
 # Every frame built with make_frame must use only the columns xlanb/core/schema.py declares
 # (read on each call; inherited by the worker processes the tests start).
 os.environ.setdefault("XLANB_STRICT_SCHEMA", "1")

@@ -290,3 +290,54 @@ def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_prof
     prof = shell.user_ns["with_xla_child"]
     assert len(prof.compiles) == 2, prof.compiles
     assert len(set(prof.graphs["graph"])) == 2
+
+
+SWITCHES_CHILD = """
+import json, xlanb
+xlanb.enable()
+import torch, torch_xla
+from xlanb.capture import switches
+dev = torch_xla.device()
+w = torch.randn(64, 64, device=dev)
+torch_xla.sync()
+with xlanb.profile(backend="torch_xla") as prof:
+    for _ in range(3):
+        w = torch.relu(w @ w) / 64
+        torch_xla.sync()
+lines = prof.ops["source_line"].dropna() if "source_line" in prof.ops else []
+print(json.dumps({
+    "set": {n: switches.value(n) for n in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "PT_XLA_DEBUG_LEVEL")},
+    "causes": prof.compiles["cause"].astype(str).tolist(),
+    "hlo": int((prof.graphs["kind"] == "hlo_optimized").sum()),
+    "ops": len(prof.ops),
+    "ops_with_lines": int((lines > 0).sum()),
+}))
+"""
+
+
+@pytest.mark.parametrize("deep", [False, True])
+def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, deep):
+    """`%load_ext xlanb` sets only the switches that do not slow tracing (compile analysis,
+    dump); `--deep` (XLANB_DEEP=1) adds XLA_IR_DEBUG/XLA_HLO_DEBUG for every op's line."""
+    import subprocess
+    import sys
+
+    from tests.helpers import clean_env
+
+    env = clean_env(PJRT_DEVICE="CPU", **({"XLANB_DEEP": "1"} if deep else {}))
+    child = tmp_path / "child.py"
+    child.write_text(SWITCHES_CHILD)
+    done = subprocess.run(
+        [sys.executable, str(child)], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["set"]["PT_XLA_DEBUG_LEVEL"] == "1"
+    assert seen["causes"] and seen["causes"][0] == "new graph" and seen["hlo"] >= 1
+    assert seen["ops"] > 0
+    if deep:
+        assert seen["set"]["XLA_IR_DEBUG"] == seen["set"]["XLA_HLO_DEBUG"] == "1"
+        assert seen["ops_with_lines"] > 0
+    else:
+        assert seen["set"]["XLA_IR_DEBUG"] is None and seen["set"]["XLA_HLO_DEBUG"] is None
+        assert seen["ops_with_lines"] == 0

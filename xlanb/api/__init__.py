@@ -109,12 +109,15 @@ def record(
     return record_rank(directory, name=name, backend=backend, graphs=graphs, **identity)
 
 
-def enable() -> list[str]:
+def enable(deep: bool | None = None) -> list[str]:
     """Set the debug switches of every installed runtime that has not started yet.
 
-    Call it before importing torch_xla (or before the first torch._lazy sync). Returns, and
-    prints, one line per runtime that started too early to be configured."""
-    notes = switches.enable(list(BACKENDS.values()))
+    Call it before importing torch_xla (or before the first torch._lazy sync). `deep=True`
+    (or ``XLANB_DEEP=1`` in the environment) also sets the switches that cost the user's
+    tracing time: torch_xla's ``XLA_IR_DEBUG``/``XLA_HLO_DEBUG``, for the source line of
+    every HLO op. Returns, and prints, one line per runtime that started too early to be
+    configured."""
+    notes = switches.enable(list(BACKENDS.values()), deep)
     for note in notes:
         print(note)
     return notes

@@ -64,10 +64,17 @@ def seal(backends: list) -> list[str]:
     return sealed
 
 
-def enable(backends: list) -> list[str]:
-    """Set each installed runtime's debug switches if it has not started yet.
+#: Set to 1 in the environment for the costly switches too (what ``enable(deep=True)`` does).
+DEEP_ENV = "XLANB_DEEP"
+
+
+def enable(backends: list, deep: bool | None = None) -> list[str]:
+    """Set each installed runtime's debug switches if it has not started yet; `deep` (default:
+    ``XLANB_DEEP=1`` in the environment) adds the costly ones.
 
     Returns one-line notes for runtimes that started too early (each said once a session)."""
+    if deep is None:
+        deep = os.environ.get(DEEP_ENV) == "1"
     notes = []
     for backend in backends:
         if not backend.is_installed():
@@ -84,7 +91,7 @@ def enable(backends: list) -> list[str]:
             continue
         inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
         ours = {}
-        for name, setting in backend.debug_switches(workdir.path()).items():
+        for name, setting in backend.debug_switches(workdir.path(), deep).items():
             current = os.environ.get(name, "")
             if name == "XLA_FLAGS":
                 flags = [f for f in current.split() if f not in inherited.get(name, "").split()]

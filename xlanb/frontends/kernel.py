@@ -20,6 +20,7 @@ from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
 DEFAULT_NAME = "xlanb"
 RUNTIMES_ENV = "XLANB_KERNEL_RUNTIMES"  # runtimes installed when the spec was made
 PROFILE_ALL_ENV = "XLANB_PROFILE_ALL"
+DEEP_ENV = "XLANB_DEEP"  # xlanb.capture.switches.DEEP_ENV (not imported: a light module)
 
 
 def _template_dir() -> Path:
@@ -141,6 +142,12 @@ def main(argv: list[str]) -> int:
         help="environment for the kernel; overrides any debug switch",
     )
     add.add_argument("--profile-all", action="store_true", help="profile every cell")
+    add.add_argument(
+        "--deep",
+        action="store_true",
+        help="also the costly debug switches: the source line of every torch_xla HLO op "
+        "(XLA_IR_DEBUG/XLA_HLO_DEBUG slow the user's tracing; see bench/switches.py)",
+    )
     commands.add_parser("list", help="list installed xlanb kernels")
     remove = commands.add_parser("uninstall", help="remove an xlanb kernel spec")
     remove.add_argument("name")
@@ -152,6 +159,8 @@ def main(argv: list[str]) -> int:
             if not sep or not key:
                 parser.error(f"--env takes KEY=VALUE, not {item!r}")
             env[key] = value
+        if args.deep:
+            env.setdefault(DEEP_ENV, "1")
         prefix = sys.prefix if args.sys_prefix else args.prefix
         directory = install(
             args.name, args.display_name, env, args.profile_all, user=args.user, prefix=prefix

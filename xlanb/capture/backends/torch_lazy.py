@@ -75,7 +75,7 @@ def has_started() -> bool:
 switches_read = has_started
 
 
-def debug_switches(workdir: str) -> dict[str, str]:
+def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
     return {
         "LTC_SAVE_TENSORS_FILE": os.path.join(workdir, "ltc_graphs.txt"),
         "LTC_SAVE_TENSORS_FMT": "text",

@@ -79,17 +79,21 @@ def switches_read() -> bool:
     return "CompileTime" in modules[1].metric_names()
 
 
-def debug_switches(workdir: str) -> dict[str, str]:
+def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
+    """The switches for compile causes (the debug file) and graphs (the dump); with `deep`,
+    also the Python source line of every IR node and HLO op (``XLA_IR_DEBUG``/
+    ``XLA_HLO_DEBUG``), which slows the user's tracing (see ``bench/switches.py``)."""
     dump_dir = os.path.join(workdir, "xla_dump")
     os.makedirs(dump_dir, exist_ok=True)
-    return {
+    switches = {
         # Level 1 writes one analysis per compile; level 2 adds one per execution (slower).
         "PT_XLA_DEBUG_LEVEL": "1",
         "PT_XLA_DEBUG_FILE": os.path.join(workdir, "pt_xla_debug.txt"),
-        "XLA_IR_DEBUG": "1",
-        "XLA_HLO_DEBUG": "1",
         "XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text",
     }
+    if deep:
+        switches.update(XLA_IR_DEBUG="1", XLA_HLO_DEBUG="1")
+    return switches
 
 
 def _metrics_module():

@@ -133,7 +133,7 @@ def has_started() -> bool:
     return False
 
 
-def debug_switches(workdir: str) -> dict[str, str]:
+def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
     return {}
 
 

@@ -1,0 +1,125 @@
+"""What each runtime debug switch costs the user's own loop, against a process without it.
+
+    PJRT_DEVICE=CPU .venv-xla/bin/python bench/switches.py
+
+The switches are read once, at the runtime's start, so every arm is its own process: a
+12-block MLP (Linear, GELU, LayerNorm: tracing-heavy, ~100 IR nodes a block) runs `--steps`
+training steps after a warm-up, and the child reports the median host time per step (tracing
+and launching up to ``torch_xla.sync()``; device time is waited for separately) and the
+compile time of its first steps (the runtime's ``CompileTime``). Arms run in rotating order,
+`--repeats` times. Writes section "switches" of ``bench/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import results
+
+CHILD = r"""
+import json, statistics, sys, time
+import torch, torch_xla, torch_xla.core.xla_model as xm
+import torch_xla.debug.metrics as met
+steps = int(sys.argv[1])
+dev = torch_xla.device()
+torch.manual_seed(0)
+blocks = [torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.GELU(), torch.nn.LayerNorm(128))
+          for _ in range(12)]
+model = torch.nn.Sequential(*blocks).to(dev)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x, y = torch.randn(32, 128).to(dev), torch.randn(32, 128).to(dev)
+def step():
+    opt.zero_grad()
+    loss = ((model(x) - y) ** 2).mean()
+    loss.backward()
+    opt.step()
+    torch_xla.sync()
+for _ in range(5):
+    step()
+xm.wait_device_ops()
+compile_s = met.metric_data("CompileTime")[1] / 1e9
+host = []
+for _ in range(steps):
+    started = time.perf_counter()
+    step()
+    host.append(time.perf_counter() - started)
+    xm.wait_device_ops()
+print(json.dumps({"host_ms": statistics.median(host) * 1e3, "compile_s": compile_s}))
+"""
+
+
+def arms(workdir: str) -> dict[str, dict[str, str]]:
+    """Each arm's switches (what `xlanb.enable()` sets on torch_xla, split by what it buys)."""
+    dump = os.path.join(workdir, "dump")
+    debug_file = os.path.join(workdir, "debug.txt")
+    analysis = {"PT_XLA_DEBUG_LEVEL": "1", "PT_XLA_DEBUG_FILE": debug_file}
+    source = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
+    dumps = {"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"}
+    return {
+        "none": {},
+        "compile analysis": analysis,
+        "dump": dumps,
+        "analysis + dump (default)": {**analysis, **dumps},
+        "IR/HLO source (--deep)": source,
+        "all": {**analysis, **dumps, **source},
+    }
+
+
+def run_arm(switches: dict[str, str], steps: int) -> dict[str, float]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("XLA_", "PT_XLA_", "XLANB_"))
+    }
+    env.update(PJRT_DEVICE="CPU", **switches)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(steps)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--steps", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        plan = arms(workdir)
+        names = list(plan)
+        figures: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+        for index in range(args.repeats):
+            for name in names[index % len(names) :] + names[: index % len(names)]:
+                figures[name].append(run_arm(plan[name], args.steps))
+    base_host = statistics.median(f["host_ms"] for f in figures["none"])
+    base_compile = statistics.median(f["compile_s"] for f in figures["none"])
+    print(f"{'switches':<28} {'host ms/step':>12} {'ratio':>6} {'compile s':>10} {'ratio':>6}")
+    table = {}
+    for name in names:
+        host = statistics.median(f["host_ms"] for f in figures[name])
+        compile_s = statistics.median(f["compile_s"] for f in figures[name])
+        table[name] = {
+            "host_ms": host,
+            "host_ratio": host / base_host,
+            "compile_s": compile_s,
+            "compile_ratio": compile_s / base_compile,
+        }
+        print(
+            f"{name:<28} {host:>12.2f} {host / base_host:>6.2f} {compile_s:>10.3f} "
+            f"{compile_s / base_compile:>6.2f}"
+        )
+    results.write("switches", table)
+
+
+if __name__ == "__main__":
+    main()
