@@ -4,9 +4,11 @@
 
 The switches are read once, at the runtime's start, so every arm is its own process: a
 12-block MLP (Linear, GELU, LayerNorm: tracing-heavy, ~100 IR nodes a block) runs `--steps`
-training steps after a warm-up, and the child reports the median host time per step (tracing
-and launching up to ``torch_xla.sync()``; device time is waited for separately) and the
-compile time of its first steps (the runtime's ``CompileTime``). Arms run in rotating order,
+training steps after a warm-up, and the child reports the median CPU time of the Python thread
+(``time.thread_time``: steadier than wall time on a shared machine) per step spent
+tracing (the step's Python up to ``torch_xla.sync()``) and in the sync (hashing the graph,
+launching it; device time is waited for separately), and the compile time of its first steps
+(the runtime's ``CompileTime``). Arms run in rotating order,
 `--repeats` times. Writes section "switches" of ``bench/results.json``.
 """
 
@@ -34,23 +36,27 @@ blocks = [torch.nn.Sequential(torch.nn.Linear(128, 128), torch.nn.GELU(), torch.
 model = torch.nn.Sequential(*blocks).to(dev)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x, y = torch.randn(32, 128).to(dev), torch.randn(32, 128).to(dev)
-def step():
+def trace():
     opt.zero_grad()
     loss = ((model(x) - y) ** 2).mean()
     loss.backward()
     opt.step()
-    torch_xla.sync()
 for _ in range(5):
-    step()
+    trace()
+    torch_xla.sync()
 xm.wait_device_ops()
 compile_s = met.metric_data("CompileTime")[1] / 1e9
-host = []
+traced, synced = [], []
 for _ in range(steps):
-    started = time.perf_counter()
-    step()
-    host.append(time.perf_counter() - started)
+    started = time.thread_time()
+    trace()
+    middle = time.thread_time()
+    torch_xla.sync()
+    traced.append(middle - started)
+    synced.append(time.thread_time() - middle)
     xm.wait_device_ops()
-print(json.dumps({"host_ms": statistics.median(host) * 1e3, "compile_s": compile_s}))
+print(json.dumps({"trace_ms": statistics.median(traced) * 1e3,
+                  "sync_ms": statistics.median(synced) * 1e3, "compile_s": compile_s}))
 """
 
 
@@ -101,22 +107,24 @@ def main() -> None:
         for index in range(args.repeats):
             for name in names[index % len(names) :] + names[: index % len(names)]:
                 figures[name].append(run_arm(plan[name], args.steps))
-    base_host = statistics.median(f["host_ms"] for f in figures["none"])
-    base_compile = statistics.median(f["compile_s"] for f in figures["none"])
-    print(f"{'switches':<28} {'host ms/step':>12} {'ratio':>6} {'compile s':>10} {'ratio':>6}")
+
+    def median(name: str, key: str) -> float:
+        return statistics.median(f[key] for f in figures[name])
+
+    base = {key: median("none", key) for key in ("trace_ms", "sync_ms", "compile_s")}
+    print(
+        f"{'switches':<28} {'trace ms/step':>13} {'ratio':>6} {'sync ms/step':>12} {'ratio':>6} "
+        f"{'compile s':>9} {'ratio':>6}"
+    )
     table = {}
     for name in names:
-        host = statistics.median(f["host_ms"] for f in figures[name])
-        compile_s = statistics.median(f["compile_s"] for f in figures[name])
-        table[name] = {
-            "host_ms": host,
-            "host_ratio": host / base_host,
-            "compile_s": compile_s,
-            "compile_ratio": compile_s / base_compile,
-        }
+        row = {key: median(name, key) for key in base}
+        row.update({f"{key}_ratio": row[key] / base[key] for key in base})
+        table[name] = row
         print(
-            f"{name:<28} {host:>12.2f} {host / base_host:>6.2f} {compile_s:>10.3f} "
-            f"{compile_s / base_compile:>6.2f}"
+            f"{name:<28} {row['trace_ms']:>13.2f} {row['trace_ms_ratio']:>6.2f} "
+            f"{row['sync_ms']:>12.2f} {row['sync_ms_ratio']:>6.2f} {row['compile_s']:>9.3f} "
+            f"{row['compile_s_ratio']:>6.2f}"
         )
     results.write("switches", table)
 

@@ -67,6 +67,17 @@ def test_spec_is_listed_and_can_be_removed(kernel_prefix):
     assert "xlanb-test" in kernelspecs
 
 
+def test_deep_kernel_asks_for_the_costly_switches(tmp_path):
+    from xlanb.frontends.kernel import main as kernel_main
+
+    assert kernel_main(["install", "--prefix", str(tmp_path), "--name", "k-deep", "--deep"]) == 0
+    spec = json.loads((tmp_path / "share/jupyter/kernels/k-deep/kernel.json").read_text())
+    assert spec["env"]["XLANB_DEEP"] == "1"
+    assert kernel_main(["install", "--prefix", str(tmp_path), "--name", "k-plain"]) == 0
+    plain = json.loads((tmp_path / "share/jupyter/kernels/k-plain/kernel.json").read_text())
+    assert "XLANB_DEEP" not in plain["env"]
+
+
 def test_kernel_sets_switches_before_runtimes_start_and_profiles(kernel_prefix):
     notebook = run_notebook(
         [
