@@ -252,6 +252,15 @@ for _ in range(4):
     assert row["count"] == 40  # 10 iterations a run, counted by the device trace
 
 
+def test_untraced_jax_graph_opens_on_the_optimized_hlo(run, shell):
+    run("@jax.jit\ndef jt_view(x):\n    return jnp.tanh(x @ x).sum()")
+    run("%%xla_profile -b jax -q --no-trace --var prof\nout = jt_view(xa)")
+    prof = shell.user_ns["prof"]
+    assert set(prof.graphs["kind"]) == {"stablehlo", "hlo_optimized"}
+    assert prof.graph(0).kind == "hlo"  # the optimized HLO: fusions and scopes, as XLA runs it
+    assert prof.graph(0, kind="stablehlo").kind == "stablehlo"  # one argument away
+
+
 def test_debug_print_and_no_graphs(run, shell, capfd):
     run("""%%xla_profile -b jax -q --no-graphs --var prof
 @jax.jit

@@ -184,7 +184,8 @@ class Profile:
         An int is a position among the compiled graphs in frame order (``-1``: the last; each
         compile of a JAX function is its own); a str is a graph name or a prefix of one (a hash
         prefix), its latest compile. Of that graph's texts the
-        ``hlo``, then ``stablehlo``, then ``ir`` one is used, unless ``kind`` names another
+        ``hlo``, then ``hlo_optimized`` (JAX), then ``stablehlo``, then ``ir`` one is used,
+        unless ``kind`` names another
         (e.g. ``"hlo_optimized"``); when the ``ops`` frame holds measured device time for the
         graph, its ``hlo_optimized`` text comes first (the instructions the trace names), and
         the Graph's ``measured`` holds those ops (the viewer colours nodes by their time). A
@@ -222,8 +223,8 @@ class Profile:
             preferred = [kind]
         elif measured is not None:
             preferred = ["hlo_optimized", "hlo", "stablehlo", "ir"]
-        else:
-            preferred = ["hlo", "stablehlo", "ir", "hlo_optimized"]
+        else:  # JAX has no "hlo": its optimized HLO (fusions, op_name scopes, source lines)
+            preferred = ["hlo", "hlo_optimized", "stablehlo", "ir"]
         chosen = next((k for k in preferred if k in kinds), None if kind else kinds[0])
         if chosen is None:
             raise KeyError(f"graph {name!r} has no {kind!r} text; it has {', '.join(kinds)}")
