@@ -510,10 +510,25 @@ _READ_KEY_FRAMES = 8
 
 
 def _reader_stack(caller) -> tuple[Frame, ...]:
+    """The reader's stack without JAX's and NumPy's own frames (wherever they are installed:
+    a ``pip install --target`` directory is not ``site-packages``)."""
     frames, _eager = python_stack(caller)
     if any(frame[1].endswith(_CALLBACK_FILES) for frame in frames):
         return ()  # a host callback's own work on its operands (jax.debug.print)
-    return tuple(frames)
+    inside = _runtime_dirs()
+    return tuple(frame for frame in frames if not frame[1].startswith(inside))
+
+
+@functools.cache
+def _runtime_dirs() -> tuple[str, ...]:
+    """The package directories of JAX, jaxlib and NumPy (reading and printing run there)."""
+    dirs = []
+    for name in ("jax", "jaxlib", "numpy"):
+        module = sys.modules.get(name)
+        path = getattr(module, "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(dirs)
 
 
 def _reads_off(restore: Restore) -> None:
