@@ -86,12 +86,11 @@ class Profile:
             "transfers": self._transfers(),
             "wall_seconds": float(self.wall_seconds),
         }
-        numbers.update(dict.fromkeys((key for key, _, _ in HOST_KINDS.values()), 0))
+        numbers.update(dict.fromkeys((kind.key for kind in HOST_KINDS.values()), 0))
         if not self.fallbacks.empty:
             counts = self.fallbacks.groupby(self.fallbacks["cause"].astype(str))["count"].sum()
             for cause, count in counts.items():
-                key = HOST_KINDS.get(str(cause), OTHER_HOST_KIND)[0]
-                numbers[key] += int(count)
+                numbers[HOST_KINDS.get(str(cause), OTHER_HOST_KIND).key] += int(count)
         return numbers
 
     def _transfers(self) -> int:

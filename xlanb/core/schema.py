@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 
@@ -774,19 +774,47 @@ COUNTER_CATEGORIES = (
     "collective",
 )
 
-#: What each ``fallbacks`` cause is to a user: (``Profile.summary`` key, headline label,
-#: one row's kind). Only missing lowerings are CPU fallbacks; the others leave the device
-#: for a reason of the user's code. JAX's host inputs are its transfers (not in the headline
-#: twice).
+
+class HostKind(NamedTuple):
+    """What one ``fallbacks`` cause is to a user."""
+
+    #: Its ``Profile.summary`` key.
+    key: str
+    #: One of them (``sync``), for counts written out (``3 syncs``).
+    noun: str
+    #: Its headline label.
+    label: str
+    #: What a row of it is, in the tables.
+    row: str
+    #: Shown in headlines when not 0 (host inputs are already the transfers).
+    in_headline: bool = True
+
+
+#: Each ``fallbacks`` cause as a user meets it. Only missing lowerings are CPU fallbacks (the
+#: alarm, always in the headline); the others leave the device for a reason of the user's
+#: code. JAX's host inputs are its transfers (not in the headline twice).
 HOST_KINDS = {
-    "item": ("syncs", "syncs", "sync: value read back"),
-    "dynamic_shape": ("dynamic_shapes", "dynamic shapes", "dynamic shape"),
-    "host_callback": ("host_callbacks", "host callbacks", "host callback"),
-    "host_transfer": ("host_inputs", "host inputs", "host input"),
-    "missing_lowering": ("fallback_ops", "CPU fallbacks", "CPU fallback"),
+    "item": HostKind("syncs", "sync", "syncs", "sync: value read back"),
+    "dynamic_shape": HostKind("dynamic_shapes", "dynamic shape", "dynamic shapes", "dynamic shape"),
+    "host_callback": HostKind("host_callbacks", "host callback", "host callbacks", "host callback"),
+    "host_transfer": HostKind(
+        "host_inputs", "host input", "host inputs", "host input", in_headline=False
+    ),
+    "missing_lowering": HostKind("fallback_ops", "CPU fallback", "CPU fallbacks", "CPU fallback"),
 }
-#: The kind of a cause not in HOST_KINDS.
+#: The kind of a cause not in HOST_KINDS, and the alarm.
 OTHER_HOST_KIND = HOST_KINDS["missing_lowering"]
+
+
+def headline_host_kinds(numbers: dict[str, Any]) -> list[HostKind]:
+    """The kinds a headline of these ``Profile.summary`` numbers shows: those not 0, and the
+    CPU fallbacks always."""
+    return [
+        kind
+        for kind in HOST_KINDS.values()
+        if kind.in_headline and (kind is OTHER_HOST_KIND or numbers[kind.key])
+    ]
+
 
 #: Finding severities, most severe first.
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}

@@ -7,6 +7,7 @@ import html
 
 from xlanb.api import profile
 from xlanb.core.errors import BackendUnavailable
+from xlanb.core.schema import headline_host_kinds
 from xlanb.core.words import counted
 from xlanb.frontends.cells import cell_number
 from xlanb.views.html import profile_html
@@ -86,14 +87,9 @@ def one_line(profile) -> str:
         f"{counted(numbers['executions'], 'execution')}, "
         f"{counted(numbers['transfers'], 'transfer')}"
     )
-    for key, noun in (
-        ("syncs", "sync"),
-        ("dynamic_shapes", "dynamic shape"),
-        ("host_callbacks", "host callback"),
-        ("fallback_ops", "CPU fallback"),
-    ):
-        if numbers[key]:
-            text += f", {counted(numbers[key], noun)}"
+    for kind in headline_host_kinds(numbers):
+        if numbers[kind.key]:
+            text += f", {counted(numbers[kind.key], kind.noun)}"
     if len(profile.findings):
         text += f" · {counted(len(profile.findings), 'finding')}"
     return text

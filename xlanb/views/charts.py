@@ -19,7 +19,7 @@ import pandas as pd
 
 from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
-from xlanb.core.schema import HOST_KINDS
+from xlanb.core.schema import HOST_KINDS, headline_host_kinds
 from xlanb.views.escape import escape
 from xlanb.views.summary import time_unit
 
@@ -355,13 +355,9 @@ def timeline_figure(profile: Profile) -> dict[str, Any] | None:
 def comparison_figure(comparison) -> dict[str, Any]:
     """Headline numbers of two profiles side by side: counts on one chart, seconds on one."""
     summary = comparison.summary
-    host = [key for key, _, _ in HOST_KINDS.values() if key != "host_inputs"]
-    counts = [
-        "compiles",
-        "executions",
-        "transfers",
-        *(k for k in host if k == "fallback_ops" or summary.loc[k, ["a", "b"]].any()),
-    ]
+    either = {kind.key: summary.loc[kind.key, ["a", "b"]].any() for kind in HOST_KINDS.values()}
+    counts = ["compiles", "executions", "transfers"]
+    counts += [kind.key for kind in headline_host_kinds(either)]
     seconds = ["compile_seconds", "execute_seconds", "wall_seconds"]
     longest = float(summary.loc[seconds, ["a", "b"]].to_numpy().max()) or 1e-9
     unit, factor = time_unit(longest)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlanb.core.schema import HOST_KINDS
+from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND
 from xlanb.core.units import format_seconds
 
 #: Readable names of the summary's keys, in the order shown.
@@ -13,8 +13,11 @@ LABELS = {
     "executions": "executions",
     "execute_seconds": "execute time",
     "transfers": "transfers",
-    **{key: label for key, label, _ in HOST_KINDS.values()},
+    **{kind.key: kind.label for kind in HOST_KINDS.values()},
 }
+#: Kinds of host work left out of a comparison where both profiles have none (CPU fallbacks,
+#: the alarm, are always shown).
+_OPTIONAL = {kind.key for kind in HOST_KINDS.values() if kind is not OTHER_HOST_KIND}
 
 
 def _value(key: str, value: float) -> str:
@@ -57,9 +60,6 @@ def summary_rows(comparison) -> list[tuple[str, str, str, str]]:
             continue
         rows.append((label, _value(key, a), _value(key, b), change_text(key, a, b)))
     return rows
-
-
-_OPTIONAL = {key for key, _, _ in HOST_KINDS.values() if key != "fallback_ops"}
 
 
 def comparison_text(comparison) -> str:

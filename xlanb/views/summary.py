@@ -7,7 +7,7 @@ import pandas as pd
 from xlanb.analysis.breakdown import host_activity, traced_window
 from xlanb.analysis.time_account import percent
 from xlanb.core.profile import Profile
-from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND
+from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, headline_host_kinds
 from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-exported
 
 
@@ -27,20 +27,17 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
         ("executions", f"{numbers['executions']}{executed}"),
         ("transfers", str(numbers["transfers"])),
     ]
-    for key, label, _ in HOST_KINDS.values():
-        # host inputs are counted in transfers; CPU fallbacks are always shown
-        if key == "fallback_ops" or (key != "host_inputs" and numbers[key]):
-            pairs.append((label, str(numbers[key])))
+    pairs += [(kind.label, str(numbers[kind.key])) for kind in headline_host_kinds(numbers)]
     return pairs
 
 
 #: The headline label that is red when its count is not 0, and the kind of row shown red.
-ALARM_LABEL, ALARM_KIND = OTHER_HOST_KIND[1:]
+ALARM_LABEL, ALARM_KIND = OTHER_HOST_KIND.label, OTHER_HOST_KIND.row
 
 
 def host_kind(cause: object) -> str:
     """What a ``fallbacks`` row is, in words (``sync: value read back``, ``CPU fallback``)."""
-    return HOST_KINDS.get(str(cause), OTHER_HOST_KIND)[2]
+    return HOST_KINDS.get(str(cause), OTHER_HOST_KIND).row
 
 
 #: Bucket colours of the time-account bar (read on light and dark themes).
