@@ -442,3 +442,12 @@ def test_metrics_file_counts_launches_when_the_runs_finish_later():
     assert table["executions"].sum() == 12
     assert prof.executions["count"].sum() == 12
     assert prof.metrics.set_index("name").loc["ExecuteTime", "count"] == 6
+
+
+def test_headline_gives_no_time_the_file_does_not_hold():
+    """A debug file counts compiles and executions but times none: no "(0 µs)"."""
+    from xlanb.views.summary import headline
+
+    head = dict(headline(xlanb.load(XLA / "debug.txt")))
+    assert head["wall"] == "-"
+    assert head["compiles"] == "7" and head["executions"] == "14"

@@ -14,12 +14,12 @@ from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-export
 def headline(profile: Profile) -> list[tuple[str, str]]:
     """(label, value) pairs of the summary line."""
     numbers = profile.summary()
-    timed = numbers["compiles"] and profile.compiles["seconds"].notna().any()
-    compiled = f" ({format_seconds(numbers['compile_seconds'])})" if timed else ""
+    # a time only where the profile holds one (summary() counts unknown seconds as 0)
+    compiled = (
+        f" ({format_seconds(numbers['compile_seconds'])})" if _timed(profile.compiles) else ""
+    )
     executed = (
-        f" ({format_seconds(numbers['execute_seconds'])})"
-        if numbers["executions"] and numbers["execute_seconds"] == numbers["execute_seconds"]
-        else ""
+        f" ({format_seconds(numbers['execute_seconds'])})" if _timed(profile.executions) else ""
     )
     pairs = [
         ("wall", format_seconds(numbers["wall_seconds"]) if numbers["wall_seconds"] else "-"),
@@ -29,6 +29,10 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
     ]
     pairs += [(kind.label, str(numbers[kind.key])) for kind in headline_host_kinds(numbers)]
     return pairs
+
+
+def _timed(frame: pd.DataFrame) -> bool:
+    return not frame.empty and bool(frame["seconds"].notna().any())
 
 
 #: The headline label that is red when its count is not 0, and the kind of row shown red.
