@@ -490,6 +490,18 @@ out = jt_mixed(xa)
     assert list(jax_rows["graph"]) == ["jit(jt_mixed)"] and list(jax_rows["cell_line"]) == [4]
     assert set(prof.executions["backend"]) == {"torch_lazy", "jax"}
     assert executions(prof)["jit(jt_mixed)"] == 1
+    # JAX reads beside one torch read after the step: the torch sync stays information
+    run("""%%xla_profile -q --var prof
+t = (torch.ones(3, device=dev) * 3).sum()
+torch._lazy.mark_step()
+for _ in range(3):
+    float(jt_mixed(xa)[0, 0])
+print((t * 4).item())
+""")
+    prof = shell.user_ns["prof"]
+    assert prof.summary()["syncs"] == 4
+    forced = prof.findings[prof.findings["title"].str.contains("forced sync")]
+    assert list(forced["severity"]) == ["info"], forced[["severity", "title"]]
 
 
 def test_profiled_jax_cell_in_a_real_kernel():

@@ -97,22 +97,21 @@ def forced_syncs(profile: Profile) -> list[Finding]:
 
 
 def _reads(profile: Profile) -> int:
-    """Values read back and data-dependent shapes of torch runtimes in the profile."""
+    """Values read back and data-dependent shapes of torch runtimes in the profile (a JAX
+    read beside them never cuts a torch graph)."""
     fallbacks = profile.fallbacks
-    torch_rows = fallbacks[fallbacks["cause"].isin(["item", "dynamic_shape"])]
+    torch_rows = fallbacks[
+        fallbacks["cause"].isin(["item", "dynamic_shape"])
+        & (fallbacks["backend"] != jax_text.BACKEND)
+    ]
     return int(torch_rows["count"].sum())
 
 
-#: Per cause: (noun, plural, what happened, severity).
+#: Per cause: (noun, what happened, severity).
 _KINDS = {
-    "item": ("value", "values", "read back to the host (syncs)", "warning"),
-    "dynamic_shape": (
-        "op",
-        "ops",
-        "with data-dependent output shapes synced to the host",
-        "warning",
-    ),
-    "missing_lowering": ("op", "ops", "without a lowering fell back to the CPU", "error"),
+    "item": ("value", "read back to the host (syncs)", "warning"),
+    "dynamic_shape": ("op", "with data-dependent output shapes synced to the host", "warning"),
+    "missing_lowering": ("op", "without a lowering fell back to the CPU", "error"),
 }
 
 
@@ -125,14 +124,14 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
         if cause in _JAX_FALLBACK_CAUSES:  # see jax_host_callbacks, jax_host_transfers
             continue
         count = int(rows["count"].sum())
-        noun, plural, happened, severity = _KINDS.get(str(cause), _KINDS["missing_lowering"])
+        noun, happened, severity = _KINDS.get(str(cause), _KINDS["missing_lowering"])
         if cause == "item" and count <= 1:
             severity = "info"
         ops = ", ".join(f"{op} ×{n}" for op, n in zip(rows["op"], rows["count"], strict=True))
         findings.append(
             {
                 "severity": severity,
-                "title": f"{counted(count, noun, plural)} {happened}" + _lines(rows),
+                "title": f"{counted(count, noun)} {happened}" + _lines(rows),
                 "detail": f"Ran on the host: {ops}.",
                 "advice": _advice(rows, str(cause)) if severity != "info" else "",
             }
