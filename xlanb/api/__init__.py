@@ -53,7 +53,6 @@ def load(path, *more) -> Profile:
     anything else; an incomplete last record of an appended file is a
     :class:`xlanb.errors.TruncatedRecordWarning`."""
     from xlanb.offline import read
-    from xlanb.offline.detect import SAVED_PROFILE
     from xlanb.offline.ranks import is_ranks_dir
 
     if more:
@@ -66,7 +65,13 @@ def load(path, *more) -> Profile:
         return profiles[0]
     if is_ranks_dir(path):
         return load_ranks(path)
-    profile, file_format = read(path)
+    return _finished(*read(path))
+
+
+def _finished(profile: Profile, file_format: str) -> Profile:
+    """A Profile read from a file with the general rules added (a saved one has them)."""
+    from xlanb.offline.detect import SAVED_PROFILE
+
     return profile if file_format == SAVED_PROFILE else finish_offline(profile)
 
 
@@ -78,9 +83,10 @@ def load_inputs(paths: list) -> list[Profile]:
     from xlanb.offline.ranks import is_ranks_dir
 
     if len(paths) > 1 and not any(is_ranks_dir(path) for path in paths):
-        inputs = [read(path) for path in paths]
+        inputs = [read(path) for path in paths]  # each file is read once
         if is_one_run([file_format for _, file_format in inputs]):
             return [finish_offline(merge_run_files(inputs))]
+        return [_finished(profile, file_format) for profile, file_format in inputs]
     return [load(path) for path in paths]
 
 
