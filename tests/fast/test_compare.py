@@ -45,6 +45,7 @@ def test_changes_are_written_with_units_percent_and_ratio():
     assert change_text("compiles", 7, 2) == "−5 (−71%)"
     assert change_text("compile_seconds", 0.4, 0.1) == "−300.0 ms (−75%, 0.25×)"
     assert change_text("execute_seconds", 0.01, 0.5) == "+490.0 ms (+4900%, 50×)"
+    assert change_text("wall_seconds", 1.0, 1.034) == "+34.0 ms (+3%, 1.03×)"  # not "1×"
     assert change_text("syncs", 0, 3) == "+3 (new)"
     assert change_text("transfers", 4, 4) == "="
     assert change_text("wall_seconds", 0, 0) == "-"

@@ -39,13 +39,12 @@ def change_text(key: str, a: float, b: float) -> str:
     amount = format_seconds(abs(difference)) if key.endswith("_seconds") else f"{abs(difference):g}"
     if a == 0:
         return f"{sign}{amount} (new)"
-    ratio = b / a
     share = f"{sign}{abs(difference) / a:.0%}"
-    return (
-        f"{sign}{amount} ({share}, {ratio:.2g}×)"
-        if key.endswith("_seconds")
-        else (f"{sign}{amount} ({share})")
-    )
+    if not key.endswith("_seconds"):
+        return f"{sign}{amount} ({share})"
+    ratio = b / a
+    shown = f"{ratio:.0f}" if ratio >= 10 else f"{ratio:.2f}"  # 1.03x, not 1x
+    return f"{sign}{amount} ({share}, {shown}×)"
 
 
 def summary_rows(comparison) -> list[tuple[str, str, str, str]]:

@@ -409,6 +409,7 @@ def comparison_html(comparison) -> str:
         return table(flat, list(flat.columns))
 
     a, b = comparison.a, comparison.b
+    # b's column name gets a space: two profiles of one name must still be two columns
     headline_numbers = pd.DataFrame(
         summary_rows(comparison), columns=["", str(a.name), f"{b.name} ", "change"]
     )
