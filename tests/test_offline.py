@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import subprocess
 import sys
@@ -451,3 +452,17 @@ def test_headline_gives_no_time_the_file_does_not_hold():
     head = dict(headline(xlanb.load(XLA / "debug.txt")))
     assert head["wall"] == "-"
     assert head["compiles"] == "7" and head["executions"] == "14"
+
+
+def test_metrics_file_without_the_launch_counter_counts_finished_runs(tmp_path):
+    """A file whose records lack ExecuteComputation (the real file with it cut out): the
+    executions are ExecuteTime's samples, as before the launch counter was read."""
+    text = re.sub(
+        r"Counter: ExecuteComputation\n  Value: \d+\n", "", (XLA / "metrics.txt").read_text()
+    )
+    assert "ExecuteComputation" not in text
+    path = tmp_path / "metrics.txt"
+    path.write_text(text)
+    table = step_table(xlanb.load(path))
+    finished = xlanb.load(XLA / "metrics.txt").metrics.set_index("name").loc["ExecuteTime", "count"]
+    assert table["executions"].sum() == finished

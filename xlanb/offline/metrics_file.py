@@ -116,8 +116,7 @@ def steps_frame(columns: StepColumns) -> pd.DataFrame:
 
 #: Columns of :func:`step_table`: (column, metric or counter name, field).
 #: ``executions`` counts launches: ExecuteTime gets its sample when a run finishes, on
-#: another thread, so under load it lags the records by several steps (where a file has no
-#: ExecuteComputation counter, ExecuteTime's count stands in: see :func:`_table`).
+#: another thread, so under load it lags the records by several steps.
 _TABLE = (
     ("compiles", "CompileTime", "count"),
     ("compile_seconds", "CompileTime", "total"),
@@ -128,6 +127,8 @@ _TABLE = (
     ("uncached_compiles", "UncachedCompile", "value"),
     ("syncs", "MarkStep", "value"),
 )
+#: What a file without one of :data:`_TABLE`'s sources is read from instead.
+_STAND_INS = {"ExecuteComputation": ("ExecuteTime", "count")}
 
 
 def step_table(profile: Profile) -> pd.DataFrame:
@@ -160,8 +161,8 @@ def _table(
     names, fields = _codes(steps["name"]), _codes(steps["field"])
     values = steps["value"].to_numpy(dtype=np.float64)
     for column, name, kind in _TABLE:
-        if name == "ExecuteComputation" and name not in names.lookup:
-            name, kind = "ExecuteTime", "count"
+        if name not in names.lookup and name in _STAND_INS:
+            name, kind = _STAND_INS[name]
         rows = (names.codes == names.lookup.get(name, -2)) & (
             fields.codes == fields.lookup.get(kind, -2)
         )
