@@ -38,7 +38,7 @@ STYLE = """
 .xlanb{font-family:system-ui,-apple-system,sans-serif;font-size:13px;color:inherit;
 line-height:1.4}
 .xlanb-title{font-weight:600}.xlanb-failed{color:#d62728}
-.xlanb-head{margin:2px 0 6px}.xlanb-head span{margin-right:1.4em;white-space:nowrap}
+.xlanb-head{margin:2px 0 6px}
 .xlanb-head b{font-weight:600}
 .xlanb-bad,.xlanb-bad td{color:#d62728}
 .xlanb-table{border-collapse:collapse;margin:4px 0 8px}
@@ -46,10 +46,6 @@ line-height:1.4}
 padding:2px 6px;text-align:left;vertical-align:top}
 .xlanb-table th{cursor:pointer;user-select:none}
 .xlanb-table code{white-space:pre}
-.xlanb-finding{margin:3px 0;padding-left:6px;border-left:3px solid rgba(136,136,136,.5)}
-.xlanb-sev-error{border-left-color:#d62728}.xlanb-sev-warning{border-left-color:#e0a000}
-.xlanb-sev{font-weight:600;text-transform:uppercase;font-size:11px}
-.xlanb-sev-error .xlanb-sev{color:#d62728}.xlanb-sev-warning .xlanb-sev{color:#c08a00}
 .xlanb details{margin:2px 0}.xlanb summary{cursor:pointer;font-weight:600}
 .xlanb pre{max-height:24em;overflow:auto;font-size:12px}
 .xlanb-note{opacity:.75;font-size:12px}
@@ -164,8 +160,8 @@ def _top_ops(profile: Profile) -> str:
     )
 
 
-#: Inline styles of the first screen (headline, findings), read the same untrusted, where
-#: JupyterLab drops the <style> element but keeps these.
+#: Inline styles of the first screen (headline, findings): the only styles they have, so they
+#: read the same untrusted, where JupyterLab drops the <style> element but keeps these.
 _HEAD_SPAN = "margin-right:1.4em;white-space:nowrap"
 _RED = "color:#d62728"
 _SEVERITY_COLOURS = {"error": "#d62728", "warning": "#c08a00", "info": "#888888"}
