@@ -441,11 +441,13 @@ def _fallback_rows(
 ) -> None:
     runs = {row["graph"]: row["count"] for row in executions}
     compiled = {row["graph"] for row in compiles if not row["eager"]}
-    per_run = _callbacks_per_run(capture)
+    per_run: dict[tuple[str, str], float] | None = None  # read from the trace when needed
     for graph in dict.fromkeys([*runs, *compiled]):
         ops = session.callback_ops.get(graph)
         if not ops:
             continue
+        if per_run is None:
+            per_run = _callbacks_per_run(capture)
         grouped: dict[tuple[str, str | None], dict[str, Any]] = {}
         for op in ops:
             where = location_fields(op.frames, options)
