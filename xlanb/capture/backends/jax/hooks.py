@@ -488,10 +488,10 @@ _CALLBACK_FILES = (
 
 def _note_read(caller, how: str | None) -> None:
     """Count a read by `caller` (``how``: else told by the caller's name). The place is the
-    code and line of the first few frames: a read costs about a microsecond, and only the
-    first read from a place walks the whole stack."""
+    code and line of the first few frames: counting a read costs a few microseconds, and only
+    the first read from a place walks the whole stack."""
     try:
-        how = how or _READ_KINDS.get(caller.f_code.co_name, "np.asarray(x)")
+        how = how or _READ_KINDS.get(caller.f_code.co_name, "a read")
         key: list[Any] = [how]
         frame = caller
         for _ in range(_READ_KEY_FRAMES):
