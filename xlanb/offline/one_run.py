@@ -7,8 +7,9 @@ different formats are one run; two inputs of the same format are two runs (compa
 Each frame comes from the input that knows it best:
 
 - ``compiles``: the debug file (cause, trigger, location and graph of each compile), its
-  ``seconds`` taken in order from a timed input that counted as many compiles; else the
-  metrics file (per step), the report, the dump;
+  ``seconds`` from the metrics file in order (which may end before the run did) and the
+  report's total less those shared by the rest (see :func:`_timed`); else the metrics file
+  (per step), the report, the dump;
 - ``executions``, ``counters``, ``metrics``, ``fallbacks``: the report (written last), else the
   metrics file's last record; executions from the debug file (by graph) when neither has them;
 - ``steps``: the metrics file; ``graphs``: the dump.
@@ -33,13 +34,7 @@ _SOURCES = {
     "graphs": (detect.XLA_DUMP, detect.HLO_MODULE),
 }
 #: Formats that are part of a run (a saved Profile is a run of its own).
-RUN_FORMATS = {
-    detect.METRICS_FILE,
-    detect.METRICS_REPORT,
-    detect.DEBUG_FILE,
-    detect.XLA_DUMP,
-    detect.HLO_MODULE,
-}
+RUN_FORMATS = {file_format for formats in _SOURCES.values() for file_format in formats}
 
 
 def is_one_run(formats: list[str]) -> bool:

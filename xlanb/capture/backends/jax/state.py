@@ -143,7 +143,7 @@ class JaxState:
     active: list[Token] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     transfers: list[Transfer] = field(default_factory=list)
-    #: Reads by place and way (a key of code objects and lines, cheap to make per read) ->
+    #: Reads by place and way (a key of code object ids and lines, cheap to make per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
     #: ``PjitFunction`` -> its running totals.
