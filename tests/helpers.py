@@ -79,3 +79,14 @@ def profile_texts(notebook) -> dict[str, str]:
                 title = text.split("\n", 1)[0].removeprefix("xlanb profile ")
                 found[title.rsplit(" [", 1)[0]] = text
     return found
+
+
+def packed_graphs(html: str) -> list[dict]:
+    """The graph viewers' payloads in `html` (packed: gzip, base64), decoded."""
+    import base64
+    import gzip
+    import json
+    import re
+
+    found = re.findall(r'<script type="application/x-xlanb-gzip-base64">([^<]*)</script>', html)
+    return [json.loads(gzip.decompress(base64.b64decode(text))) for text in found]

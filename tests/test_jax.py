@@ -13,7 +13,7 @@ import weakref
 import pytest
 
 import xlanb
-from tests.helpers import outputs_of, run_notebook
+from tests.helpers import outputs_of, packed_graphs, run_notebook
 from xlanb.capture import backends
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
@@ -646,4 +646,51 @@ def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
     assert changes is not None
     # the cell's output has a viewer per compile
     shown = prof._repr_html_()
-    assert shown.count("jit(pc_step) (compile ") == 3 and "Graph viewer (3)" in shown
+    titles = [graph["title"] for graph in packed_graphs(shown)]
+    assert sum("jit(pc_step) (compile " in t for t in titles) == 3 and "Graph viewer (3)" in shown
+
+
+TRANSFORMER_CELL = """%%xla_profile -q --var big_cell
+import math
+def tc_layer(p, x):
+    B, T, D = x.shape
+    q, k, v = (x @ p[n] for n in "qkv")
+    a = jax.nn.softmax(jnp.einsum("btd,bsd->bts", q, k) / math.sqrt(D), axis=-1)
+    x = jax.nn.gelu(x + jnp.einsum("bts,bsd->btd", a, v) @ p["o"])
+    return x + jax.nn.relu(x @ p["w1"]) @ p["w2"]
+def tc_loss(params, x):
+    for p in params:
+        x = tc_layer(p, x)
+    return jnp.mean(x**2)
+@jax.jit
+def tc_step(params, x):
+    loss, grads = jax.value_and_grad(tc_loss)(params, x)
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, grads), loss
+shapes = dict(q=(64, 64), k=(64, 64), v=(64, 64), o=(64, 64), w1=(64, 256), w2=(256, 64))
+tc_params = [{n: jax.random.normal(jax.random.key(0), s) * 0.01 for n, s in shapes.items()}
+             for _ in range(6)]
+for tokens in (8, 16, 24, 32):
+    for _ in range(40):
+        tc_params, tc_loss_value = tc_step(tc_params, jnp.ones((2, tokens, 64)))
+tc_done = tc_loss_value.block_until_ready()
+"""
+
+
+def test_a_recompiling_transformer_cell_shows_in_under_300_kb(run, shell):
+    """A 6-layer transformer step compiled for 4 shapes, 160 runs: the cell's output (summary,
+    graph viewers, charts with their SVG twins) stays under 300 kB and holds no graph text (it
+    was 1.4 MB: every HLO and StableHLO text in full, every traced op and wait a bar)."""
+    from xlanb.views.notebook import charts
+
+    run(TRANSFORMER_CELL)
+    prof = shell.user_ns["big_cell"]
+    assert len(prof.compiles[prof.compiles["graph"] == "jit(tc_step)"]) == 4
+    shown = prof._repr_html_()
+    bundles = [chart._repr_mimebundle_() for chart in charts(prof)]
+    size = len(shown) + sum(len(json.dumps(bundle)) for bundle in bundles)
+    assert size < 300_000, size
+    assert "HloModule" not in shown and "stablehlo." not in shown
+    drawn = packed_graphs(shown)
+    assert drawn and all(graph["title"].startswith("jax jit(tc_step)") for graph in drawn)
+    timeline = next(chart.figure for chart in charts(prof) if chart.title == "timeline")
+    assert max(len(trace["x"]) for trace in timeline["data"]) <= 300

@@ -256,7 +256,48 @@ def lane_events(profile: Profile) -> pd.DataFrame:
                 "name": str(span["name"]),
             }
         )
-    return pd.DataFrame(rows)
+    events = pd.DataFrame(rows)
+    extent = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
+    return pd.concat(
+        [_thinned(group, extent) for _, group in events.groupby("row", sort=False)],
+        ignore_index=True,
+    )
+
+
+#: Bars one timeline row draws at most: closer spans merge into one bar, as no screen could
+#: tell them apart (a 20,000-step loop drew 3,000 waits and 2,000 ops: 0.7 MB of output).
+ROW_BARS = 300
+
+
+def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
+    """`rows` (one timeline row) with spans closer than a gap merged, the gap doubling from
+    1/4000 of the cell's `extent` until at most :data:`ROW_BARS` bars are left."""
+    if len(rows) <= ROW_BARS:
+        return rows
+    rows = rows.sort_values("start", kind="stable")
+    start, end = rows["start"].to_numpy(), rows["end"].to_numpy()
+    reach = np.maximum.accumulate(end)  # the latest end so far: spans may overlap
+    gap = extent / 4000
+    while True:
+        firsts = np.r_[0, np.flatnonzero(start[1:] > reach[:-1] + gap) + 1]
+        if len(firsts) <= ROW_BARS:
+            break
+        gap *= 2
+    counts = np.diff(np.r_[firsts, len(start)])
+    names = rows["name"].to_numpy()[firsts]
+    lane = str(rows["lane"].iloc[0])
+    return pd.DataFrame(
+        {
+            "row": rows["row"].iloc[0],
+            "lane": lane,
+            "start": start[firsts],
+            "end": np.maximum.reduceat(end, firsts),
+            "name": [
+                name if count == 1 else f"{count:,} {lane} spans from {name}"
+                for name, count in zip(names, counts, strict=True)
+            ],
+        }
+    )
 
 
 def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:

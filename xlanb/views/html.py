@@ -338,29 +338,22 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     viewers = _graph_viewers(profile) if graph_viewers else ""
     if viewers:
         parts.append(viewers)
-    if not profile.graphs.empty:
-        distinct = profile.graphs  # ranks of one run share their graphs: show each once
-        if "rank" in distinct.columns:
-            distinct = distinct.drop_duplicates(["backend", "graph", "kind", "text"])
-        graphs = "".join(
-            f"<details><summary>{cell(row.backend)} {cell(row.graph)} ({cell(row.kind)}, "
-            f"{cell(row.nodes)} nodes)</summary><pre>{cell(row.text)}</pre></details>"
-            for row in distinct.itertuples()
-        )
-        parts.append(_section("Graphs", len(distinct), graphs))
     for note in profile.notes:
         parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")
     return "".join(parts)
 
 
-#: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away).
-VIEWER_GRAPHS, VIEWER_MAX_NODES = 4, 5000
+#: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away): at most this
+#: many, of at most this many nodes each, their packed payloads within this many bytes (a
+#: 4,400-node transformer step is ~175 kB; the first graph is drawn whatever its size).
+VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 200_000
 
 
 def _graph_viewers(profile: Profile) -> str:
-    """The interactive viewer of the first graphs compiled in the cell, in a closed section
-    (the viewer lays itself out when the section opens)."""
+    """The interactive viewer of the first graphs compiled in the cell, packed, in a closed
+    section (the viewer lays itself out when the section opens). A cell's output never holds
+    a graph's text: a notebook stays small; ``prof.graph(i).text`` has it."""
     from xlanb.views.graph_viewer import graph_fragment, viewer_assets
 
     # one viewer per compile (a JAX function recompiled shows each program)
@@ -378,11 +371,17 @@ def _graph_viewers(profile: Profile) -> str:
     shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
     if shown.empty:
         return ""
-    fragments = [
-        graph_fragment(profile.graph(int(index)), height=460, title=label)
-        for index, label in zip(shown["index"], shown["label"], strict=True)
-    ]
-    rest = len(entries) - len(shown)
+    fragments: list[str] = []
+    size = nodes_drawn = 0
+    for index, label, nodes in zip(shown["index"], shown["label"], shown["nodes"], strict=True):
+        # a graph is packed only when the bytes per node so far say it fits the budget
+        if fragments and size + size / max(nodes_drawn, 1) * nodes > VIEWER_BYTES:
+            break
+        fragment = graph_fragment(profile.graph(int(index)), height=460, title=label, packed=True)
+        size += len(fragment)
+        nodes_drawn += int(nodes)
+        fragments.append(fragment)
+    rest = len(entries) - len(fragments)
     more = (
         (
             f"<div class='xlanb-note'>{rest} more {'graph' if rest == 1 else 'graphs'}: "
@@ -391,7 +390,9 @@ def _graph_viewers(profile: Profile) -> str:
         if rest
         else ""
     )
-    return _section("Graph viewer", len(shown), viewer_assets() + "".join(fragments) + more)
+    return _section(
+        "Graph viewer", len(fragments), viewer_assets(packed=True) + "".join(fragments) + more
+    )
 
 
 def comparison_html(comparison) -> str:

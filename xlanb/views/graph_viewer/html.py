@@ -3,7 +3,10 @@ whole page, a parse error with the text, a diff of two graphs."""
 
 from __future__ import annotations
 
+import base64
+import gzip
 import itertools
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
@@ -14,7 +17,14 @@ import pandas as pd
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 from xlanb.views.escape import escape
-from xlanb.views.graph_viewer.payload import DIFF_CODES, graph_title, json_for_script, payload
+from xlanb.views.graph_viewer.payload import (
+    DIFF_CODES,
+    PACKED_TYPE,
+    graph_title,
+    json_for_script,
+    packed_for_script,
+    payload,
+)
 
 if TYPE_CHECKING:
     from xlanb.graphs.diff import GraphDiff
@@ -42,14 +52,56 @@ def viewer_style() -> str:
     return _asset(STYLE)
 
 
-def viewer_assets() -> str:
+def viewer_assets(packed: bool = False) -> str:
     """``<style>`` and ``<script>`` of the viewer: include once per page, before or after the
-    fragments (each fragment mounts itself once the script has run)."""
+    fragments (each fragment mounts itself once the script has run). `packed`: the script
+    gzip-compressed (80 kB to 29 kB, for a cell's output), unpacked and run by a small loader
+    unless this version of the viewer is already on the page."""
+    style = f"<style data-xlanb-graph>\n{viewer_style()}</style>\n"
+    if packed:
+        return (
+            f'{style}<script type="{PACKED_TYPE}" data-xlanb-viewer="{viewer_version()}">'
+            f"{_packed_script()}</script>\n<script>{_LOADER % viewer_version()}</script>\n"
+        )
     return (
-        f"<style data-xlanb-graph>\n{viewer_style()}</style>\n"
-        f"<script data-xlanb-graph>\n{viewer_script()}\n"
+        f"{style}<script data-xlanb-graph>\n{viewer_script()}\n"
         "globalThis.XlanbGraph.mountAll();\n</script>\n"
     )
+
+
+@cache
+def viewer_version() -> str:
+    """The viewer's ``VERSION`` (model.js): pages holding two versions run both."""
+    found = re.search(r'var VERSION = "([^"]+)"', _asset("model.js"))
+    assert found is not None, "model.js declares its VERSION"
+    return found.group(1)
+
+
+@cache
+def _packed_script() -> str:
+    source = viewer_script() + "\nglobalThis.XlanbGraph.mountAll();\n"
+    return base64.b64encode(gzip.compress(source.encode("utf-8"), 9, mtime=0)).decode("ascii")
+
+
+#: Runs the packed viewer script of its version (%s) once per page, then mounts the graphs.
+_LOADER = """(function (g) {
+  var version = "%s";
+  var ns = g.XlanbGraph;
+  if (ns && ns.version === version && ns.complete) { ns.mountAll(); return; }
+  var found = document.querySelectorAll("script[data-xlanb-viewer='" + version + "']");
+  if (!found.length || typeof DecompressionStream === "undefined") return;
+  var binary = atob(found[found.length - 1].textContent.trim());
+  var bytes = new Uint8Array(binary.length);
+  for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  new Response(stream).text().then(function (source) {
+    var now = g.XlanbGraph;
+    if (now && now.version === version && now.complete) { now.mountAll(); return; }
+    var script = document.createElement("script");
+    script.textContent = source;
+    document.head.appendChild(script);
+  });
+})(globalThis);"""
 
 
 # -- fragments and pages ------------------------------------------------------------------
@@ -67,8 +119,10 @@ def graph_fragment(
     peers: list[int] | None = None,
     summary: str | None = None,
     measured: pd.DataFrame | None = None,
+    packed: bool = False,
 ) -> str:
-    """One graph's viewer element (needs :func:`viewer_assets` once on the page).
+    """One graph's viewer element (needs :func:`viewer_assets` once on the page); `packed`:
+    its payload gzip-compressed (a notebook's outputs and a report stay small).
 
     ``graph`` may be text, parsed here; text (or a Graph) that could not be parsed shows the
     parse error and the text instead. ``fallback_ops`` marks more ops as CPU fallbacks (e.g.
@@ -98,6 +152,11 @@ def graph_fragment(
         summary=summary,
         measured=measured,
     )
+    data_script = (
+        f'<script type="{PACKED_TYPE}">{packed_for_script(data)}</script>'
+        if packed
+        else f'<script type="application/json">{json_for_script(data)}</script>'
+    )
     element_id = f"xlanb-graph-{next(_ids)}"
     group_attr = f' data-diff-group="{escape(group)}"' if group else ""
     note = (
@@ -107,8 +166,7 @@ def graph_fragment(
     )
     return (
         f'<div class="xlanb-graph" id="{element_id}" data-kind="{escape(graph.kind)}"'
-        f'{group_attr}><div class="xg-static">{note}</div>'
-        f'<script type="application/json">{json_for_script(data)}</script></div>'
+        f'{group_attr}><div class="xg-static">{note}</div>{data_script}</div>'
         "<script>globalThis.XlanbGraph&&globalThis.XlanbGraph.mountAll();</script>\n"
     )
 

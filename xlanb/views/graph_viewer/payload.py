@@ -53,6 +53,8 @@ into ``strings`` (each distinct string travels once, ``""`` standing for none).
 
 from __future__ import annotations
 
+import base64
+import gzip
 import json
 import math
 import re
@@ -413,6 +415,20 @@ def payload(
         **extra,
         "options": {"height": int(height), "colorBy": color_by or ""},
     }
+
+
+#: The ``type`` of a ``<script>`` holding a payload as gzip, base64-encoded (read with the
+#: browser's ``DecompressionStream``): a payload's JSON is mostly repeated keys and numbers and
+#: shrinks 6-7 times, and base64 has no character HTML reads as markup.
+PACKED_TYPE = "application/x-xlanb-gzip-base64"
+
+
+def packed_for_script(data: Any) -> str:
+    """`data` as JSON, gzip-compressed and base64-encoded (deterministic: no timestamp)."""
+    text = json_visible_bidi(
+        json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    )
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), 6, mtime=0)).decode("ascii")
 
 
 def json_for_script(data: Any) -> str:

@@ -481,14 +481,39 @@
   };
 
   // ---- mounting --------------------------------------------------------------------------
-  /** Start the viewer in `el` (a .xlanb-graph element holding its JSON payload). */
+  var PACKED = "application/x-xlanb-gzip-base64";
+
+  /** The JSON text of a packed payload (gzip, base64): a promise. */
+  function unpack(base64) {
+    var binary = atob(base64.trim());
+    var bytes = new Uint8Array(binary.length);
+    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Response(stream).text();
+  }
+
+  /** Start the viewer in `el` (a .xlanb-graph element holding its payload: JSON, or packed,
+   * then the viewer starts once it is unpacked and the result is a promise). */
   function mount(el) {
     if (el.xlanbViewer || el.getAttribute("data-mounted")) return el.xlanbViewer;
     el.setAttribute("data-mounted", "true");
+    var packed = el.querySelector("script[type='" + PACKED + "']");
+    if (packed) {
+      if (typeof DecompressionStream === "undefined") {
+        throw new Error("this browser cannot unpack the graph (no DecompressionStream); " +
+          "prof.graph(i).to_html('graph.html') writes it unpacked");
+      }
+      return unpack(packed.textContent).then(function (text) {
+        return start(el, JSON.parse(text));
+      });
+    }
+    var script = el.querySelector("script[type='application/json']");
+    return start(el, JSON.parse(script.textContent));
+  }
+
+  function start(el, data) {
     var note = el.querySelector(".xg-static");
     if (note) note.parentNode.removeChild(note);
-    var script = el.querySelector("script[type='application/json']");
-    var data = JSON.parse(script.textContent);
     var viewer = new ns.Viewer(el, data);
     el.xlanbViewer = viewer;
     var group = el.getAttribute("data-diff-group");
@@ -504,14 +529,21 @@
   function mountAll(doc) {
     var found = (doc || document).querySelectorAll(".xlanb-graph:not([data-mounted])");
     for (var i = 0; i < found.length; i++) {
-      try { mount(found[i]); } catch (error) {
-        found[i].setAttribute("data-error", String(error));
-        var note = document.createElement("pre");
-        note.className = "xg-error";
-        note.textContent = "xlanb graph viewer failed: " + error;
-        found[i].appendChild(note);
-      }
+      var el = found[i];
+      try {
+        var started = mount(el);
+        if (started && typeof started.then === "function") {
+          started.catch(failed.bind(null, el));
+        }
+      } catch (error) { failed(el, error); }
     }
+  }
+  function failed(el, error) {
+    el.setAttribute("data-error", String(error));
+    var note = document.createElement("pre");
+    note.className = "xg-error";
+    note.textContent = "xlanb graph viewer failed: " + error;
+    el.appendChild(note);
   }
   ns.mount = mount;
   ns.mountAll = mountAll;
