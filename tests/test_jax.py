@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import weakref
 
 import pytest
@@ -694,3 +695,50 @@ def test_a_recompiling_transformer_cell_shows_in_under_300_kb(run, shell):
     assert drawn and all(graph["title"].startswith("jax jit(tc_step)") for graph in drawn)
     timeline = next(chart.figure for chart in charts(prof) if chart.title == "timeline")
     assert max(len(trace["x"]) for trace in timeline["data"]) <= 300
+
+
+PERSISTENT_CACHE_SCRIPT = """
+import json, sys
+import jax, jax.numpy as jnp
+import xlanb
+from xlanb.views.summary import headline
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+def pc_body(x):
+    return jnp.tanh(x @ x.T).sum()
+
+for attempt in ("cold", "warm"):
+    jax.clear_caches()  # the second round finds the program only on disk
+    with xlanb.profile(backend="jax", name=attempt, trace=False) as prof:
+        jax.jit(pc_body)(jnp.ones((32, 32))).block_until_ready()
+    rows = prof.compiles[prof.compiles["graph"] == "jit(pc_body)"]
+    print(json.dumps({"attempt": attempt, "hits": rows["cache_hit"].tolist(),
+                      "headline": dict(headline(prof))}))
+"""
+
+
+def test_persistent_cache_hits_are_marked_and_nothing_is_printed(tmp_path):
+    """With JAX's persistent compilation cache on, a program read back from disk is marked as
+    such (it was listed as an ordinary compile), and the capture prints nothing JAX alone
+    would not print."""
+    import subprocess
+    import sys
+
+    from tests.helpers import clean_env
+
+    done = subprocess.run(
+        [sys.executable, "-c", PERSISTENT_CACHE_SCRIPT, str(tmp_path / "cache")],
+        capture_output=True,
+        text=True,
+        env=clean_env(JAX_PLATFORMS="cpu"),
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "", done.stderr
+    cold, warm = (json.loads(line) for line in done.stdout.splitlines())
+    assert cold["hits"] == [False] and warm["hits"] == [True], (cold, warm)
+    assert "from the persistent cache" not in cold["headline"]["compiles"]
+    # every program of the warm round (jnp.ones' own too) came from disk
+    assert re.fullmatch(r"(\d+) \(.+\), \1 from the persistent cache", warm["headline"]["compiles"])

@@ -328,6 +328,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ),
         _c("explanation", "str", "", "JAX's full `TRACING CACHE MISS` explanation", ("jax",)),
         _c(
+            "cache_hit",
+            "bool",
+            "",
+            "the program was read from JAX's persistent compilation cache (`seconds` is the "
+            "read; null for other backends' rows)",
+            ("jax",),
+        ),
+        _c(
             "seconds_estimated",
             "bool",
             "",

@@ -259,8 +259,16 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
             )
         )
     if not profile.compiles.empty:
+        hits = (
+            profile.compiles["cache_hit"].fillna(False).astype(bool)
+            if "cache_hit" in profile.compiles.columns
+            else [False] * len(profile.compiles)
+        )
         compiles = with_code(profile, profile.compiles).assign(
-            seconds=[format_seconds(s) for s in profile.compiles["seconds"]]
+            seconds=[
+                format_seconds(s) + (" (read from the persistent cache)" if hit else "")
+                for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
+            ]
         )
         parts.append(
             _section(

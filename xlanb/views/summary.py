@@ -21,6 +21,9 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
     executed = (
         f" ({format_seconds(numbers['execute_seconds'])})" if _timed(profile.executions) else ""
     )
+    hits = _cache_hits(profile.compiles)
+    if hits:
+        compiled += f", {hits} from the persistent cache"
     pairs = [
         ("wall", format_seconds(numbers["wall_seconds"]) if numbers["wall_seconds"] else "-"),
         ("compiles", f"{numbers['compiles']}{compiled}"),
@@ -29,6 +32,13 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
     ]
     pairs += [(kind.label, str(numbers[kind.key])) for kind in headline_host_kinds(numbers)]
     return pairs
+
+
+def _cache_hits(compiles: pd.DataFrame) -> int:
+    """Compiles read from JAX's persistent compilation cache."""
+    if "cache_hit" not in compiles.columns:
+        return 0
+    return int(compiles["cache_hit"].fillna(False).astype(bool).sum())
 
 
 def _timed(frame: pd.DataFrame) -> bool:

@@ -11,9 +11,10 @@ Touch points (what it is used for; how it is checked):
 1. ``jax.monitoring.register_event_duration_secs_listener`` and the duration events
    ``/jax/core/compile/jaxpr_trace_duration``, ``.../jaxpr_to_mlir_module_duration``,
    ``.../backend_compile_duration`` (keyword ``fun_name``): the ``compiles`` rows and their
-   trace/lower/compile times. Checked: ``hasattr``; registered once (JAX cannot unregister
-   listeners on every version), recording only while a capture is active. Missing: no
-   compiles.
+   trace/lower/compile times; ``/jax/compilation_cache/cache_retrieval_time_sec``: the compile
+   that follows was a persistent-cache hit. Checked: ``hasattr``; registered once (JAX cannot
+   unregister listeners on every version), recording only while a capture is active.
+   Missing: no compiles.
 2. ``jax._src.config.explain_cache_misses`` (``.value``, ``.swap_local``, ``.set_local``):
    switched on, for the profiling thread, while a capture is active, for the compiles'
    ``cause``. Checked: import and ``hasattr`` of the three. Missing: no compile causes.
@@ -91,16 +92,24 @@ from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Res
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+#: Recorded (inside the compile, before its COMPILE_EVENT) when the program came from JAX's
+#: persistent compilation cache: the "compile" that follows only read it from disk.
+CACHE_HIT_EVENT = "/jax/compilation_cache/cache_retrieval_time_sec"
 _EVENT_KINDS: dict[str, Any] = {
     TRACE_EVENT: "trace",
     LOWER_EVENT: "lower",
     COMPILE_EVENT: "compile",
+    CACHE_HIT_EVENT: "cache_hit",
 }
 
 EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
 #: Loggers that raise persistent-cache messages to WARNING while the explain option is on.
 _CACHE_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
-_CACHE_MESSAGES = ("PERSISTENT COMPILATION CACHE MISS", "Not writing persistent cache entry")
+_CACHE_MESSAGES = (
+    "PERSISTENT COMPILATION CACHE MISS",
+    "Not writing persistent cache entry",
+    "Writing ",  # "Writing jit_f to persistent compilation cache with key ..."
+)
 
 _HOST_SCALARS = (float, int, bool, complex)
 

@@ -96,12 +96,15 @@ def _compile_rows(
     traces: dict[str, tuple[float, Explanation | None]] = {}
     lowers: dict[str, float] = {}
     record: CompileRecord | None = None
+    cache_hit = False  # the next compile came from the persistent compilation cache
     rows: list[dict[str, Any]] = []
     for event in events:
         if isinstance(event, CacheMiss):
             explanations.append(parse_explanation(event.message))
         elif isinstance(event, CompileRecord):
             record = event
+        elif event.kind == "cache_hit":
+            cache_hit = True
         elif event.kind == "trace":
             traces[event.name] = (event.seconds, _take_explanation(explanations, event.name))
         elif event.kind == "lower":
@@ -125,7 +128,8 @@ def _compile_rows(
                     session,
                 )
             )
-            record = None
+            rows[-1]["cache_hit"] = cache_hit
+            record, cache_hit = None, False
     capture.rows["compiles"] = rows
     return rows
 
