@@ -53,6 +53,23 @@ def train_step():
     assert steady.findings.empty
 
 
+def test_compiles_of_unprofiled_cells_are_remembered(run, shell):
+    """A step defined in one cell, warmed up at batch 8 (twice) in an unprofiled cell: its
+    batch-16 compile in a profiled cell is a new shape of the warm-up's graph (it was "new
+    graph": syncs outside profiled cells were forgotten)."""
+    run("""
+def warm_step(batch):
+    out = (torch.randn(batch, 9).to(dev) * 3).sum()
+    torch._lazy.mark_step()
+    return out
+warm_step(8)
+warm_step(8)
+""")
+    run("%%xla_profile --var prof\nwarm_step(16)")
+    causes = list(shell.user_ns["prof"].compiles["cause"])
+    assert causes == ["new shape: Float[8,9] -> Float[16,9]"], causes
+
+
 def test_changing_batch_size_compiles_once_per_new_shape(run, shell):
     run("""%%xla_profile --var prof
 w = torch.randn(7, 3, device=dev)

@@ -113,6 +113,23 @@ for _ in range(4):
     assert forced["trigger"].str.contains("access tensor value").all()
 
 
+def test_compiles_of_unprofiled_cells_are_remembered(run, shell):
+    """A step function defined in one cell, warmed up at batch 8 in an unprofiled cell: its
+    batch-16 compile in a profiled cell is a new shape of the warm-up's graph (it was "new
+    graph": compiles outside profiled cells were forgotten)."""
+    run("""
+def warm_step(batch):
+    out = (torch.randn(batch, 9).to(dev) * 3).sum()
+    torch_xla.sync()
+    return out
+warm_step(8)  # its graph also holds what earlier cells left pending
+warm_step(8)
+""")
+    run("%%xla_profile --var prof\nwarm_step(16)")
+    causes = list(shell.user_ns["prof"].compiles["cause"])
+    assert causes == ["new shape: f32[8,9] -> f32[16,9]"], causes
+
+
 def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
     run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\nidx = torch.nonzero(m > 0)")
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]

@@ -76,6 +76,17 @@ class CompileHistory:
     def __init__(self) -> None:
         self._seen: dict[str, list[GraphSignature]] = {}
 
+    def remember(self, location: str | None, graph_text: str) -> None:
+        """Remember a graph compiled at `location` outside any capture (a cell run without
+        profiling), unless one with the same signature is remembered there already."""
+        if not location:
+            return
+        current = signature(graph_text)
+        seen = self._seen.setdefault(location, [])
+        if current not in seen:
+            seen.append(current)
+            del seen[: -self.KEEP]
+
     def cause(self, location: str | None, graph_text: str | None, forced: bool) -> str:
         """The cause of a compile at `location` of a graph with `graph_text`, and remember it.
 

@@ -11,8 +11,18 @@ from xlanb.frontends.status import ready_line
 
 
 def _clear_debug_files_between_cells(result=None) -> None:
-    if not recorder.active:
-        workdir.clear_owned_files()
+    """After a cell run without profiling: what the runtimes wrote goes into their session
+    memory (compile causes compare with it), then the files are emptied."""
+    if recorder.active:
+        return
+    for backend in BACKENDS.values():
+        remember = getattr(backend, "between_cells", None)
+        if remember is not None and backend.is_imported():
+            try:
+                remember()
+            except Exception:  # only the next compile's cause is less exact
+                pass
+    workdir.clear_owned_files()
 
 
 def load_ipython_extension(ipython, announce: bool = True) -> None:

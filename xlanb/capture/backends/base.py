@@ -11,7 +11,9 @@ A backend is a module, not a class. It provides:
 - ``begin(options)`` -> token: snapshot before the user's code;
 - ``end(token, options)`` -> :class:`Capture`: the frames for what happened in between;
 - optionally ``peek(token)`` -> :class:`Progress`: cheap running totals while the cell runs
-  (read from another thread by ``--live``).
+  (read from another thread by ``--live``);
+- optionally ``between_cells()``: read what the runtime wrote outside captures (cells run
+  without profiling) into the backend's session memory, before xlanb empties its files.
 """
 
 from __future__ import annotations
@@ -101,6 +103,13 @@ class Backend(Protocol):
     def debug_switches(self, workdir: str, deep: bool = False) -> dict[str, str]: ...
     def begin(self, options: CaptureOptions) -> Any: ...
     def end(self, token: Any, options: CaptureOptions) -> Capture: ...
+
+
+def history_location(frames: Sequence[tuple[str, str, int]]) -> str | None:
+    """Where a compile's graph is remembered for the session: its innermost frame outside the
+    installed libraries (the sync in a ``train_step`` defined in one cell and called from
+    others is one place, whichever cell calls it)."""
+    return frame_location(frames)["location"]
 
 
 def location_fields(

@@ -24,6 +24,7 @@ from xlanb.capture.backends.base import (
     CaptureOptions,
     Progress,
     fallback_progress,
+    history_location,
     location_fields,
 )
 from xlanb.formats.compile_causes import CompileHistory
@@ -126,7 +127,23 @@ _sync_lists: list[list[_Sync]] = []
 _original_mark_step: Any = None
 
 
+def between_cells() -> None:
+    """Remember the graphs synced since the last capture (cells run without profiling; the
+    file has every sync's graph, compiled or cached: each distinct graph is remembered once)
+    before xlanb empties the file, so a profiled compile is compared with them too."""
+    path = switches.value("LTC_SAVE_TENSORS_FILE")
+    if not (path and workdir.is_owned(path) and os.path.exists(path) and os.path.getsize(path)):
+        return
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        entries = parse_saved_graphs(handle.read())
+    distinct = {(entry.graph, history_location(entry.frames)): entry for entry in entries}
+    for (_graph, location), entry in distinct.items():
+        _history.remember(location, entry.text)
+
+
 def begin(options: CaptureOptions) -> _Token:
+    if workdir.held() <= 1:  # a script's syncs before its first capture
+        between_cells()
     graphs_file = workdir.AppendedFile(switches.value("LTC_SAVE_TENSORS_FILE"))
     graphs_file.start()
     token = _Token(time.time(), _counters(), _report_metrics(), graphs_file)
@@ -403,7 +420,9 @@ def _add_compile(
     trigger: str,
 ) -> None:
     where = location_fields(entry.frames if entry else [], options)
-    cause = _history.cause(where["location"], entry.text if entry else None, forced)
+    cause = _history.cause(
+        history_location(entry.frames if entry else []), entry.text if entry else None, forced
+    )
     capture.add(
         "compiles",
         {

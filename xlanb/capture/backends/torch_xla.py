@@ -23,6 +23,7 @@ from xlanb.capture.backends.base import (
     CaptureOptions,
     Progress,
     fallback_progress,
+    history_location,
     location_fields,
 )
 from xlanb.formats.compile_causes import CompileHistory
@@ -130,8 +131,10 @@ def _counters(metrics) -> dict[str, int]:
 def begin(options: CaptureOptions) -> _Token:
     metrics = _metrics_module()
     debug_file = workdir.AppendedFile(switches.value("PT_XLA_DEBUG_FILE"))
-    debug_file.start()
     dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
+    if workdir.held() <= 1:  # a script's compiles before its first capture
+        between_cells()
+    debug_file.start()
     seen: set[str] = set()
     if dump_dir and os.path.isdir(dump_dir):
         if workdir.is_owned(dump_dir) and workdir.held() <= 1:
@@ -156,6 +159,25 @@ def begin(options: CaptureOptions) -> _Token:
         if note:
             token.notes.append(note)
     return token
+
+
+def between_cells() -> None:
+    """Put the compiles since the last capture (cells run without profiling) in the compile
+    history before xlanb empties the files that hold them: a profiled compile is then
+    compared with the graphs its line compiled anywhere in the session (after an unprofiled
+    warm-up at batch 8, batch 16 is a new shape, not a new graph)."""
+    debug_path = switches.value("PT_XLA_DEBUG_FILE")
+    if not (debug_path and workdir.is_owned(debug_path) and os.path.exists(debug_path)):
+        return  # the user's own file: not emptied, so not read either
+    if not os.path.getsize(debug_path):
+        return
+    blocks = [b for b in parse_analysis(_read(debug_path)) if b.kind == "compile"]
+    dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
+    owned_dump = bool(dump_dir) and workdir.is_owned(dump_dir)
+    modules = _dump_modules(dump_dir, set(), optimized_too=False) if owned_dump else []
+    for index, block in enumerate(blocks):
+        if index < len(modules):
+            _history.remember(history_location(block.frames), modules[index].hlo)
 
 
 def _execute_totals(metrics) -> tuple[int, float]:
@@ -414,32 +436,41 @@ class _DumpModule:
 
 
 def _new_dump_modules(token: _Token) -> list[_DumpModule]:
-    if not token.dump_dir or not os.path.isdir(token.dump_dir):
+    return _dump_modules(token.dump_dir, token.dump_seen)
+
+
+def _dump_modules(
+    dump_dir: str | None, seen: set[str], optimized_too: bool = True
+) -> list[_DumpModule]:
+    """The HLO modules dumped in `dump_dir` (but for the files in `seen`), in compile order."""
+    if not dump_dir or not os.path.isdir(dump_dir):
         return []
     modules = []
-    for filename in os.listdir(token.dump_dir):
+    for filename in os.listdir(dump_dir):
         name = dump_file_name(filename)
         if (
             name is None
             or name.stage != BEFORE_OPTIMIZATIONS
             or not name.is_hlo
-            or (filename in token.dump_seen)
+            or (filename in seen)
         ):
             continue
         prefix = filename[: -len("before_optimizations.txt")]
-        optimized = os.path.join(token.dump_dir, prefix + "cpu_after_optimizations.txt")
-        if not os.path.exists(optimized):
-            candidates = [
-                f
-                for f in os.listdir(token.dump_dir)
-                if f.startswith(prefix) and f.endswith("after_optimizations.txt")
-            ]
-            optimized = os.path.join(token.dump_dir, candidates[0]) if candidates else ""
+        optimized = ""
+        if optimized_too:
+            optimized = os.path.join(dump_dir, prefix + "cpu_after_optimizations.txt")
+            if not os.path.exists(optimized):
+                candidates = [
+                    f
+                    for f in os.listdir(dump_dir)
+                    if f.startswith(prefix) and f.endswith("after_optimizations.txt")
+                ]
+                optimized = os.path.join(dump_dir, candidates[0]) if candidates else ""
         modules.append(
             _DumpModule(
                 name.module_id,
                 name.module,
-                _read(os.path.join(token.dump_dir, filename)),
+                _read(os.path.join(dump_dir, filename)),
                 _read(optimized) if optimized else "",
             )
         )
@@ -477,7 +508,9 @@ def _add_compiles(
         module = modules[index] if index < len(modules) else None
         where = location_fields(block.frames if block else [], options)
         forced = bool(block and block.forced)
-        cause = _history.cause(where["location"], module.hlo if module else None, forced)
+        cause = _history.cause(
+            history_location(block.frames if block else []), module.hlo if module else None, forced
+        )
         ts, seconds = samples[index] if index < len(samples) else (math.nan, math.nan)
         capture.add(
             "compiles",
