@@ -132,6 +132,30 @@ def test_static_argument_change_recompiles(run, shell):
     assert "static argument" in finding["advice"]
 
 
+def test_an_identity_hashed_static_object_is_named_with_its_place(run, shell):
+    """A config object rebuilt every call as a static argument: the cause names its class and
+    argument and says it is hashed by identity (it showed two truncated reprs,
+    "<__main__.Config object at 0x7f…"), and the advice says how to fix it."""
+    run(
+        "class JtConfig:\n    def __init__(self, scale):\n        self.scale = scale\n"
+        "@partial(jax.jit, static_argnums=1)\ndef jt_config(x, config):\n"
+        "    return x * config.scale\njt_config(xa, JtConfig(2.0))"
+    )
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    jt_config(xa, JtConfig(2.0))")
+    prof = shell.user_ns["prof"]
+    assert (
+        list(prof.compiles["cause"])
+        == [
+            "static argument changed: a new JtConfig object at args[1] "
+            "(hashed by identity: each new object compiles again)"
+        ]
+        * 3
+    )
+    finding = prof.findings.iloc[0]
+    assert finding["severity"] == "warning" and "recompiled 3 times" in finding["title"]
+    assert "@dataclass(frozen=True)" in finding["advice"]
+
+
 def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     run(
         "@jax.jit\ndef jt_host(x, scale):\n    return x * scale\nnp_in = np.ones((4, 4), "

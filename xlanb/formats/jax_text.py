@@ -113,10 +113,12 @@ def explanation_cause(message: str) -> str:
                     pairs.append(pair)
         return f"{NEW_TYPES}: {', '.join(pairs)}" if pairs else NEW_TYPES
     if "different input pytree" in message:
-        statics = [found for line in message.splitlines() if (found := _STATIC_DIFF.search(line))]
+        statics = [
+            (line, found) for line in message.splitlines() if (found := _STATIC_DIFF.search(line))
+        ]
         if statics:
             pairs = list(
-                dict.fromkeys(f"{_short(s['old'])} -> {_short(s['new'])}" for s in statics)
+                dict.fromkeys(_static_change(line, s["old"], s["new"]) for line, s in statics)
             )
             return f"{STATIC_CHANGED}: {', '.join(pairs)}"
         return NEW_PYTREE
@@ -134,6 +136,35 @@ def _type_text(text: str) -> str:
     False}https://...`` (a hint glued to the last line) is ``f32[4,4]``."""
     text = text.split("https://", 1)[0].replace("({})", "")
     return text.replace("{weak_type=False}", "")
+
+
+def _static_change(line: str, old: str, new: str) -> str:
+    """``2 -> 3``; for two instances of one class without value equality (their repr is
+    ``<mod.Config object at 0x...>``: hashed by identity), what that means, and where."""
+    before, after = _IDENTITY_REPR.fullmatch(old), _IDENTITY_REPR.fullmatch(new)
+    if before and after and before["cls"] == after["cls"]:
+        path = _INPUT_PATH.search(line)
+        where = f" at {_argument(path['path'])}" if path else ""
+        kind = after["cls"].rsplit(".", 1)[-1]
+        return f"a new {kind} object{where} ({IDENTITY_HASHED})"
+    return f"{_short(old)} -> {_short(new)}"
+
+
+#: What an identity-hashed static argument means (also the finding's cue).
+IDENTITY_HASHED = "hashed by identity: each new object compiles again"
+_IDENTITY_REPR = re.compile(r"<(?P<cls>[\w.]+) object at 0x[0-9a-fA-F]+>")
+_INPUT_PATH = re.compile(r"at input path (?P<path>\S+),")
+
+
+def _argument(path: str) -> str:
+    """JAX's input path as the call wrote it: ``[0][1]`` is ``args[1]``, ``[1]['cfg']``
+    the keyword argument ``cfg``."""
+    found = re.fullmatch(r"\[(?P<side>[01])\]\[(?P<key>[^\]]+)\](?P<rest>.*)", path)
+    if not found:
+        return f"input path {path}"
+    if found["side"] == "0":
+        return f"args[{found['key']}]{found['rest']}"
+    return f"keyword {found['key'].strip(chr(39))}{found['rest']}"
 
 
 def _short(text: str, limit: int = 40) -> str:

@@ -66,7 +66,15 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
             changes = "; ".join(dict.fromkeys(again["cause"].astype(str)))
             static = again["cause"].astype(str).str.startswith(jax_text.STATIC_CHANGED)
             advice = []
-            if static.any():
+            if again["cause"].astype(str).str.contains(jax_text.IDENTITY_HASHED, regex=False).any():
+                advice.append(
+                    "A static argument whose class has no value equality is hashed by "
+                    "identity, so each new object (one made per call, a config rebuilt in "
+                    "the loop) is a new program: make the class hashable by value "
+                    "(@dataclass(frozen=True), or __eq__ and __hash__) or pass the same "
+                    "object every call."
+                )
+            elif static.any():
                 advice.append(
                     "Every new value of a static argument compiles a new program: "
                     "pass values that change as traced (array) arguments, and keep "
@@ -118,6 +126,8 @@ def _few_static_values(again: pd.DataFrame) -> list[str]:
     causes = again["cause"].astype(str)
     if not causes.str.startswith(jax_text.STATIC_CHANGED).all():
         return []
+    if causes.str.contains(jax_text.IDENTITY_HASHED, regex=False).any():
+        return []  # a new object every call: as many values as calls
     values: dict[str, None] = {}
     for cause in causes:
         for pair in cause.split(": ", 1)[-1].split(", "):
