@@ -65,13 +65,16 @@ def arms(workdir: str) -> dict[str, dict[str, str]]:
     dump = os.path.join(workdir, "dump")
     debug_file = os.path.join(workdir, "debug.txt")
     analysis = {"PT_XLA_DEBUG_LEVEL": "1", "PT_XLA_DEBUG_FILE": debug_file}
+    executions = {"PT_XLA_DEBUG_LEVEL": "2", "PT_XLA_DEBUG_FILE": debug_file}
     source = {"XLA_IR_DEBUG": "1", "XLA_HLO_DEBUG": "1"}
     dumps = {"XLA_FLAGS": f"--xla_dump_to={dump} --xla_dump_hlo_as_text"}
     return {
         "none": {},
         "compile analysis": analysis,
         "dump": dumps,
-        "analysis + dump (default)": {**analysis, **dumps},
+        "analysis + dump": {**analysis, **dumps},
+        "execution analysis": executions,
+        "exec. analysis + dump": {**executions, **dumps},
         "IR/HLO source (--deep)": source,
         "all": {**analysis, **dumps, **source},
     }
@@ -99,9 +102,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", nargs="+", help="these arms (and 'none') only")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as workdir:
         plan = arms(workdir)
+        if args.only:
+            plan = {name: plan[name] for name in plan if name == "none" or name in args.only}
         names = list(plan)
         figures: dict[str, list[dict[str, float]]] = {name: [] for name in names}
         for index in range(args.repeats):

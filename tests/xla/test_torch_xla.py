@@ -130,6 +130,25 @@ warm_step(8)
     assert causes == ["new shape: f32[8,9] -> f32[16,9]"], causes
 
 
+def test_executions_are_told_apart_by_graph(run, shell):
+    """A step that runs two graphs (a forward sync, then an update sync): with --deep's
+    execution analysis every run has its graph, so the executions split 6 + 6 (they were one
+    "unknown graph" row of 12 at the default level)."""
+    run("""%%xla_profile --var prof
+w = torch.randn(5, 5, device=dev)
+torch_xla.sync()
+for _ in range(6):
+    h = (w @ w).tanh()
+    torch_xla.sync()
+    w = w - 0.01 * h.sum(0)
+    torch_xla.sync()
+""")
+    executions = shell.user_ns["prof"].executions
+    per_graph = executions.groupby("graph")["count"].sum().sort_values().tolist()
+    assert per_graph[-2:] == [6, 6], executions
+    assert executions["graph"].notna().all(), executions
+
+
 def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
     run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\nidx = torch.nonzero(m > 0)")
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]
@@ -349,7 +368,7 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     )
     assert done.returncode == 0, done.stderr[-3000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen["set"]["PT_XLA_DEBUG_LEVEL"] == "1"
+    assert seen["set"]["PT_XLA_DEBUG_LEVEL"] == ("2" if deep else "1")
     assert seen["causes"] and seen["causes"][0] == "new graph" and seen["hlo"] >= 1
     assert seen["ops"] > 0
     if deep:

@@ -73,8 +73,10 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
     ``XLANB_DEEP=1`` in the environment) adds the costly ones.
 
     Returns one-line notes for runtimes that started too early (each said once a session)."""
-    if deep is None:
-        deep = os.environ.get(DEEP_ENV) == "1"
+    global _deep
+    if deep is None:  # a later plain enable() (%load_ext xlanb) keeps an earlier deep one
+        deep = os.environ.get(DEEP_ENV) == "1" or _deep
+    _deep = deep
     notes = []
     for backend in backends:
         if not backend.is_installed():
@@ -125,6 +127,9 @@ def set_by_xlanb() -> list[str]:
     """The switches :func:`enable` set in this process (their values: :func:`value`)."""
     return list(_user_values)
 
+
+#: Whether :func:`enable` set the costly switches in this process.
+_deep = False
 
 #: The runtimes :func:`enable` configured (for :func:`seal_read`).
 _enabled: list = []

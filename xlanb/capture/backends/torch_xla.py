@@ -13,6 +13,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,12 +84,14 @@ def switches_read() -> bool:
 def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
     """The switches for compile causes (the debug file) and graphs (the dump); with `deep`,
     also the Python source line of every IR node and HLO op (``XLA_IR_DEBUG``/
-    ``XLA_HLO_DEBUG``), which slows the user's tracing (see ``bench/switches.py``)."""
+    ``XLA_HLO_DEBUG``), which slows the user's tracing, and an analysis of every execution
+    (its graph and the line that ran it: ``PT_XLA_DEBUG_LEVEL=2``, ~60 µs a run; see
+    ``bench/switches.py``)."""
     dump_dir = os.path.join(workdir, "xla_dump")
     os.makedirs(dump_dir, exist_ok=True)
     switches = {
-        # Level 1 writes one analysis per compile; level 2 adds one per execution (slower).
-        "PT_XLA_DEBUG_LEVEL": "1",
+        # Level 1 writes one analysis per compile; level 2 adds one per execution (deep).
+        "PT_XLA_DEBUG_LEVEL": "2" if deep else "1",
         "PT_XLA_DEBUG_FILE": os.path.join(workdir, "pt_xla_debug.txt"),
         "XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text",
     }
@@ -534,28 +537,33 @@ def _add_executions(
     blocks: list[AnalysisBlock],
 ) -> None:
     count = _count_delta(token, metrics, "ExecuteTime")
+    missing = max(count - len(samples), 0)  # older than the runtime's sample buffer
+    # One execution analysis per run (PT_XLA_DEBUG_LEVEL=2, --deep), in run order: the
+    # samples are the newest runs, so they pair with the last blocks.
+    graphs = [block.graph_hash for block in blocks] if len(blocks) == count else []
     for index, (ts, seconds) in enumerate(samples):
-        graph = blocks[index].graph_hash if index < len(blocks) else None
+        graph = graphs[missing + index] if graphs else None
         capture.add(
             "executions",
             {"backend": NAME, "graph": graph, "seconds": seconds, "time": ts, "count": 1},
         )
-    missing = count - len(samples)
-    if missing > 0:  # older than the runtime's sample buffer: one aggregated row
+    if missing:  # one row per graph, the runs' total time shared by count
         total = (
             metrics.metric_data("ExecuteTime")[1]
             - token.metric_totals.get("ExecuteTime", (0, 0.0))[1]
-        ) * 1e-9
-        capture.add(
-            "executions",
-            {
-                "backend": NAME,
-                "graph": None,
-                "seconds": total - sum(s for _, s in samples),
-                "time": token.wall_start,
-                "count": missing,
-            },
-        )
+        ) * 1e-9 - sum(s for _, s in samples)
+        older = Counter(graphs[:missing]) if graphs else Counter({None: missing})
+        for graph, runs in older.items():
+            capture.add(
+                "executions",
+                {
+                    "backend": NAME,
+                    "graph": graph,
+                    "seconds": total * runs / missing,
+                    "time": token.wall_start,
+                    "count": runs,
+                },
+            )
 
 
 def _add_graphs(capture: Capture, blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
