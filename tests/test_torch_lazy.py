@@ -604,3 +604,41 @@ cg_prof = cg_profiled((3, 4))
     assert set(prof.compiles["cause"]) == {"new graph (the traced code changed)"}, prof.compiles
     titles = [t for t in prof.findings["title"] if "different graphs" in t]
     assert titles and titles[0].startswith("2 different graphs compiled by the same line"), titles
+
+
+def test_reads_are_placed_from_the_runtimes_own_stack(run, shell):
+    """clip_grad_norm_(error_if_nonfinite=True) reads values inside torch, and a helper
+    defined in another cell reads the loss: the runtime's stack of each forced sync places the
+    reads (the library's file and the cell line that called it), the read op is not pinned on
+    an unrelated print( line by its text, and the finding names the library's reads."""
+    from xlanb.analysis.attribution import forced_sync_places
+
+    run("""
+clip_model = torch.nn.Linear(8, 4).to(dev)
+clip_opt = torch.optim.SGD(clip_model.parameters(), lr=0.1)
+def read_loss(t):
+    return t.item()
+torch._lazy.mark_step()
+""")
+    run("""%%xla_profile --var prof -q
+for i in range(4):
+    loss = clip_model(torch.randn(16, 8).to(dev)).pow(2).mean()
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(clip_model.parameters(), 1.0, error_if_nonfinite=True)
+    clip_opt.step(); clip_opt.zero_grad()
+    value = read_loss(loss)
+    torch._lazy.mark_step()
+print("done")
+""")
+    prof = shell.user_ns["prof"]
+    places = forced_sync_places(prof.executions).set_index("read_at")
+    clip = places[places.index.str.startswith("torch/nn/utils/clip_grad.py:")]
+    assert not clip.empty and (clip["cell_line"] == 5).all() and clip["library"].all(), places
+    helper = places[places.index.str.endswith("(read_loss)")]
+    assert helper["count"].tolist() == [4] and helper["cell_line"].tolist() == [7], places
+    read = prof.fallbacks.set_index("op").loc["aten::_local_scalar_dense"]
+    assert pd.isna(read["cell_line"]), prof.fallbacks  # it was 10: print("done")
+    finding = prof.findings[prof.findings["title"].str.contains("forced sync")].iloc[0]
+    assert "Library code read values: torch/nn/utils/clip_grad.py:" in finding["detail"]
+    assert "called from cell line 5" in finding["detail"]
+    assert "Forced syncs by place" in prof._repr_html_()

@@ -149,6 +149,24 @@ for _ in range(6):
     assert executions["graph"].notna().all(), executions
 
 
+def test_masked_indexing_is_placed_by_the_runtimes_stack(run, shell):
+    """`x[x > 0]` (a nonzero underneath, which the text does not name): every execution's
+    analysis (--deep) places its forced sync on that line, so the dynamic-shape row gets it
+    (it had no line although the compile row had the forced sync there)."""
+    run("""%%xla_profile --var prof
+v = torch.randn(64, device=dev)
+for _ in range(3):
+    kept = v[v > 0]
+    v = v * 1.5
+    torch_xla.sync()
+""")
+    prof = shell.user_ns["prof"]
+    rows = prof.fallbacks[prof.fallbacks["cause"] == "dynamic_shape"]
+    assert not rows.empty and (rows["cell_line"] == 4).all(), prof.fallbacks
+    forced = prof.executions[prof.executions["read_at"].notna()]
+    assert len(forced) >= 3 and (forced["cell_line"] == 4).all(), prof.executions
+
+
 def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
     run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\nidx = torch.nonzero(m > 0)")
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]

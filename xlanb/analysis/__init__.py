@@ -18,7 +18,9 @@ def finish(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     """Fill what is derived from a captured Profile: cell lines of fallbacks (when the code
     ran in a cell or script whose source the Profile holds) and the findings."""
     if attribute_lines:
-        profile.fallbacks = attribute_fallbacks(profile.fallbacks, profile.compiles, profile.source)
+        profile.fallbacks = attribute_fallbacks(
+            profile.fallbacks, profile.compiles, profile.source, profile.executions
+        )
     profile.breakdown = breakdown_frame(profile)
     profile.step_times = step_frame(profile)
     profile.executions = with_rates(profile)

@@ -8,6 +8,7 @@ preferring those where a forced sync happened.
 
 from __future__ import annotations
 
+import os
 import re
 
 import pandas as pd
@@ -28,10 +29,17 @@ def _spellings(op: str) -> list[re.Pattern[str]]:
     return [re.compile(pattern) for pattern in patterns]
 
 
-def fallback_line(op: str, source: str, forced_sync_lines: set[int]) -> int | None:
+def fallback_line(
+    op: str, source: str, forced_sync_lines: set[int], every_sync_placed: bool = False
+) -> int | None:
     """The line of the cell `source` (1-based, as the editor shows it) that most likely ran
     `op`: a line where the runtime reported a forced sync if one names the op, else the
-    first line of the likeliest spelling (``.item()`` before ``print(``)."""
+    first line of the likeliest spelling (``.item()`` before ``print(``).
+
+    With `every_sync_placed` (the runtime gave the stack of every forced sync: torch._lazy,
+    torch_xla with ``--deep``), the text alone decides nothing: a line only where the runtime
+    synced, the one line if it synced on one only, else None (a read in a helper defined in
+    another cell is not pinned on an unrelated ``print(``)."""
     lines = [_code_part(text) for text in source.splitlines()]
     ordered: list[int] = []
     for pattern in _spellings(op):
@@ -41,24 +49,34 @@ def fallback_line(op: str, source: str, forced_sync_lines: set[int]) -> int | No
             if pattern.search(text) and number not in ordered
         ]
     synced = [line for line in ordered if line in forced_sync_lines]
-    return synced[0] if synced else ordered[0] if ordered else None
+    if synced:
+        return synced[0]
+    if every_sync_placed and forced_sync_lines:
+        return next(iter(forced_sync_lines)) if len(forced_sync_lines) == 1 else None
+    return ordered[0] if ordered else None
 
 
 def _code_part(line: str) -> str:
     return re.sub(r"#.*$", "", line)
 
 
+_FORCED = "forced sync|access tensor value"
+
+
 def attribute_fallbacks(
-    fallbacks: pd.DataFrame, compiles: pd.DataFrame, source: str
+    fallbacks: pd.DataFrame,
+    compiles: pd.DataFrame,
+    source: str,
+    executions: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """`fallbacks` with ``cell_line`` filled where the cell's source tells."""
+    """`fallbacks` with ``cell_line`` filled where the runtime's forced syncs and the cell's
+    source tell (per backend)."""
     if fallbacks.empty or not source:
         return fallbacks
-    forced = compiles[
-        compiles["trigger"].astype(str).str.contains("forced sync|access tensor value", regex=True)
-    ]
-    forced_lines = {int(v) for v in forced["cell_line"].dropna()}
-    lines = [fallback_line(op, source, forced_lines) for op in fallbacks["op"]]
+    lines = []
+    for op, backend in zip(fallbacks["op"], fallbacks["backend"], strict=True):
+        forced_lines, placed = _forced_sync_lines(backend, compiles, executions)
+        lines.append(fallback_line(op, source, forced_lines, placed))
     attributed = fallbacks.copy()
     attributed["cell_line"] = pd.array(
         [
@@ -68,3 +86,46 @@ def attribute_fallbacks(
         dtype="Int64",
     )
     return attributed
+
+
+def _forced_sync_lines(
+    backend: str, compiles: pd.DataFrame, executions: pd.DataFrame | None
+) -> tuple[set[int], bool]:
+    """The cell lines of `backend`'s forced syncs, and whether the runtime placed every one
+    (its executions carry the ``trigger`` and ``cell_line`` of each from its own stack)."""
+    mine = compiles[compiles["backend"].astype(str) == backend]
+    forced = mine[mine["trigger"].astype(str).str.contains(_FORCED, regex=True)]
+    lines = {int(v) for v in forced["cell_line"].dropna()}
+    if executions is None or "trigger" not in executions.columns:
+        return lines, False
+    runs = executions[executions["backend"].astype(str) == backend]
+    runs = runs[runs["trigger"].astype(str).str.contains(_FORCED, regex=True)]
+    if runs.empty:
+        return lines, False
+    return lines | {int(v) for v in runs["cell_line"].dropna()}, True
+
+
+def forced_sync_places(executions: pd.DataFrame) -> pd.DataFrame:
+    """Where the runtime's forced syncs read values, from its own stacks: ``backend``,
+    ``read_at`` (the innermost frame outside the runtime), ``cell_line`` (the cell's frame),
+    ``count``, most first; ``library``: the place is in an installed library (a read the
+    user's own code does not show, such as ``clip_grad_norm_``'s finiteness check)."""
+    columns = ["backend", "read_at", "cell_line", "count", "library"]
+    if executions.empty or "read_at" not in executions.columns:
+        return pd.DataFrame(columns=columns)
+    placed = executions[executions["read_at"].notna()]
+    if placed.empty:
+        return pd.DataFrame(columns=columns)
+    places = (
+        placed.assign(cell_line=placed["cell_line"].astype("Int64"))
+        .groupby(["backend", "read_at", "cell_line"], dropna=False, sort=False)["count"]
+        .sum()
+        .reset_index()
+        .sort_values("count", ascending=False, kind="stable")
+        .reset_index(drop=True)
+    )
+    # read_place writes an installed library's file relative to site-packages
+    places["library"] = [
+        not (os.path.isabs(place) or place.startswith("<")) for place in places["read_at"]
+    ]
+    return places[columns]

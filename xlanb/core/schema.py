@@ -439,6 +439,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ),
         _c("mean_seconds", "float64", "s", "`seconds / count`", ("jax",)),
         _c(
+            "read_at",
+            "str",
+            "",
+            "where a forced sync read the value, from the runtime's own stack: the innermost "
+            "frame outside the runtime (`torch/nn/utils/clip_grad.py:105 (_get_total_norm)`)",
+            ("torch_lazy", "torch_xla"),
+        ),
+        _c(
             "flops_per_second",
             "float64",
             "flop/s",
@@ -477,14 +485,22 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ),
         _STEP,
         _RUN,
-        _c("trigger", "str", "", "the Execution Analysis cause", ("debug_file",)),
+        _c(
+            "trigger",
+            "str",
+            "",
+            "what ran it, in the runtime's words: the Execution Analysis cause (debug files, "
+            "torch_xla with `--deep`), `forced sync` (torch._lazy)",
+            ("debug_file", "torch_xla", "torch_lazy"),
+        ),
         _c("location", "str", "", "`file:line` of the user frame that ran it", ("debug_file",)),
         _c(
             "cell_line",
             "Int64",
             "line",
-            "line in the profiled cell (null in files)",
-            ("debug_file",),
+            "line in the profiled cell that led to the run (its frame in the runtime's stack; "
+            "null in files)",
+            ("debug_file", "torch_xla", "torch_lazy"),
         ),
         _INPUTS,
         _OUTPUTS,

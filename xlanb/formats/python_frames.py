@@ -55,3 +55,35 @@ def frame_location(
         "location": f"{filename}:{line}",
         "cell_line": line + cell_line_offset if in_cell else None,
     }
+
+
+#: The runtimes' own machinery: a read's frames start there (``Tensor.item``, ``sync``).
+_RUNTIME_PARTS = (
+    os.sep + "torch_xla" + os.sep,
+    os.sep + "torch" + os.sep + "_",
+    os.sep + "xlanb" + os.sep,
+)
+
+
+def read_place(frames: Sequence[tuple[str, str, int]]) -> str | None:
+    """Where a value was read, from the runtime's own stack (innermost first): the innermost
+    frame outside the runtime's machinery, as ``file:line (function)``, an installed
+    library's file relative to its ``site-packages`` (``transformers/masking_utils.py:255
+    (sdpa_mask)``)."""
+    for function, filename, line in frames:
+        if any(part in filename for part in _RUNTIME_PARTS):
+            continue
+        for marker in _LIBRARY_MARKERS[:2]:
+            if marker in filename:
+                filename = filename.rsplit(marker, 1)[1]
+                break
+        return f"{filename}:{line} ({function})"
+    return None
+
+
+def in_library(frames: Sequence[tuple[str, str, int]]) -> bool:
+    """Whether the read's place (:func:`read_place`) is inside an installed library."""
+    for _function, filename, _line in frames:
+        if not any(part in filename for part in _RUNTIME_PARTS):
+            return any(marker in filename for marker in _LIBRARY_MARKERS[:2])
+    return False

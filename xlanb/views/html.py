@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
 from xlanb.views.compare import summary_rows
@@ -258,6 +259,15 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                 highlight=[kind == ALARM_KIND for kind in left["kind"]],
             )
         )
+    places = forced_sync_places(profile.executions)
+    if not places.empty:
+        parts.append(
+            "<div class='xlanb-title'>Forced syncs by place "
+            "<span class='xlanb-note'>(the runtime's own stack: where a value was read)"
+            "</span></div>"
+        )
+        places = with_code(profile, places)
+        parts.append(table(places, ["read_at", "count", "cell_line", "code", "backend"]))
     if not profile.compiles.empty:
         hits = (
             profile.compiles["cache_hit"].fillna(False).astype(bool)

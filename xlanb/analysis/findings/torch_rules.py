@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
+from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
@@ -79,8 +82,32 @@ def forced_syncs(profile: Profile) -> list[Finding]:
     forced = compiles[compiles["cause"].astype(str).str.startswith(FORCED_SYNC)]
     if forced.empty:
         return []
-    syncs = max(_reads(profile), len(forced))
+    places = forced_sync_places(profile.executions)
+    syncs = max(_reads(profile), len(forced), int(places["count"].sum()))
     repeated = syncs > 1
+    advice = FALLBACK_ADVICE["item"] if repeated else ""
+    in_libraries = places[places["library"].astype(bool)]
+    where = ""
+    if not in_libraries.empty:
+        where = (
+            " Library code read values: "
+            + "; ".join(
+                f"{row.read_at} ×{row['count']}"
+                + (
+                    f" (called from cell line {row.cell_line})"
+                    if not pd.isna(row.cell_line)
+                    else ""
+                )
+                for _, row in in_libraries.head(4).iterrows()
+            )
+            + "."
+        )
+        if len(in_libraries) == len(places) and repeated:
+            advice = (
+                "The reads are inside the library functions named above, not in a .item() of "
+                "yours: look for an option of theirs that skips the check (clip_grad_norm_'s "
+                "error_if_nonfinite, a padding-mask test), or call them every N steps."
+            )
     return [
         {
             "severity": "warning" if repeated else "info",
@@ -89,8 +116,9 @@ def forced_syncs(profile: Profile) -> list[Finding]:
             "detail": "Reading a tensor's value (.item(), print, bool(), an op whose output "
             "shape depends on the data) cuts the graph and runs it early, so each step "
             "compiles and runs more, smaller graphs."
-            + ("" if repeated else " Once in a cell, after the loop, this costs little."),
-            "advice": FALLBACK_ADVICE["item"] if repeated else "",
+            + ("" if repeated else " Once in a cell, after the loop, this costs little.")
+            + where,
+            "advice": advice,
             "seconds": float(forced["seconds"].sum(skipna=True)),
         }
     ]

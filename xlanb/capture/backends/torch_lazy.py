@@ -30,7 +30,7 @@ from xlanb.capture.backends.base import (
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.metrics_report import parse_report
-from xlanb.formats.python_frames import python_frame
+from xlanb.formats.python_frames import python_frame, read_place
 
 NAME = "torch_lazy"
 INSTALL_HINT = (
@@ -332,6 +332,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                 "seconds": math.nan,
                 "time": math.nan,
                 "count": 1,
+                "trigger": "forced sync",
+                "read_at": read_place(entry.frames),
+                "cell_line": location_fields(entry.frames, options)["cell_line"],
             },
         )
         if forced_uncached > 0 and entry.graph not in _seen_graphs:

@@ -31,6 +31,7 @@ from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.pt_xla_debug import AnalysisBlock, parse_analysis
+from xlanb.formats.python_frames import read_place
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
 
 NAME = "torch_xla"
@@ -303,7 +304,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     _add_compiles(
         capture, options, compile_count, in_cell.get("CompileTime", []), compile_blocks, modules
     )
-    _add_executions(capture, token, metrics, in_cell.get("ExecuteTime", []), execute_blocks)
+    _add_executions(
+        capture, token, metrics, in_cell.get("ExecuteTime", []), execute_blocks, options
+    )
     if options.graphs:
         _add_graphs(capture, compile_blocks, modules)
     if trace_events is not None:
@@ -535,6 +538,7 @@ def _add_executions(
     metrics,
     samples: list[tuple[float, float]],
     blocks: list[AnalysisBlock],
+    options: CaptureOptions,
 ) -> None:
     count = _count_delta(token, metrics, "ExecuteTime")
     missing = max(count - len(samples), 0)  # older than the runtime's sample buffer
@@ -542,11 +546,16 @@ def _add_executions(
     # samples are the newest runs, so they pair with the last blocks.
     graphs = [block.graph_hash for block in blocks] if len(blocks) == count else []
     for index, (ts, seconds) in enumerate(samples):
-        graph = graphs[missing + index] if graphs else None
-        capture.add(
-            "executions",
-            {"backend": NAME, "graph": graph, "seconds": seconds, "time": ts, "count": 1},
-        )
+        row = {"backend": NAME, "graph": None, "seconds": seconds, "time": ts, "count": 1}
+        if graphs:
+            block = blocks[missing + index]
+            row.update(
+                graph=block.graph_hash,
+                trigger=block.cause or None,
+                read_at=read_place(block.frames) if block.forced else None,
+                cell_line=location_fields(block.frames, options)["cell_line"],
+            )
+        capture.add("executions", row)
     if missing:  # one row per graph, the runs' total time shared by count
         total = (
             metrics.metric_data("ExecuteTime")[1]
