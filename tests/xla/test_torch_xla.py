@@ -167,6 +167,49 @@ for _ in range(3):
     assert len(forced) >= 3 and (forced["cell_line"] == 4).all(), prof.executions
 
 
+MASK_LIBRARY = """
+import torch
+
+def _check(mask):
+    return bool(mask.all())  # a padding-mask test, as transformers' masking_utils does
+
+def forward(mask, depth=12):
+    if depth:
+        return forward(mask, depth - 1)  # deeper than the runtime's default 8 frames
+    return _check(mask)
+"""
+
+
+def test_a_read_inside_a_library_has_its_place_and_the_calling_cell_line(
+    run, shell, tmp_path, monkeypatch
+):
+    """A value read 13 frames deep inside an installed library (like GPT-2's padded
+    attention mask in transformers/masking_utils.py): the runtime's stack places it in the
+    library's file and on the cell line that called it, and the advice speaks of the library
+    call, not of a .item() the cell does not have (it had no place at all)."""
+    from xlanb.analysis.attribution import forced_sync_places
+    from xlanb.analysis.findings.torch_rules import LIBRARY_READS
+
+    library = tmp_path / "site-packages"
+    (library / "masklib").mkdir(parents=True)
+    (library / "masklib" / "__init__.py").write_text(MASK_LIBRARY)
+    monkeypatch.syspath_prepend(str(library))
+    run("""%%xla_profile --var prof
+import masklib
+attention = torch.ones(4, 16, device=dev)
+for _ in range(3):
+    padded = masklib.forward(attention * 2 > 1)
+    torch_xla.sync()
+""")
+    prof = shell.user_ns["prof"]
+    places = forced_sync_places(prof.executions)
+    assert places["read_at"].tolist() == ["masklib/__init__.py:5 (_check)"], places
+    assert places["cell_line"].tolist() == [5] and places["count"].tolist() == [3], places
+    assert places["library"].all()
+    reads = prof.findings[prof.findings["title"].str.contains("values read back")]
+    assert reads["advice"].tolist() == [LIBRARY_READS], prof.findings
+
+
 def test_nonzero_is_a_dynamic_shape_fallback(run, shell):
     run("%%xla_profile --var prof\nm = torch.randn(6, 6, device=dev)\nidx = torch.nonzero(m > 0)")
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::nonzero"]

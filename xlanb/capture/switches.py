@@ -145,6 +145,7 @@ def seal_read() -> list[str]:
 KNOWN_SWITCHES = (
     "PT_XLA_DEBUG_LEVEL",
     "PT_XLA_DEBUG_FILE",
+    "PT_XLA_DEBUG_MAX_FRAME",
     "XLA_IR_DEBUG",
     "XLA_HLO_DEBUG",
     "XLA_FLAGS",

@@ -75,6 +75,20 @@ def recompilation(profile: Profile) -> list[Finding]:
     return findings
 
 
+#: Advice when every forced sync the runtime placed read its value inside a library.
+LIBRARY_READS = (
+    'The reads are inside library functions (see the forced-sync finding or "Forced syncs by '
+    'place"), not in a .item() of yours: look for an option of theirs that skips the check '
+    "(clip_grad_norm_'s error_if_nonfinite, a padding-mask test such as an all-ones attention "
+    "mask), or call them every N steps."
+)
+
+
+def _reads_all_in_libraries(profile: Profile) -> bool:
+    places = forced_sync_places(profile.executions)
+    return not places.empty and bool(places["library"].astype(bool).all())
+
+
 def forced_syncs(profile: Profile) -> list[Finding]:
     """Syncs the user did not ask for: a tensor value was read inside the step. A value read
     once in the cell (a loss printed after the loop) is information, not a warning."""
@@ -103,11 +117,7 @@ def forced_syncs(profile: Profile) -> list[Finding]:
             + "."
         )
         if len(in_libraries) == len(places) and repeated:
-            advice = (
-                "The reads are inside the library functions named above, not in a .item() of "
-                "yours: look for an option of theirs that skips the check (clip_grad_norm_'s "
-                "error_if_nonfinite, a padding-mask test), or call them every N steps."
-            )
+            advice = LIBRARY_READS
     return [
         {
             "severity": "warning" if repeated else "info",
@@ -161,7 +171,13 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
                 "severity": severity,
                 "title": f"{counted(count, noun)} {happened}" + _lines(rows),
                 "detail": f"Ran on the host: {ops}.",
-                "advice": _advice(rows, str(cause)) if severity != "info" else "",
+                "advice": (
+                    ""
+                    if severity == "info"
+                    else LIBRARY_READS
+                    if cause == "item" and _reads_all_in_libraries(profile)
+                    else _advice(rows, str(cause))
+                ),
             }
         )
     return findings

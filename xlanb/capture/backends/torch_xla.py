@@ -63,6 +63,7 @@ def has_started() -> bool:
 SWITCH_NAMES = (
     "PT_XLA_DEBUG_LEVEL",
     "PT_XLA_DEBUG_FILE",
+    "PT_XLA_DEBUG_MAX_FRAME",
     "XLA_IR_DEBUG",
     "XLA_HLO_DEBUG",
     "XLA_FLAGS",
@@ -94,6 +95,9 @@ def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
         # Level 1 writes one analysis per compile; level 2 adds one per execution (deep).
         "PT_XLA_DEBUG_LEVEL": "2" if deep else "1",
         "PT_XLA_DEBUG_FILE": os.path.join(workdir, "pt_xla_debug.txt"),
+        # The analysis prints 8 frames by default: a read deep in a library (a model's
+        # forward) would lose the cell's frame that called it.
+        "PT_XLA_DEBUG_MAX_FRAME": "32",
         "XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text",
     }
     if deep:
