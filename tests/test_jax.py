@@ -277,6 +277,28 @@ for _ in range(4):
     assert row["count"] == 40  # 10 iterations a run, counted by the device trace
 
 
+def test_a_callback_compiled_before_any_capture_is_found_by_the_trace(run, shell):
+    """A function with a callback in a scan, compiled and run in a cell without profiling: in
+    a profiled cell its callback runs are found by the device trace's events named after the
+    callback primitive (it was invisible: only compiles seen by a capture were known)."""
+    run("""
+def _quadruple(v):
+    return np.asarray(v) * 4
+@jax.jit
+def jt_early(x):
+    def body(c, _):
+        y = jax.pure_callback(_quadruple, jax.ShapeDtypeStruct(c.shape, c.dtype), c)
+        return y / 4, None
+    return jax.lax.scan(body, x, None, length=5)[0]
+jt_early(xa).block_until_ready()
+""")
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    out = jt_early(xa)")
+    prof = shell.user_ns["prof"]
+    assert prof.compiles.empty
+    row = prof.fallbacks.set_index("op").loc["pure_callback in jit(jt_early)"]
+    assert row["cause"] == "host_callback" and row["count"] == 15 and row["calls"] == 3
+
+
 def test_untraced_jax_graph_opens_on_the_optimized_hlo(run, shell):
     run("@jax.jit\ndef jt_view(x):\n    return jnp.tanh(x @ x).sum()")
     run("%%xla_profile -b jax -q --no-trace --var prof\nout = jt_view(xa)")

@@ -45,6 +45,7 @@ from xlanb.formats.jax_text import (
     HOST_READ,
     HOST_TRANSFER,
     UNEXPLAINED,
+    CallbackOp,
     Explanation,
     callback_instructions,
     count_stablehlo_ops,
@@ -448,6 +449,8 @@ def _fallback_rows(
     per_run: dict[tuple[str, str], float] | None = None  # read from the trace when needed
     for graph in dict.fromkeys([*runs, *compiled]):
         ops = session.callback_ops.get(graph)
+        if ops is None and graph in runs:  # compiled before any capture: the trace names them
+            ops = _traced_callbacks(capture, graph)
         if not ops:
             continue
         if per_run is None:
@@ -457,7 +460,9 @@ def _fallback_rows(
             where = location_fields(op.frames, options)
             key = (op.op, where["location"])
             # a callback in a loop (lax.scan) runs many times a run: the trace counted them
-            count = round(per_run.get((graph, op.instruction), 1.0) * runs.get(graph, 0))
+            count = round(
+                per_run.get((_program_key(graph), op.instruction), 1.0) * runs.get(graph, 0)
+            )
             row = grouped.get(key)
             if row is None:
                 grouped[key] = {
@@ -512,10 +517,29 @@ def _callbacks_per_run(capture: Capture) -> dict[tuple[str, str], float]:
         if span["lane"] == "device" and not span.get("estimated")
     )
     return {
-        (op["graph"], op["op"]): op["count"] / traced_runs[op["graph"]]
+        (_program_key(op["graph"]), op["op"]): op["count"] / traced_runs[op["graph"]]
         for op in capture.rows.get("ops", [])
         if traced_runs.get(op["graph"])
     }
+
+
+#: How JAX names a callback's HLO instruction (``pure_callback.3``): the primitive.
+_CALLBACK_INSTRUCTION = re.compile(
+    r"^(?P<op>pure_callback|io_callback|debug_callback|callback)\.\d+$"
+)
+
+
+def _traced_callbacks(capture: Capture, graph: str) -> list[CallbackOp]:
+    """The callbacks of a program compiled before any capture (no compile record holds its
+    HLO): its traced ops named after a callback primitive. No source frames: the place is
+    not known."""
+    key = _program_key(graph)
+    return [
+        CallbackOp(found["op"], [], op["op"])
+        for op in capture.rows.get("ops", [])
+        if _program_key(str(op["graph"])) == key
+        and (found := _CALLBACK_INSTRUCTION.match(str(op["op"])))
+    ]
 
 
 def _read_rows(capture: Capture, reads: list[Read], options: CaptureOptions) -> None:
