@@ -695,6 +695,14 @@ def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
     shown = prof._repr_html_()
     titles = [graph["title"] for graph in packed_graphs(shown)]
     assert sum("jit(pc_step) (compile " in t for t in titles) == 3 and "Graph viewer (3)" in shown
+    # each recompile is one command away from its diff with the previous compile
+    assert prof.previous_compile(0) is None and prof.previous_compile(2) == 1
+    assert f"%xla_profile diff {prof.name} 2" in shown
+    assert f"`%xla_profile diff {prof.name} 2`" in " ".join(prof.findings["detail"])
+    result = run(f"pc_diff = %xla_profile diff {prof.name} 2")
+    assert result.success and type(shell.user_ns["pc_diff"]).__name__ == "GraphDiff"
+    with pytest.raises(KeyError, match="first compile"):
+        prof.diff(0)
 
 
 TRANSFORMER_CELL = """%%xla_profile -q --var big_cell

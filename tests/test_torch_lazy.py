@@ -85,6 +85,11 @@ for batch in [8, 8, 16, 16, 32, 8]:
         "new shape: Float[8,7] -> Float[16,7]",
         "new shape: Float[16,7] -> Float[32,7]",
     ]
+    # the torch runtimes' graphs are hashes: a recompile's previous graph is its line's
+    last = len(prof.graph_entries()) - 1
+    assert prof.previous_compile(last) is not None
+    assert "Float[16,7]" in prof.graph(prof.previous_compile(last)).text
+    assert type(prof.diff(last)).__name__ == "GraphDiff"
     assert loop["seconds"].notna().all() and (loop["seconds"] > 0).all()
     assert prof.summary()["executions"] == 7  # the init sync and six steps
     titles = " ".join(prof.findings["title"])

@@ -237,6 +237,36 @@ class Profile:
             parsed.measured = measured
         return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
 
+    def previous_compile(self, index: int) -> int | None:
+        """The index (as :meth:`graph` counts) of the graph compiled before graph `index` for
+        the same thing: the same JAX function, or the same line (``compiles.location``) for the
+        torch runtimes, whose graph names are hashes; None for a first compile."""
+        entries = self.graph_entries()
+        index = range(len(entries))[index]  # IndexError past the end; -1 is the last
+        name, compile_key = str(entries["graph"].iloc[index]), entries["compile"].iloc[index]
+        if compile_key != -1:  # JAX: compiles of one function share its name
+            same = entries["graph"].astype(str) == name
+        else:
+            graphs, locations = self.compiles["graph"].astype(str), self.compiles["location"]
+            places = dict(zip(graphs, locations, strict=True))
+            place = places.get(name)
+            if place is None or pd.isna(place):
+                return None
+            same = entries["graph"].astype(str).map(places) == place
+        earlier = [i for i in range(index) if bool(same.iloc[i])]
+        return earlier[-1] if earlier else None
+
+    def diff(self, index: int = -1) -> Any:
+        """What changed between graph `index` and the previous compile of the same function
+        or line (:meth:`previous_compile`): an ``xlanb.graphs.GraphDiff`` (displays side by
+        side, changes marked)."""
+        from xlanb.graphs import diff
+
+        previous = self.previous_compile(index)
+        if previous is None:
+            raise KeyError(f"graph {index} is the first compile of its function or line")
+        return diff(self.graph(previous), self.graph(index))
+
     def graph_entries(self) -> pd.DataFrame:
         """One row per compiled graph that has a text, in the order :meth:`graph` indexes them:
         ``graph``, ``compile`` (JAX's ``compile_id``, which tells a function's compiles apart;

@@ -94,7 +94,8 @@ class XlaProfileMagics(Magics):
 
         or ``%xla_profile [options] statement`` for one line. The Profile is also available
         as ``xlanb.last()``. ``%xla_profile compare A B`` shows what changed between two
-        profiles (names, history indices such as -1, or variables holding a Profile).
+        profiles (names, history indices such as -1, or variables holding a Profile);
+        ``%xla_profile diff A I`` shows graph I of A against its previous compile.
         ``%xla_profile on`` / ``off`` profiles every cell (a one-line summary under cells
         that did lazy-tensor work); ``%xla_profile status`` says what is on.
         """
@@ -105,6 +106,8 @@ class XlaProfileMagics(Magics):
             display(comparison)  # the table, then the chart
             display(comparison.chart())
             return None
+        if cell is None and words[:1] == ["diff"]:
+            return self._diff(words[1:])
         if cell is None and words in (["on"], ["off"], ["status"]):
             return self._auto(words[0])
         args = parse_argstring(self.xla_profile, line)
@@ -191,6 +194,20 @@ class XlaProfileMagics(Magics):
                 "usage: %xla_profile compare A B (profile names, history indices or variables)"
             )
         return compare(*(self._find_profile(name) for name in names))
+
+    def _diff(self, words: list[str]):
+        """``%xla_profile diff PROFILE I``: graph I of the profile against the previous compile
+        of the same function or line (the compiles table's ``diff`` column writes these)."""
+        if len(words) != 2 or not words[1].lstrip("-").isdigit():
+            raise UsageError(
+                "usage: %xla_profile diff PROFILE I (a profile's name, history index or "
+                "variable, and a graph index as prof.graph counts)"
+            )
+        profile = self._find_profile(words[0])
+        try:
+            return profile.diff(int(words[1]))
+        except (KeyError, IndexError) as error:
+            raise UsageError(f"{words[0]}: {error.args[0]}") from None
 
     def _find_profile(self, name: str) -> Profile:
         value = self.shell.user_ns.get(name)

@@ -278,7 +278,8 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
             seconds=[
                 format_seconds(s) + (" (read from the persistent cache)" if hit else "")
                 for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
-            ]
+            ],
+            diff=_diff_commands(profile),
         )
         parts.append(
             _section(
@@ -288,7 +289,8 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                     compiles,
                     _with_rank(
                         compiles,
-                        ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"],
+                        ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
+                        + (["diff"] if any(compiles["diff"]) else []),
                     ),
                     sortable=True,
                 ),
@@ -360,6 +362,33 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
         parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")
     return "".join(parts)
+
+
+#: Compile rows past this many get no diff command (each looks up its previous compile).
+DIFF_ROWS = 200
+
+
+def _diff_commands(profile: Profile) -> list[str]:
+    """Per compile row, the magic that shows its graph against the previous compile of the
+    same function or line (``%xla_profile diff cell-3 2``), or "" for a first compile."""
+    commands = [""] * len(profile.compiles)
+    if profile.graphs.empty or len(profile.compiles) > DIFF_ROWS:
+        return commands
+    entries = profile.graph_entries()
+    index_of = {
+        (str(graph), int(key)): i
+        for i, (graph, key) in enumerate(zip(entries["graph"], entries["compile"], strict=True))
+    }
+    keys = (
+        profile.compiles["compile_id"].astype("Int64").fillna(-1)
+        if "compile_id" in profile.compiles.columns
+        else pd.Series(-1, index=profile.compiles.index)
+    )
+    for row, (graph, key) in enumerate(zip(profile.compiles["graph"], keys, strict=True)):
+        index = index_of.get((str(graph), int(key)))
+        if index is not None and profile.previous_compile(index) is not None:
+            commands[row] = f"%xla_profile diff {profile.name} {index}"
+    return commands
 
 
 #: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away): at most this

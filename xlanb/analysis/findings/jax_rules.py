@@ -94,7 +94,7 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                     + _lines(again),
                     "detail": f"JAX traced and compiled it again because: {changes}. "
                     f"{counted(len(rows), 'compile')} of it took {format_seconds(seconds)} "
-                    "in all.",
+                    "in all." + _diff_hint(profile, str(graph), again),
                     "advice": " ".join(advice),
                     "seconds": seconds,
                 }
@@ -114,6 +114,23 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                 }
             )
     return findings
+
+
+def _diff_hint(profile: Profile, graph: str, again: pd.DataFrame) -> str:
+    """How to see what changed in the program at its last recompile, if its graph was kept."""
+    if profile.graphs.empty or "compile_id" not in again.columns or again.empty:
+        return ""
+    entries = profile.graph_entries()
+    last = again["compile_id"].dropna()
+    if last.empty:
+        return ""
+    matches = entries.index[
+        (entries["graph"].astype(str) == graph) & (entries["compile"] == int(last.iloc[-1]))
+    ]
+    if len(matches) != 1:
+        return ""
+    index = int(entries.index.get_loc(matches[0]))
+    return f" `%xla_profile diff {profile.name} {index}` shows its graph against the previous one."
 
 
 #: A static argument that takes at most this many values is a flag, not a leak.
