@@ -156,6 +156,34 @@ def test_an_identity_hashed_static_object_is_named_with_its_place(run, shell):
     assert "@dataclass(frozen=True)" in finding["advice"]
 
 
+def test_many_host_input_calls_are_counted_exactly_in_bounded_memory(run, shell):
+    """5,000 calls with a NumPy batch from one line and 2,000 through a helper from two other
+    lines: exact counts and each its own cell line, while the backend keeps one entry per
+    place and shape of call (it kept one record, with a whole stack, per call)."""
+    from xlanb.capture.backends.jax.state import STATE
+
+    run(
+        "@jax.jit\ndef jt_many(batch):\n    return batch['x'].sum() + batch['y'].sum()\n"
+        "def jt_helper(v):\n    return jt_many({'x': v, 'y': v})\n"
+        "many_in = np.ones((2, 2), np.float32)"
+    )
+    run("""%%xla_profile -b jax -q --var prof
+import xlanb.capture.backends.jax.state as jt_state
+for _ in range(5000):
+    jt_many({"x": many_in, "y": xa})
+for _ in range(1000):
+    jt_helper(many_in)
+    jt_helper(many_in)
+jt_kept = len(jt_state.STATE.transfers)
+""")
+    prof = shell.user_ns["prof"]
+    assert shell.user_ns["jt_kept"] <= 3 and not STATE.transfers
+    rows = prof.fallbacks[prof.fallbacks["cause"] == "host_transfer"]
+    by_line = rows.groupby("cell_line")["count"].sum().to_dict()
+    assert by_line == {4: 5000, 6: 2000, 7: 2000}, rows
+    assert rows.groupby("cell_line")["calls"].sum().to_dict() == {4: 5000, 6: 1000, 7: 1000}
+
+
 def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     run(
         "@jax.jit\ndef jt_host(x, scale):\n    return x * scale\nnp_in = np.ones((4, 4), "

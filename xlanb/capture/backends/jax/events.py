@@ -69,7 +69,7 @@ Event = Duration | CacheMiss | CompileRecord
 @dataclass(frozen=True, slots=True)
 class Transfer:
     """Host values (NumPy arrays, Python or NumPy scalars) among the non-static arguments of
-    one call of a jitted function: implicit host-to-device transfers."""
+    the calls of a jitted function from one place: implicit host-to-device transfers."""
 
     #: The ``PjitFunction`` called.
     function: Any
@@ -78,6 +78,8 @@ class Transfer:
     count: int
     #: The caller's Python stack, innermost first.
     frames: tuple[Frame, ...]
+    #: The calls that passed them.
+    calls: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -646,7 +646,8 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
                 state.probe = result
         entry = calls.get(self)
         if entry is None:  # the function's first call: a new entry, under the lock
-            first = CallStats(self, 1, elapsed, wall(), static_positions(self))
+            eager = function_name(self)[1]
+            first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager)
             with lock:
                 entry = calls.setdefault(self, first)
                 if entry is not first:  # counted meanwhile on another thread
@@ -657,7 +658,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             entry.seconds += elapsed
         # Host values among the arguments: a quick look at the arguments and their direct
         # children (a batch dict or tuple of NumPy arrays); the exact count only when one is
-        # seen.
+        # seen. Not for eager code (`x + 1`'s 1): those are not reported.
+        if entry.eager:
+            return result
         static = entry.static
         if static is None:
             for arg in args:
@@ -688,17 +691,58 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             return not host_types.isdisjoint(map(type, arg))
         return False
 
+    transfers = state.transfers
+
     def note_host_arguments(function, args, kwargs) -> None:
-        """Count the host values (not static arguments) among a call's arguments."""
+        """Count a call with host values among its arguments: once per place and shape of
+        call (the function, the types of its arguments and of their children), a walk of
+        the pytree counts them exactly; every later call adds one to that entry."""
+        shape = (function, tuple(map(_arg_types, args)))
+        if kwargs:
+            shape += tuple((name, _arg_types(arg)) for name, arg in kwargs.items())
+        caller = sys._getframe(2)
+        key = (shape, _place(caller))
+        entry = transfers.get(key)
+        if entry is not None:  # no lock: as the call counts above
+            entry[2] += 1
+            return
         static_numbers, static_names = static_positions(function) or ((), ())
         traced = [arg for position, arg in enumerate(args) if position not in static_numbers]
         traced += [arg for name, arg in kwargs.items() if name not in static_names]
         found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
-        if found:
-            frames, _eager = python_stack(sys._getframe(2))
-            state.append_transfers(function, found, tuple(frames))
+        state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
     return count_call
+
+
+def _arg_types(arg) -> Any:
+    """An argument's type, with its children's for a dict, list or tuple (a batch)."""
+    kind = type(arg)
+    if kind is dict:
+        return kind, tuple(map(type, arg.values()))
+    if kind is list or kind is tuple:
+        return kind, tuple(map(type, arg))
+    return kind
+
+
+def _place(frame) -> tuple:
+    """A call's place, cheap to make on every call: the code and line of its first three
+    frames, enough to tell the cell lines calling a helper apart (only the first call from a
+    place walks the whole stack)."""
+    second = frame.f_back
+    third = second.f_back if second is not None else None
+    return (
+        id(frame.f_code),
+        frame.f_lineno,
+        id(second.f_code) if second is not None else 0,
+        second.f_lineno if second is not None else 0,
+        id(third.f_code) if third is not None else 0,
+        third.f_lineno if third is not None else 0,
+    )
+
+
+def _stack(frame) -> tuple[Frame, ...]:
+    return tuple(python_stack(frame)[0])
 
 
 # -- readers of JAX objects ------------------------------------------------------------------

@@ -499,11 +499,11 @@ def _fallback_rows(
                 "advice": advice,
                 **where,
                 "graph": graph,
-                "calls": 1,
+                "calls": transfer.calls,
             }
         else:
             row["count"] += transfer.count
-            row["calls"] += 1
+            row["calls"] += transfer.calls
     for row in grouped_transfers.values():
         capture.add("fallbacks", row)
 

@@ -44,6 +44,9 @@ SAMPLE_LIMIT = 10_000
 #: Places whose reads are told apart (each keeps its stack once); reads from more places are
 #: counted with the last.
 MAX_READ_PLACES = 10_000
+#: Places whose host inputs are told apart; inputs from more places are counted for their
+#: function and type with no stack (the totals stay exact).
+MAX_TRANSFER_PLACES = 10_000
 
 
 @dataclass(eq=False, slots=True)
@@ -58,6 +61,8 @@ class CallStats:
     first: float
     #: The static argument positions and names, None when it has none.
     static: tuple[frozenset[int], frozenset[str]] | None
+    #: A program JAX runs for eager code (its host inputs are not reported).
+    eager: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -81,7 +86,8 @@ class Token:
     """One capture: where the shared buffers stood when it began."""
 
     event_start: int
-    transfer_start: int
+    #: Each transfer place's calls when the capture began.
+    transfers: dict[tuple, int]
     #: Count and seconds of every function's calls when the capture began.
     calls: dict[Any, tuple[int, float]]
     notes: list[str] = field(default_factory=list)
@@ -142,7 +148,9 @@ class JaxState:
     current: Any = None
     active: list[Token] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    transfers: list[Transfer] = field(default_factory=list)
+    #: Calls with host values by (shape of call, place) -> [function, host values a call
+    #: (Counter of types), calls, the stack when first seen].
+    transfers: dict[tuple, list] = field(default_factory=dict)
     #: Reads by place and way (a key of code object ids and lines, cheap to make per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
@@ -162,10 +170,24 @@ class JaxState:
         with self.lock:
             self.events.append(event)
 
-    def append_transfers(self, function: Any, found: Counter, frames: tuple[Frame, ...]) -> None:
+    def add_transfer_place(
+        self,
+        key: tuple,
+        function: Any,
+        found: Counter,
+        stack: Callable[[], tuple[Frame, ...]],
+    ) -> None:
+        """The first call of a (shape, place) `key` with host values: `found` per call.
+        Past :data:`MAX_TRANSFER_PLACES`, calls count for their function and shape with no
+        stack (the totals stay exact)."""
         with self.lock:
-            for kind, count in found.items():
-                self.transfers.append(Transfer(function, kind, count, frames))
+            entry = self.transfers.get(key)
+            if entry is None:
+                if len(self.transfers) < MAX_TRANSFER_PLACES:
+                    self.transfers[key] = [function, found, 1, stack() if found else ()]
+                    return
+                entry = self.transfers.setdefault((key[0], ()), [function, found, 0, ()])
+            entry[2] += 1
 
     def count_read(self, key: tuple, how: str, stack: Callable[[], tuple[Frame, ...]]) -> None:
         """One more read at `key` (`stack` is called the first time only)."""
@@ -190,7 +212,7 @@ class JaxState:
         with self.lock:
             return Token(
                 len(self.events),
-                len(self.transfers),
+                {key: entry[2] for key, entry in self.transfers.items()},
                 {key: (entry.count, entry.seconds) for key, entry in self.calls.items()},
                 notes,
                 graphs,
@@ -212,7 +234,12 @@ class JaxState:
         recording and empty the buffers."""
         with self.lock:
             events = self.events[token.event_start :]
-            transfers = self.transfers[token.transfer_start :]
+            transfers = [
+                Transfer(function, kind, per_call * calls, frames, calls)
+                for key, (function, found, total, frames) in self.transfers.items()
+                if (calls := total - token.transfers.get(key, 0)) > 0
+                for kind, per_call in found.items()
+            ]
             calls = self._call_deltas(token)
             samples = self.samples[token.sample_start :]
             reads = [
