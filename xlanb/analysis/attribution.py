@@ -21,39 +21,43 @@ _SOURCE_SPELLINGS = {
     "index.Tensor": (r"\[",),
     "_unique2": ("unique",),
 }
+#: Spellings that may well be something else (``print("done")``, ``int(n)``): evidence only
+#: where the runtime forced no sync on another line.
+_WEAK = {_BUILTIN + r"(float|int|bool|print)\("}
 
 
-def _spellings(op: str) -> list[re.Pattern[str]]:
+def _spellings(op: str) -> list[tuple[re.Pattern[str], bool]]:
+    """The op's spellings in Python source, likeliest first, each with whether it is weak."""
     bare = op.split("::", 1)[-1]
     patterns = _SOURCE_SPELLINGS.get(bare, (re.escape(bare.strip("_").split(".")[0]),))
-    return [re.compile(pattern) for pattern in patterns]
+    return [(re.compile(pattern), pattern in _WEAK) for pattern in patterns]
 
 
-def fallback_line(
-    op: str, source: str, forced_sync_lines: set[int], every_sync_placed: bool = False
-) -> int | None:
+def fallback_line(op: str, source: str, forced_sync_lines: set[int]) -> int | None:
     """The line of the cell `source` (1-based, as the editor shows it) that most likely ran
-    `op`: a line where the runtime reported a forced sync if one names the op, else the
-    first line of the likeliest spelling (``.item()`` before ``print(``).
-
-    With `every_sync_placed` (the runtime gave the stack of every forced sync: torch._lazy,
-    torch_xla with ``--deep``), the text alone decides nothing: a line only where the runtime
-    synced, the one line if it synced on one only, else None (a read in a helper defined in
-    another cell is not pinned on an unrelated ``print(``)."""
+    `op`: a line where the runtime reported a forced sync if one names the op; else the first
+    line naming it (``.item()`` before ``print(``); else, when the runtime forced syncs on
+    exactly one line, that line (``x[x > 0]`` runs a ``nonzero`` no line names). A weak
+    spelling (``print(``, ``float(``) counts only where the runtime forced no sync elsewhere:
+    ``print("done")`` is not the read of a helper defined in another cell."""
     lines = [_code_part(text) for text in source.splitlines()]
-    ordered: list[int] = []
-    for pattern in _spellings(op):
-        ordered += [
+    strong: list[int] = []
+    weak: list[int] = []
+    for pattern, is_weak in _spellings(op):
+        found = weak if is_weak else strong
+        found += [
             number
             for number, text in enumerate(lines, start=1)
-            if pattern.search(text) and number not in ordered
+            if pattern.search(text) and number not in strong and number not in weak
         ]
-    synced = [line for line in ordered if line in forced_sync_lines]
+    synced = [line for line in strong + weak if line in forced_sync_lines]
     if synced:
         return synced[0]
-    if every_sync_placed and forced_sync_lines:
+    if strong:
+        return strong[0]
+    if forced_sync_lines:
         return next(iter(forced_sync_lines)) if len(forced_sync_lines) == 1 else None
-    return ordered[0] if ordered else None
+    return weak[0] if weak else None
 
 
 def _code_part(line: str) -> str:
@@ -75,8 +79,7 @@ def attribute_fallbacks(
         return fallbacks
     lines = []
     for op, backend in zip(fallbacks["op"], fallbacks["backend"], strict=True):
-        forced_lines, placed = _forced_sync_lines(backend, compiles, executions)
-        lines.append(fallback_line(op, source, forced_lines, placed))
+        lines.append(fallback_line(op, source, _forced_sync_lines(backend, compiles, executions)))
     attributed = fallbacks.copy()
     attributed["cell_line"] = pd.array(
         [
@@ -90,19 +93,17 @@ def attribute_fallbacks(
 
 def _forced_sync_lines(
     backend: str, compiles: pd.DataFrame, executions: pd.DataFrame | None
-) -> tuple[set[int], bool]:
-    """The cell lines of `backend`'s forced syncs, and whether the runtime placed every one
-    (its executions carry the ``trigger`` and ``cell_line`` of each from its own stack)."""
+) -> set[int]:
+    """The cell lines of `backend`'s forced syncs: its forced compiles', and, where the
+    runtime placed every run (torch._lazy, torch_xla with ``--deep``), its forced runs'."""
     mine = compiles[compiles["backend"].astype(str) == backend]
     forced = mine[mine["trigger"].astype(str).str.contains(_FORCED, regex=True)]
     lines = {int(v) for v in forced["cell_line"].dropna()}
     if executions is None or "trigger" not in executions.columns:
-        return lines, False
+        return lines
     runs = executions[executions["backend"].astype(str) == backend]
     runs = runs[runs["trigger"].astype(str).str.contains(_FORCED, regex=True)]
-    if runs.empty:
-        return lines, False
-    return lines | {int(v) for v in runs["cell_line"].dropna()}, True
+    return lines | {int(v) for v in runs["cell_line"].dropna()}
 
 
 def forced_sync_places(executions: pd.DataFrame) -> pd.DataFrame:
