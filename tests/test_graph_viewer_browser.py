@@ -363,3 +363,47 @@ def test_measured_device_time_colours_the_sort_hottest(page, run, shell, tmp_pat
             assert luminance(item_pixel(page, other)) < luminance(hot) - 60, (other, hot)
     finally:
         page.emulate_media(color_scheme="light")
+
+
+def transformer_step(params, x):
+    for layer in params:
+        with jax.named_scope("attention"):
+            q, k, v = (x @ layer[n] for n in ("q", "k", "v"))
+            x = x + jax.nn.softmax(q @ k.T / 4.0, axis=-1) @ v
+        with jax.named_scope("mlp"):
+            x = x + jax.nn.gelu(x @ layer["w1"]) @ layer["w2"]
+    return (x**2).mean()
+
+
+def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path):
+    """A 4-layer transformer's backward pass (hundreds of instructions) opens with labels at
+    11 px or more (it opened at 6.6 px, a thin ribbon), the legend sits outside the canvas
+    (it covered the bottom row of nodes), and Fit shows the whole graph inside the canvas."""
+    page, _blocked, _errors = page
+    shapes = {"q": (16, 16), "k": (16, 16), "v": (16, 16), "w1": (16, 64), "w2": (64, 16)}
+    params = [{n: jnp.ones(s) for n, s in shapes.items()} for _ in range(4)]
+    text = jax.jit(jax.grad(transformer_step)).lower(params, jnp.ones((8, 16))).as_text()
+    big = graphs.parse(text)
+    assert len(big.nodes) > 300
+    open_page(page, tmp_path, graph_page(big, height=520), name="big.html")
+    viewer = "document.querySelector('.xlanb-graph').xlanbViewer"
+    assert page.evaluate(f"{viewer}.k") * 11 >= 11  # labels are drawn at 11 px times the zoom
+    canvas = page.locator(".xlanb-graph canvas").first.bounding_box()
+    legend = page.locator("[data-role=legend]").first.bounding_box()
+    assert legend is not None and canvas is not None
+    overlaps = (
+        legend["x"] < canvas["x"] + canvas["width"]
+        and canvas["x"] < legend["x"] + legend["width"]
+        and legend["y"] < canvas["y"] + canvas["height"]
+        and canvas["y"] < legend["y"] + legend["height"]
+    )
+    assert not overlaps, (legend, canvas)
+    page.click("[data-action=fit]")
+    inside = page.evaluate(
+        f"""() => {{ const v = {viewer};
+        return v.tx >= 0 && v.ty >= 0 && v.tx + v.st.width * v.k <= v.width + 0.5
+            && v.ty + v.st.height * v.k <= v.height + 0.5; }}"""
+    )
+    assert inside, page.evaluate(
+        f"() => {{ const v = {viewer}; return [v.tx, v.ty, v.st.width, v.st.height, v.k, v.width, v.height]; }}"
+    )

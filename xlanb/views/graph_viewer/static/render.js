@@ -103,16 +103,20 @@
   };
 
   // -- view transform ------------------------------------------------------------------------
-  /** Fit the whole graph; with `readable`, never below the zoom where labels show (the
-   * top of the graph then, centred). */
+  /** The zoom at which labels (11 px fonts in graph units) are 11 px on screen. */
+  var READABLE = 1;
+  /** Fit the whole graph; with `readable` (on opening), never below the zoom where labels
+   * are drawn at 11 px, READABLE (the top of the graph then, centred: pan or Fit for more). */
   V.fit = function (readable) {
     var st = this.st;
     if (!st || !this.width) return;
-    var w = Math.max(st.width, 1) + 40, hh = Math.max(st.height, 1) + 40;
-    this.k = Math.min(this.width / w, this.height / hh, 1.5);
-    if (readable === true && this.k < 0.6) this.k = 0.6;
+    var margin = 20;  // screen px on every side
+    var w = Math.max(st.width, 1), hh = Math.max(st.height, 1);
+    this.k = Math.max(0.002, Math.min((this.width - 2 * margin) / w,
+      (this.height - 2 * margin) / hh, 1.5));
+    if (readable === true && this.k < READABLE) this.k = READABLE;
     this.tx = (this.width - st.width * this.k) / 2;
-    this.ty = Math.max(10, (this.height - st.height * this.k) / 2);
+    this.ty = Math.max(margin, (this.height - st.height * this.k) / 2);
     this.requestDraw();
   };
   V.zoomBy = function (factor, sx, sy) {

@@ -160,10 +160,11 @@
     this.legend = h("div", { cls: "xg-legend", "data-role": "legend" });
     this.panel = h("div", { cls: "xg-panel", "data-role": "details", hidden: "" });
     this.summary = data.summary ? h("div", { cls: "xg-summary", "data-role": "summary", text: data.summary }) : null;
-    this.stage = h("div", { cls: "xg-stage" }, [this.canvas, this.legend, this.panel]);
+    this.stage = h("div", { cls: "xg-stage" }, [this.canvas, this.panel]);
     el.appendChild(this.toolbar);
     if (this.summary) el.appendChild(this.summary);
     el.appendChild(this.stage);
+    el.appendChild(this.legend);  // under the canvas, never over a node
     this.ctx = this.canvas.getContext("2d");
     this.bindPointer();
     this.renderLegend();
