@@ -405,5 +405,6 @@ def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path
             && v.ty + v.st.height * v.k <= v.height + 0.5; }}"""
     )
     assert inside, page.evaluate(
-        f"() => {{ const v = {viewer}; return [v.tx, v.ty, v.st.width, v.st.height, v.k, v.width, v.height]; }}"
+        f"() => {{ const v = {viewer}; "
+        "return [v.tx, v.ty, v.st.width, v.st.height, v.k, v.width, v.height]; }"
     )
