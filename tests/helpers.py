@@ -90,3 +90,36 @@ def packed_graphs(html: str) -> list[dict]:
 
     found = re.findall(r'<script type="application/x-xlanb-gzip-base64">([^<]*)</script>', html)
     return [json.loads(gzip.decompress(base64.b64decode(text))) for text in found]
+
+
+def check_unprofiled_compiles_are_remembered(run, shell, sync: str, new_shape: str) -> None:
+    """A step defined in a cell run without profiling and warmed up there at batch 8 (twice:
+    the first graph also holds what earlier cells left pending); `sync` ends the step. Its
+    batch-16 compile in a profiled cell must be `new_shape` of the warm-up's graph (it was
+    "new graph": compiles outside profiled cells were forgotten)."""
+    run(f"""
+def warm_step(batch):
+    out = (torch.randn(batch, 9).to(dev) * 3).sum()
+    {sync}
+    return out
+warm_step(8)
+warm_step(8)
+""")
+    run("%%xla_profile --var prof\nwarm_step(16)")
+    causes = list(shell.user_ns["prof"].compiles["cause"])
+    assert causes == [new_shape], causes
+
+
+def scan_callback_source(name: str, factor: int, length: int) -> str:
+    """A jitted function `name` whose `lax.scan` of `length` steps calls a pure_callback that
+    multiplies by `factor` (the body divides it back)."""
+    return f"""
+def _times_{factor}(v):
+    return np.asarray(v) * {factor}
+@jax.jit
+def {name}(x):
+    def body(c, _):
+        y = jax.pure_callback(_times_{factor}, jax.ShapeDtypeStruct(c.shape, c.dtype), c)
+        return y / {factor}, None
+    return jax.lax.scan(body, x, None, length={length})[0]
+"""

@@ -14,7 +14,7 @@ import weakref
 import pytest
 
 import xlanb
-from tests.helpers import outputs_of, packed_graphs, run_notebook
+from tests.helpers import outputs_of, packed_graphs, run_notebook, scan_callback_source
 from xlanb.capture import backends
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
@@ -288,18 +288,8 @@ for _ in range(12):
 
 
 def test_a_callback_in_a_scan_is_counted_per_iteration(run, shell):
-    run("""%%xla_profile -b jax -q --var prof
-def _triple(v):
-    return np.asarray(v) * 3
-@jax.jit
-def jt_scan(x):
-    def body(c, _):
-        y = jax.pure_callback(_triple, jax.ShapeDtypeStruct(c.shape, c.dtype), c)
-        return y / 3, None
-    return jax.lax.scan(body, x, None, length=10)[0]
-for _ in range(4):
-    out = jt_scan(xa)
-""")
+    source = scan_callback_source("jt_scan", 3, 10)
+    run(f"%%xla_profile -b jax -q --var prof\n{source}for _ in range(4):\n    out = jt_scan(xa)")
     row = shell.user_ns["prof"].fallbacks.iloc[0]
     assert row["op"] == "pure_callback in jit(jt_scan)" and row["calls"] == 4
     assert row["count"] == 40  # 10 iterations a run, counted by the device trace
@@ -309,17 +299,7 @@ def test_a_callback_compiled_before_any_capture_is_found_by_the_trace(run, shell
     """A function with a callback in a scan, compiled and run in a cell without profiling: in
     a profiled cell its callback runs are found by the device trace's events named after the
     callback primitive (it was invisible: only compiles seen by a capture were known)."""
-    run("""
-def _quadruple(v):
-    return np.asarray(v) * 4
-@jax.jit
-def jt_early(x):
-    def body(c, _):
-        y = jax.pure_callback(_quadruple, jax.ShapeDtypeStruct(c.shape, c.dtype), c)
-        return y / 4, None
-    return jax.lax.scan(body, x, None, length=5)[0]
-jt_early(xa).block_until_ready()
-""")
+    run(scan_callback_source("jt_early", 4, 5) + "jt_early(xa).block_until_ready()")
     run("%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    out = jt_early(xa)")
     prof = shell.user_ns["prof"]
     assert prof.compiles.empty

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import xlanb
+from tests.helpers import check_unprofiled_compiles_are_remembered
 from xlanb.core.profile import FRAME_COLUMNS
 from xlanb.views.summary import headline
 
@@ -54,20 +55,9 @@ def train_step():
 
 
 def test_compiles_of_unprofiled_cells_are_remembered(run, shell):
-    """A step defined in one cell, warmed up at batch 8 (twice) in an unprofiled cell: its
-    batch-16 compile in a profiled cell is a new shape of the warm-up's graph (it was "new
-    graph": syncs outside profiled cells were forgotten)."""
-    run("""
-def warm_step(batch):
-    out = (torch.randn(batch, 9).to(dev) * 3).sum()
-    torch._lazy.mark_step()
-    return out
-warm_step(8)
-warm_step(8)
-""")
-    run("%%xla_profile --var prof\nwarm_step(16)")
-    causes = list(shell.user_ns["prof"].compiles["cause"])
-    assert causes == ["new shape: Float[8,9] -> Float[16,9]"], causes
+    check_unprofiled_compiles_are_remembered(
+        run, shell, "torch._lazy.mark_step()", "new shape: Float[8,9] -> Float[16,9]"
+    )
 
 
 def test_changing_batch_size_compiles_once_per_new_shape(run, shell):

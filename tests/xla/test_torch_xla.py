@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import outputs_of, run_notebook
+from tests.helpers import check_unprofiled_compiles_are_remembered, outputs_of, run_notebook
 
 SETUP = """
 import torch, torch_xla
@@ -114,20 +114,9 @@ for _ in range(4):
 
 
 def test_compiles_of_unprofiled_cells_are_remembered(run, shell):
-    """A step function defined in one cell, warmed up at batch 8 in an unprofiled cell: its
-    batch-16 compile in a profiled cell is a new shape of the warm-up's graph (it was "new
-    graph": compiles outside profiled cells were forgotten)."""
-    run("""
-def warm_step(batch):
-    out = (torch.randn(batch, 9).to(dev) * 3).sum()
-    torch_xla.sync()
-    return out
-warm_step(8)  # its graph also holds what earlier cells left pending
-warm_step(8)
-""")
-    run("%%xla_profile --var prof\nwarm_step(16)")
-    causes = list(shell.user_ns["prof"].compiles["cause"])
-    assert causes == ["new shape: f32[8,9] -> f32[16,9]"], causes
+    check_unprofiled_compiles_are_remembered(
+        run, shell, "torch_xla.sync()", "new shape: f32[8,9] -> f32[16,9]"
+    )
 
 
 def test_executions_are_told_apart_by_graph(run, shell):
