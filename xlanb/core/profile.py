@@ -237,11 +237,13 @@ class Profile:
             parsed.measured = measured
         return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
 
-    def previous_compile(self, index: int) -> int | None:
+    def previous_compile(self, index: int, entries: pd.DataFrame | None = None) -> int | None:
         """The index (as :meth:`graph` counts) of the graph compiled before graph `index` for
         the same thing: the same JAX function, or the same line (``compiles.location``) for the
-        torch runtimes, whose graph names are hashes; None for a first compile."""
-        entries = self.graph_entries()
+        torch runtimes, whose graph names are hashes; None for a first compile. `entries`:
+        :meth:`graph_entries`, when the caller has them already."""
+        if entries is None:
+            entries = self.graph_entries()
         index = range(len(entries))[index]  # IndexError past the end; -1 is the last
         name, compile_key = str(entries["graph"].iloc[index]), entries["compile"].iloc[index]
         if compile_key != -1:  # JAX: compiles of one function share its name

@@ -386,7 +386,7 @@ def _diff_commands(profile: Profile) -> list[str]:
     )
     for row, (graph, key) in enumerate(zip(profile.compiles["graph"], keys, strict=True)):
         index = index_of.get((str(graph), int(key)))
-        if index is not None and profile.previous_compile(index) is not None:
+        if index is not None and profile.previous_compile(index, entries) is not None:
             commands[row] = f"%xla_profile diff {profile.name} {index}"
     return commands
 
