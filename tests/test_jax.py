@@ -804,3 +804,24 @@ def test_persistent_cache_hits_are_marked_and_nothing_is_printed(tmp_path):
     assert "from the persistent cache" not in cold["headline"]["compiles"]
     # every program of the warm round (jnp.ones' own too) came from disk
     assert re.fullmatch(r"(\d+) \(.+\), \1 from the persistent cache", warm["headline"]["compiles"])
+
+
+def test_static_memory_of_each_program_matches_jax(run, shell):
+    """`prof.memory`: arguments, outputs, aliased, temporaries, code and peak of each program
+    compiled in the cell, as JAX's own memory analysis of the same program gives them; the
+    compiles table shows the peak."""
+    run(
+        "@jax.jit\ndef jt_mem(w, x):\n    return jnp.tanh(x @ w) @ w.T\n"
+        "mem_w, mem_x = jnp.ones((256, 512)), jnp.ones((64, 256))"
+    )
+    run("%%xla_profile -b jax -q --var prof\nout = jt_mem(mem_w, mem_x)")
+    prof = shell.user_ns["prof"]
+    memory = prof.memory[prof.memory["graph"] == "jit(jt_mem)"].set_index("kind")["bytes"]
+    jt_mem, w, x = (shell.user_ns[name] for name in ("jt_mem", "mem_w", "mem_x"))
+    stats = jt_mem.lower(w, x).compile().memory_analysis()
+    assert memory["inputs"] == stats.argument_size_in_bytes == (256 * 512 + 64 * 256) * 4
+    assert memory["outputs"] == stats.output_size_in_bytes == 64 * 256 * 4
+    assert memory["intermediates"] == stats.temp_size_in_bytes
+    assert memory["aliased"] == stats.alias_size_in_bytes
+    assert memory["peak"] == stats.peak_memory_in_bytes
+    assert "<th>peak_memory</th>" in prof._repr_html_()

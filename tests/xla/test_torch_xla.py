@@ -427,3 +427,23 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     else:
         assert seen["set"]["XLA_IR_DEBUG"] is None and seen["set"]["XLA_HLO_DEBUG"] is None
         assert seen["ops_with_lines"] == 0
+
+
+def test_static_memory_of_each_graph_from_the_post_compilation_analysis(run, shell):
+    """`prof.memory` on torch_xla: each compile's inputs, outputs, intermediates and an
+    estimated peak from the runtime's Post Compilation Analysis (printed in GB with 6
+    decimals: ~1 kB), checked against the tensors' own sizes."""
+    run("""%%xla_profile --var prof -q
+a = torch.ones(128, 256, device=dev)
+b = torch.ones(256, 64, device=dev)
+torch_xla.sync()
+c = (a @ b).relu()
+torch_xla.sync()
+""")
+    prof = shell.user_ns["prof"]
+    last = prof.compiles.iloc[-1]
+    memory = prof.memory[prof.memory["graph"] == last["graph"]].set_index("kind")["bytes"]
+    kilobyte = 1100  # the runtime rounds to 1e-6 GB
+    assert abs(memory["inputs"] - (128 * 256 + 256 * 64) * 4) < kilobyte, memory
+    assert abs(memory["outputs"] - 128 * 64 * 4) < kilobyte, memory
+    assert memory["peak"] >= memory["inputs"] + memory["outputs"] - kilobyte

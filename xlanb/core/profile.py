@@ -237,6 +237,38 @@ class Profile:
             parsed.measured = measured
         return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
 
+    @property
+    def memory(self) -> pd.DataFrame:
+        """The static memory of every program compiled: one row per program and ``kind``
+        (``inputs``, ``outputs``, ``aliased``, ``intermediates``, ``program``, ``peak``) with
+        its ``bytes``, from the ``compiles`` columns (JAX's compiled memory stats, torch_xla's
+        Post Compilation Analysis); ``compile_id`` tells a JAX function's compiles apart."""
+        kinds = {
+            "input_bytes": "inputs",
+            "output_bytes": "outputs",
+            "aliased_bytes": "aliased",
+            "intermediate_bytes": "intermediates",
+            "program_bytes": "program",
+            "peak_bytes": "peak",
+        }
+        columns = ["backend", "graph", "compile_id", "kind", "bytes"]
+        present = [c for c in kinds if c in self.compiles.columns]
+        if not present:
+            return pd.DataFrame(columns=columns)
+        compiles = self.compiles.assign(
+            compile_id=self.compiles["compile_id"]
+            if "compile_id" in self.compiles.columns
+            else pd.NA
+        )
+        long = compiles.melt(
+            id_vars=["backend", "graph", "compile_id"],
+            value_vars=present,
+            var_name="kind",
+            value_name="bytes",
+        ).dropna(subset=["bytes"])
+        long["kind"] = long["kind"].map(kinds)
+        return long[columns].reset_index(drop=True)
+
     def previous_compile(self, index: int, entries: pd.DataFrame | None = None) -> int | None:
         """The index (as :meth:`graph` counts) of the graph compiled before graph `index` for
         the same thing: the same JAX function, or the same line (``compiles.location``) for the

@@ -142,7 +142,11 @@ _RUN = _c(
     "appending to one file): 0, 1, ...",
     ("metrics_file",),
 )
-_SIZE_MEANING = "from the Post Compilation Analysis (GB = 2**30 bytes)"
+_SIZE_MEANING = (
+    "from the Post Compilation Analysis (GB = 2**30 bytes, to ~1 kB; torch_xla and its debug "
+    "file) or `get_compiled_memory_stats()` (JAX)"
+)
+_MEMORY_WRITERS = ("debug_file", "torch_xla", "jax")
 
 SCHEMA: dict[str, tuple[Column, ...]] = {
     "counters": (
@@ -363,35 +367,47 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             ("debug_file",),
         ),
         _c(
-            "input_bytes", "float64", "bytes", f"graph input size, {_SIZE_MEANING}", ("debug_file",)
+            "input_bytes",
+            "float64",
+            "bytes",
+            f"graph input size (arguments), {_SIZE_MEANING}",
+            _MEMORY_WRITERS,
         ),
         _c(
             "output_bytes",
             "float64",
             "bytes",
             f"graph output size, {_SIZE_MEANING}",
-            ("debug_file",),
+            _MEMORY_WRITERS,
         ),
         _c(
             "aliased_bytes",
             "float64",
             "bytes",
-            f"aliased input size, {_SIZE_MEANING}",
-            ("debug_file",),
+            f"aliased (donated) input size, {_SIZE_MEANING}",
+            _MEMORY_WRITERS,
         ),
         _c(
             "intermediate_bytes",
             "float64",
             "bytes",
-            f"intermediate tensor size, {_SIZE_MEANING}",
-            ("debug_file",),
+            f"intermediate tensors (temporaries), {_SIZE_MEANING}",
+            _MEMORY_WRITERS,
         ),
         _c(
             "program_bytes",
             "float64",
             "bytes",
-            f"compiled program size, {_SIZE_MEANING}",
-            ("debug_file",),
+            f"compiled program (generated code) size, {_SIZE_MEANING}",
+            _MEMORY_WRITERS,
+        ),
+        _c(
+            "peak_bytes",
+            "float64",
+            "bytes",
+            "the program's peak memory: JAX's `peak_memory_in_bytes`; torch_xla: inputs + "
+            "outputs + intermediates - aliased (an estimate)",
+            ("jax", "torch_xla"),
         ),
         _rank(),
     ),

@@ -1,4 +1,4 @@
-"""Durations as people read them."""
+"""Durations and sizes as people read them."""
 
 from __future__ import annotations
 
@@ -23,3 +23,14 @@ def format_seconds(seconds: float) -> str:
         return "-"
     unit, factor = time_unit(seconds)
     return f"{seconds * factor:.{_DECIMALS[unit]}f} {unit}"
+
+
+def format_bytes(size: float) -> str:
+    """``512 B``, ``1.5 kB``, ``12.3 MB``, ``2.00 GB`` (powers of 1000); ``-`` when unknown."""
+    if size is None or (isinstance(size, float) and math.isnan(size)):
+        return "-"
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(size) >= factor:
+            value = size / factor
+            return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
+    return f"{size:.0f} B"

@@ -48,6 +48,7 @@ from xlanb.core.errors import FormatError, TruncatedRecordWarning
 from xlanb.formats.python_frames import python_frame
 
 _PREFIXES = {"Compilation Analysis:": "compile", "Execution Analysis:": "execute"}
+_POST_PREFIX = "Post Compilation Analysis:"
 
 
 @dataclass
@@ -59,6 +60,8 @@ class AnalysisBlock:
     outputs: int | None = None
     #: (function, file, line), innermost first, as PyTorch/XLA prints them.
     frames: list[tuple[str, str, int]] = field(default_factory=list)
+    #: A compile's Post Compilation Analysis sizes in bytes, by column (``input_bytes``, ...).
+    sizes: dict[str, float] = field(default_factory=dict)
 
     @property
     def forced(self) -> bool:
@@ -67,7 +70,8 @@ class AnalysisBlock:
 
 
 def parse_analysis(text: str) -> list[AnalysisBlock]:
-    """Every Compilation/Execution Analysis block in `text`, in order."""
+    """Every Compilation/Execution Analysis block in `text`, in order; a compile's Post
+    Compilation Analysis sizes in its ``sizes`` (GB = 2**30 bytes, 6 decimals: ~1 kB)."""
     return _analyses(text.splitlines())
 
 
@@ -76,6 +80,12 @@ def _analyses(lines: Iterable[str]) -> list[AnalysisBlock]:
     current: AnalysisBlock | None = None
     section = ""
     for raw in lines:
+        if raw.startswith(_POST_PREFIX):  # the sizes of the compile just analysed
+            size = _SIZE.fullmatch(raw[len(_POST_PREFIX) :].strip())
+            compiled = next((b for b in reversed(blocks) if b.kind == "compile"), None)
+            if size is not None and compiled is not None:
+                compiled.sizes[SIZE_COLUMNS[size[1]]] = float(size[2]) * 2**30
+            continue
         kind = None
         for prefix, name in _PREFIXES.items():
             if raw.startswith(prefix):

@@ -16,6 +16,7 @@ import pandas as pd
 from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
+from xlanb.core.units import format_bytes
 from xlanb.views.compare import summary_rows
 from xlanb.views.escape import escape
 from xlanb.views.summary import (
@@ -280,6 +281,14 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                 for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
             ],
             diff=_diff_commands(profile),
+            peak_memory=[
+                format_bytes(v)
+                for v in (
+                    profile.compiles["peak_bytes"]
+                    if "peak_bytes" in profile.compiles.columns
+                    else [math.nan] * len(profile.compiles)
+                )
+            ],
         )
         parts.append(
             _section(
@@ -290,6 +299,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                     _with_rank(
                         compiles,
                         ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
+                        + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else [])
                         + (["diff"] if any(compiles["diff"]) else []),
                     ),
                     sortable=True,

@@ -532,8 +532,24 @@ def _add_compiles(
                 "time": ts,
                 "trigger": block.cause if block else None,
                 **where,
+                **(_memory(block.sizes) if block else {}),
             },
         )
+
+
+def _memory(sizes: dict[str, float]) -> dict[str, float]:
+    """A compile's static memory from its Post Compilation Analysis, with ``peak_bytes``
+    estimated as inputs + outputs + intermediates - aliased (what XLA reports as the peak
+    where it knows one)."""
+    if not sizes:
+        return {}
+    peak = (
+        sizes.get("input_bytes", 0.0)
+        + sizes.get("output_bytes", 0.0)
+        + sizes.get("intermediate_bytes", 0.0)
+        - sizes.get("aliased_bytes", 0.0)
+    )
+    return {**sizes, "peak_bytes": peak}
 
 
 def _add_executions(

@@ -183,6 +183,8 @@ def _compile_row(
         "explanation": explanation.text if explanation else None,
     }
     if record is not None:
+        if not eager:  # a single op's buffers are not worth a row each
+            row.update(hooks.memory(record.executable))
         _graph_rows(compiled.name, compile_id, record, options, capture, session)
     return row
 
