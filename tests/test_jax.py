@@ -825,3 +825,24 @@ def test_static_memory_of_each_program_matches_jax(run, shell):
     assert memory["aliased"] == stats.alias_size_in_bytes
     assert memory["peak"] == stats.peak_memory_in_bytes
     assert "<th>peak_memory</th>" in prof._repr_html_()
+
+
+def test_arrays_the_cell_leaves_alive_are_counted_by_shape(run, shell):
+    """Results appended to a list in the cell stay alive after it: `prof.live_arrays` has the
+    live arrays before and after (as `jax.live_arrays()` counts them) and what the cell left
+    alive by shape and dtype, and the cell's summary says so."""
+    run("jt_kept = []")
+    run(
+        "%%xla_profile -b jax -q --var prof\njt_live_before = len(jax.live_arrays())\n"
+        "for i in range(6):\n    jt_kept.append(jnp.ones((128, 64)) * i)\n"
+        "jt_live_after = len(jax.live_arrays())"
+    )
+    prof = shell.user_ns["prof"]
+    live = prof.live_arrays.set_index("snapshot")
+    assert live.loc["before", "count"] == shell.user_ns["jt_live_before"]
+    assert live.loc["after", "count"] == shell.user_ns["jt_live_after"]
+    left = prof.live_arrays[prof.live_arrays["snapshot"] == "left alive"].set_index("shape")
+    assert left.loc["float32[128,64]", "count"] == 6
+    assert left.loc["float32[128,64]", "bytes"] == 6 * 128 * 64 * 4
+    assert "Left alive by the cell" in prof._repr_html_()
+    run("jt_kept.clear()")

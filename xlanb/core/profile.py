@@ -67,6 +67,7 @@ class Profile:
     ops: pd.DataFrame = field(default_factory=lambda: empty_frame("ops"))
     breakdown: pd.DataFrame = field(default_factory=lambda: empty_frame("breakdown"))
     step_times: pd.DataFrame = field(default_factory=lambda: empty_frame("step_times"))
+    live_arrays: pd.DataFrame = field(default_factory=lambda: empty_frame("live_arrays"))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """All frames by name."""

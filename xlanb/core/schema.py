@@ -762,6 +762,22 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _c("module", "str", "", "the HLO module name in the trace (`jit_step`)", ("xspace",)),
         _rank(),
     ),
+    "live_arrays": (
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax",)),
+        _r(
+            "snapshot",
+            "str",
+            "",
+            "`before` / `after` the cell (all live device arrays: one row), or `left alive` (the "
+            "arrays the cell created that are still alive at its end, one row per shape and dtype, "
+            "the 20 largest)",
+            ("jax",),
+        ),
+        _r("shape", "str", "", "`f32[64,256]`; empty on the before/after rows", ("jax",)),
+        _r("count", "int64", "count", "live arrays", ("jax",)),
+        _r("bytes", "float64", "bytes", "their device bytes (`nbytes`)", ("jax",)),
+        _rank(),
+    ),
 }
 
 #: Frames declared above that are not (yet) attributes of :class:`~xlanb.core.profile.Profile`:
@@ -789,6 +805,8 @@ FRAME_ROWS: dict[str, str] = {
     "step's time account, warm-up or steady",
     "breakdown": "the capture's wall time split into exclusive buckets",
     "ops": "per program and HLO op: device time, count, cost and source line",
+    "live_arrays": "live device arrays before and after the cell, and those it left alive "
+    "(JAX's `jax.live_arrays()`)",
 }
 
 #: Required columns of each Profile frame, in order. Writers may add the optional columns

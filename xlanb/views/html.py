@@ -260,6 +260,9 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                 highlight=[kind == ALARM_KIND for kind in left["kind"]],
             )
         )
+    live = _live_arrays(profile)
+    if live:
+        parts.append(live)
     places = forced_sync_places(profile.executions)
     if not places.empty:
         parts.append(
@@ -372,6 +375,34 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
         parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
     parts.append(f"<script>{SORT_SCRIPT}</script></div>")
     return "".join(parts)
+
+
+def _live_arrays(profile: Profile) -> str:
+    """Live device arrays before and after the cell, and a closed table of what it left alive
+    (JAX); "" when the profile has none or nothing changed."""
+    live = profile.live_arrays
+    if live.empty:
+        return ""
+    totals = live.groupby("snapshot")[["count", "bytes"]].sum()  # all ranks of a run
+    if not {"before", "after"} <= set(totals.index):
+        return ""
+    before, after = totals.loc["before"], totals.loc["after"]
+    left = live[live["snapshot"] == "left alive"]
+    if int(before["count"]) == int(after["count"]) and left.empty:
+        return ""
+    line = (
+        "<div class='xlanb-note'>live device arrays: "
+        f"{int(before['count']):,} ({escape(format_bytes(float(before['bytes'])))}) before, "
+        f"{int(after['count']):,} ({escape(format_bytes(float(after['bytes'])))}) after</div>"
+    )
+    if left.empty:
+        return line
+    rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
+    return line + _section(
+        "Left alive by the cell",
+        int(left["count"].sum()),
+        table(rows, ["shape", "count", "size", "backend"]),
+    )
 
 
 #: Compile rows past this many get no diff command (each looks up its previous compile).

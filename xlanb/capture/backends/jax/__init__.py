@@ -145,6 +145,7 @@ def begin(options: CaptureOptions) -> Token:
         STATE.clear()
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
+    token.live = hooks.live_arrays()
     hooks.explain_enter()
     token.thread = threading.get_ident()
     if options.device_trace:
@@ -209,7 +210,22 @@ def end(token: Token, options: CaptureOptions) -> Capture:
         token.trace if trace_events is not None else None,
     )
     capture.environment = _environment()
+    _live_rows(capture, token)
     return capture
+
+
+def _live_rows(capture: Capture, token: Token) -> None:
+    """``live_arrays``: all live arrays before and after the cell, and those it left alive."""
+    _ids, count_before, bytes_before = token.live
+    left, count_after, bytes_after = hooks.left_alive(token.live[0])
+    snapshots = [("before", count_before, bytes_before), ("after", count_after, bytes_after)]
+    for snapshot, count, size in snapshots:
+        capture.add(
+            "live_arrays",
+            {"backend": NAME, "snapshot": snapshot, "shape": "", "count": count, "bytes": size},
+        )
+    for row in left:
+        capture.add("live_arrays", {"backend": NAME, "snapshot": "left alive", **row})
 
 
 def _environment() -> dict[str, Any]:

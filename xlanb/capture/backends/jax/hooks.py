@@ -74,6 +74,7 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import math
 import os
 import sys
 import threading
@@ -827,6 +828,50 @@ def hlo_text(executable) -> str | None:
             return "\n\n".join(executable.get_hlo_text())
         except Exception:
             return None
+
+
+def live_arrays() -> tuple[set[int], int, float]:
+    """The ids, count and device bytes of every live ``jax.Array`` (public API; bytes by
+    shape and dtype: an ``nbytes`` per array costs 3 times as much)."""
+    try:
+        import jax
+
+        arrays = jax.live_arrays()
+        groups = Counter((a.shape, a.dtype) for a in arrays)
+    except Exception:
+        return set(), 0, float("nan")
+    return {id(a) for a in arrays}, len(arrays), _group_bytes(groups)
+
+
+def _group_bytes(groups: Counter) -> float:
+    return float(sum(n * math.prod(shape) * dtype.itemsize for (shape, dtype), n in groups.items()))
+
+
+#: The groups of arrays a cell left alive that are listed (largest first).
+LEFT_ALIVE_GROUPS = 20
+
+
+def left_alive(before: set[int]) -> tuple[list[dict[str, Any]], int, float]:
+    """The arrays alive now that were not in `before` (ids), grouped by shape and dtype, the
+    largest groups first; and the count and bytes of every live array now."""
+    try:
+        import jax
+
+        arrays = jax.live_arrays()
+        everything = Counter((a.shape, a.dtype) for a in arrays)
+        new = Counter((a.shape, a.dtype) for a in arrays if id(a) not in before)
+    except Exception:
+        return [], 0, float("nan")
+    rows = [
+        {
+            "shape": f"{dtype.name}[{','.join(map(str, shape))}]",
+            "count": n,
+            "bytes": float(n * math.prod(shape) * dtype.itemsize),
+        }
+        for (shape, dtype), n in new.items()
+    ]
+    rows.sort(key=lambda row: -row["bytes"])
+    return rows[:LEFT_ALIVE_GROUPS], len(arrays), _group_bytes(everything)
 
 
 def memory(executable) -> dict[str, float]:

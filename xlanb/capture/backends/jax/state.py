@@ -99,6 +99,8 @@ class Token:
     thread: int = 0
     #: Each place's read count when the capture began.
     reads: dict[tuple, int] = field(default_factory=dict)
+    #: The live arrays when the capture began: (ids, count, bytes).
+    live: tuple[set[int], int, float] = field(default_factory=lambda: (set(), 0, float("nan")))
 
 
 @dataclass(eq=False)
