@@ -806,7 +806,7 @@ FRAME_ROWS: dict[str, str] = {
     "breakdown": "the capture's wall time split into exclusive buckets",
     "ops": "per program and HLO op: device time, count, cost and source line",
     "live_arrays": "live device arrays before and after the cell, and those it left alive "
-    "(JAX's `jax.live_arrays()`)",
+    "(JAX's `jax.live_arrays()`); none when the cell changed nothing",
 }
 
 #: Required columns of each Profile frame, in order. Writers may add the optional columns

@@ -215,9 +215,12 @@ def end(token: Token, options: CaptureOptions) -> Capture:
 
 
 def _live_rows(capture: Capture, token: Token) -> None:
-    """``live_arrays``: all live arrays before and after the cell, and those it left alive."""
+    """``live_arrays``: all live arrays before and after the cell, and those it left alive;
+    nothing when the cell changed nothing (a cell without JAX work has an empty profile)."""
     _ids, count_before, bytes_before = token.live
     left, count_after, bytes_after = hooks.left_alive(token.live[0])
+    if not left and (count_before, bytes_before) == (count_after, bytes_after):
+        return
     snapshots = [("before", count_before, bytes_before), ("after", count_after, bytes_after)]
     for snapshot, count, size in snapshots:
         capture.add(

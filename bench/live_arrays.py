@@ -1,0 +1,53 @@
+"""What the JAX live-array snapshots cost a cell: an empty profiled cell (no trace, no graphs)
+with 100, 1,000 and 10,000 live device arrays, against the same cell with the snapshots off
+(the two passes over ``jax.live_arrays()``). Target (issue #16): <= 5 ms at 10,000.
+
+    .venv/bin/python bench/live_arrays.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import results
+
+TARGET_MS = 5.0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    results.add_check_option(parser)
+    args = parser.parse_args()
+
+    import jax.numpy as jnp
+
+    from xlanb.capture.backends.jax import hooks
+
+    kept = []
+    figures = {}
+    print(f"{'live arrays':>11} {'snapshot ms':>11} {'left-alive ms':>13} {'per cell ms':>11}")
+    for count in (100, 1_000, 10_000):
+        kept.extend(jnp.ones(4) for _ in range(count - len(kept)))
+        snapshots, lefts = [], []
+        for _ in range(args.repeats):
+            started = time.perf_counter()
+            ids, _count, _bytes = hooks.live_arrays()
+            snapshots.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            hooks.left_alive(ids)
+            lefts.append(time.perf_counter() - started)
+        snapshot, left = statistics.median(snapshots) * 1e3, statistics.median(lefts) * 1e3
+        print(f"{count:>11,} {snapshot:>11.2f} {left:>13.2f} {snapshot + left:>11.2f}")
+        figures[f"{count} arrays: ms per cell"] = snapshot + left
+    results.write("live_arrays", figures)
+    worst = figures["10000 arrays: ms per cell"]
+    return results.check(
+        [f"live arrays {worst:.1f} ms > {TARGET_MS} ms"] if worst > TARGET_MS else [], args.check
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
