@@ -846,3 +846,14 @@ def test_arrays_the_cell_leaves_alive_are_counted_by_shape(run, shell):
     assert left.loc["float32[128,64]", "bytes"] == 6 * 128 * 64 * 4
     assert "Left alive by the cell" in prof._repr_html_()
     run("jt_kept.clear()")
+    # 6 x 32 kB is not worth a finding; 40 MB kept is one (information, not an alarm)
+    assert not prof.findings["title"].str.contains("live device memory").any()
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "for i in range(10):\n    jt_kept.append(jnp.ones((1000, 1000)) * i)"
+    )
+    grew = shell.user_ns["prof"].findings
+    grew = grew[grew["title"].str.contains("live device memory grew")].iloc[0]
+    assert grew["severity"] == "info" and grew["title"].startswith("live device memory grew by 40")
+    assert "float32[1000,1000] ×10" in grew["detail"]
+    run("jt_kept.clear()")

@@ -19,6 +19,7 @@ from xlanb.analysis.findings.jax_rules import (
     jax_eager_compiles,
     jax_host_callbacks,
     jax_host_transfers,
+    jax_memory_growth,
     jax_recompilation,
 )
 from xlanb.analysis.findings.rank_rules import (
@@ -47,6 +48,7 @@ __all__ = [
     "jax_eager_compiles",
     "jax_host_callbacks",
     "jax_host_transfers",
+    "jax_memory_growth",
     "jax_recompilation",
     "rank_divergent_programs",
     "rank_health",
@@ -71,6 +73,7 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_host_callbacks,
     jax_host_transfers,
     jax_eager_compiles,
+    jax_memory_growth,
     *RANK_RULES,
 ]
 

@@ -6,7 +6,7 @@ import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
 from xlanb.core.profile import Profile
-from xlanb.core.units import format_seconds
+from xlanb.core.units import format_bytes, format_seconds
 from xlanb.core.words import counted
 from xlanb.formats import jax_text
 
@@ -217,5 +217,37 @@ def jax_eager_compiles(profile: Profile) -> list[Finding]:
             "advice": "Put the computation in a function decorated with jax.jit so it compiles "
             "once as one program (and runs faster), and keep shapes fixed.",
             "seconds": seconds,
+        }
+    ]
+
+
+#: Live device memory growing by at least this many bytes in a cell is worth a note.
+GROWTH_BYTES = 1_000_000
+
+
+def jax_memory_growth(profile: Profile) -> list[Finding]:
+    """Live device memory that grew in the cell (arrays it created and kept: results appended
+    to a list grow it again on every run). Information: a cell may well mean to keep them."""
+    live = profile.live_arrays
+    if live.empty:
+        return []
+    totals = live.groupby("snapshot")[["count", "bytes"]].sum()
+    if not {"before", "after"} <= set(totals.index):
+        return []
+    grown = float(totals.loc["after", "bytes"] - totals.loc["before", "bytes"])
+    if grown < GROWTH_BYTES:
+        return []
+    left = live[live["snapshot"] == "left alive"].head(3)
+    kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
+    arrays = int(totals.loc["after", "count"] - totals.loc["before", "count"])
+    return [
+        {
+            "severity": "info",
+            "title": f"live device memory grew by {format_bytes(grown)} "
+            f"({counted(arrays, 'array')}) in this cell",
+            "detail": f"Arrays the cell created and kept: {kept or '-'}. Run again, a cell that "
+            "appends results to a list grows it again.",
+            "advice": "Keep what you need on the host (float(x) once, np.asarray), or only the "
+            "latest result; `del` arrays you no longer need.",
         }
     ]
