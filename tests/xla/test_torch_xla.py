@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pandas as pd
 import pytest
@@ -391,7 +392,21 @@ with xlanb.profile(backend="torch_xla") as prof:
         w = torch.relu(w @ w) / 64
         torch_xla.sync()
 lines = prof.ops["source_line"].dropna() if "source_line" in prof.ops else []
+# a step of two graphs, the first compiled before the capture
+v = torch.randn(5, 5, device=dev)
+h = (v @ v).tanh()
+torch_xla.sync()
+torch_xla._XLAC._xla_wait_device_ops(devices=[])
+with xlanb.profile(backend="torch_xla") as steps:
+    for _ in range(6):
+        h = (v @ v).tanh()
+        torch_xla.sync()
+        v = v - 0.01 * h.sum(0)
+        torch_xla.sync()
+runs = steps.executions.groupby("graph")["count"].sum()
 print(json.dumps({
+    "runs": {str(graph): int(count) for graph, count in runs.items()},
+    "unlabelled": int(steps.executions["graph"].isna().sum()),
     "set": {n: switches.value(n) for n in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "PT_XLA_DEBUG_LEVEL")},
     "causes": prof.compiles["cause"].astype(str).tolist(),
     "hlo": int((prof.graphs["kind"] == "hlo_optimized").sum()),
@@ -421,6 +436,10 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     assert seen["set"]["PT_XLA_DEBUG_LEVEL"] == ("2" if deep else "1")
     assert seen["causes"] and seen["causes"][0] == "new graph" and seen["hlo"] >= 1
     assert seen["ops"] > 0
+    # executions told apart by graph at either level: by the execution analysis (--deep),
+    # else by the device trace's runs; a graph compiled before the capture has its hash too
+    assert seen["unlabelled"] == 0 and sorted(seen["runs"].values())[-2:] == [6, 6], seen
+    assert all(re.fullmatch("[0-9a-f]{32}", graph) for graph in seen["runs"]), seen
     if deep:
         assert seen["set"]["XLA_IR_DEBUG"] == seen["set"]["XLA_HLO_DEBUG"] == "1"
         assert seen["ops_with_lines"] > 0

@@ -27,7 +27,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -340,12 +340,15 @@ def rows(
     kinds: tuple[str, ...] = ("hlo_optimized",),
     cell_filename: str | None = None,
     cell_line_offset: int = 0,
+    known_modules: Mapping[str, str] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(``ops`` rows, ``spans`` rows) of the trace events inside `window` (epoch seconds).
 
     `graphs` are the capture's ``graphs`` rows: those of `kinds` tell which ``graph`` id an
-    HLO module of the trace is, and their metadata where each op came from."""
+    HLO module of the trace is, and their metadata where each op came from; `known_modules`
+    names the graphs of modules compiled before the capture (HLO module name -> graph id)."""
     modules, sources = _programs(graphs, kinds, cell_filename)
+    modules = {**(known_modules or {}), **modules}
     frame = events.events
     start_ns, end_ns = window[0] * 1e9, window[1] * 1e9
     inside = frame[
@@ -492,6 +495,34 @@ def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]
         else:
             runs.append((start, end))
     return runs
+
+
+def label_runs(executions: list[dict[str, Any]], spans: Sequence[dict[str, Any]]) -> None:
+    """Give each run in `executions` (rows of one run: ``time`` its end, ``seconds`` from
+    launch to completion, ``graph`` None) the graph of the traced ``device`` span inside it.
+    The runtime's samples and the trace share the wall clock: a run's traced thunks lie
+    within its launch-to-completion sample (measured within microseconds on torch_xla)."""
+    runs = sorted(
+        (span["start"] + span["seconds"] / 2, span["graph"])
+        for span in spans
+        if span["lane"] == "device" and span.get("graph")
+    )
+    if not runs:
+        return
+    middles = np.array([middle for middle, _ in runs])
+    for row in executions:
+        if row.get("graph") is not None or row.get("count", 1) != 1:
+            continue
+        end, seconds = row["time"], row["seconds"]
+        first = int(np.searchsorted(middles, end - seconds - RUN_SLACK_S, side="left"))
+        last = int(np.searchsorted(middles, end + RUN_SLACK_S, side="right"))
+        graphs = {runs[index][1] for index in range(first, last)}
+        if len(graphs) == 1:  # never a guess between two programs
+            row["graph"] = graphs.pop()
+
+
+#: How far a traced run's middle may lie outside its runtime sample (clock rounding).
+RUN_SLACK_S = 20e-6
 
 
 def _group_extents(

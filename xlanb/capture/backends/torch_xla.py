@@ -45,6 +45,10 @@ _BYTE_METRICS = {"InboundData", "OutboundData"}
 _COUNT_METRICS = {"TensorsGraphSize", "InputOutputAliasCount"}
 
 _history = CompileHistory()
+#: HLO module name -> graph id of every graph compiled in this process that xlanb has seen
+#: (the device trace names a run by its module: a graph compiled in an earlier cell keeps
+#: its hash). A module's name carries XLA's unique id, so it names one compiled graph.
+_module_graphs: dict[str, str] = {}
 
 
 def is_installed() -> bool:
@@ -186,6 +190,12 @@ def between_cells() -> None:
     for index, block in enumerate(blocks):
         if index < len(modules):
             _history.remember(history_location(block.frames), modules[index].hlo)
+    _remember_modules(blocks, modules)
+
+
+def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
+    for index, module in enumerate(modules):
+        _module_graphs[module.name] = _graph_id(index, blocks, modules)
 
 
 def _execute_totals(metrics) -> tuple[int, float]:
@@ -304,6 +314,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     compile_blocks = [b for b in blocks if b.kind == "compile"]
     execute_blocks = [b for b in blocks if b.kind == "execute"]
     modules = _new_dump_modules(token)
+    _remember_modules(compile_blocks, modules)
     compile_count = _count_delta(token, metrics, "CompileTime")
     _add_compiles(
         capture, options, compile_count, in_cell.get("CompileTime", []), compile_blocks, modules
@@ -425,9 +436,13 @@ def _trace_rows(
         ("hlo", "hlo_optimized"),
         options.cell_filename,
         options.cell_line_offset,
+        _module_graphs,
     )
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
+    # at the default debug level the runtime does not say which graph a run ran: the traced
+    # runs do (the runs after the trace's window stay unknown)
+    device_trace.label_runs(capture.rows.get("executions", []), spans)
 
 
 def _count_delta(token: _Token, metrics, name: str) -> int:
