@@ -92,18 +92,23 @@ def packed_graphs(html: str) -> list[dict]:
     return [json.loads(gzip.decompress(base64.b64decode(text))) for text in found]
 
 
-def check_unprofiled_compiles_are_remembered(run, shell, sync: str, new_shape: str) -> None:
+def check_unprofiled_compiles_are_remembered(
+    run, shell, sync: str, new_shape: str, columns: int = 9, pause: float = 0.0
+) -> None:
     """A step defined in a cell run without profiling and warmed up there at batch 8 (twice:
     the first graph also holds what earlier cells left pending); `sync` ends the step. Its
     batch-16 compile in a profiled cell must be `new_shape` of the warm-up's graph (it was
-    "new graph": compiles outside profiled cells were forgotten)."""
+    "new graph": compiles outside profiled cells were forgotten). `pause`: seconds the
+    warm-up cell goes on after its compiles (xlanb's janitor empties its files meanwhile)."""
     run(f"""
+import time
 def warm_step(batch):
-    out = (torch.randn(batch, 9).to(dev) * 3).sum()
+    out = (torch.randn(batch, {columns}).to(dev) * 3).sum()
     {sync}
     return out
 warm_step(8)
 warm_step(8)
+time.sleep({pause})
 """)
     run("%%xla_profile --var prof\nwarm_step(16)")
     causes = list(shell.user_ns["prof"].compiles["cause"])

@@ -120,6 +120,22 @@ def test_compiles_of_unprofiled_cells_are_remembered(run, shell):
     )
 
 
+def test_compiles_of_a_long_unprofiled_cell_are_remembered(run, shell):
+    """The same, in a warm-up cell that goes on for a while after compiling: xlanb's janitor,
+    which keeps its files small during long cells, must remember the compiles before it
+    empties the files (they were "new graph")."""
+    from xlanb.capture import workdir
+
+    check_unprofiled_compiles_are_remembered(
+        run,
+        shell,
+        "torch_xla.sync()",
+        "new shape: f32[8,7] -> f32[16,7]",
+        columns=7,
+        pause=workdir.JANITOR_SECONDS * 2.5,
+    )
+
+
 def test_executions_are_told_apart_by_graph(run, shell):
     """A step that runs two graphs (a forward sync, then an update sync): with --deep's
     execution analysis every run has its graph, so the executions split 6 + 6 (they were one

@@ -119,8 +119,19 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
     if _user_values:
         _enabled[:] = backends
         # the files stay small between captures, and the environment is put back once read
-        workdir.start_janitor(seal_read)
+        workdir.start_janitor(seal_read, read_first=_remember_unprofiled)
     return notes
+
+
+def _remember_unprofiled() -> bool:
+    """The janitor's first step: each configured runtime that has started remembers the
+    compiles its files hold (``between_cells``); False while one is still writing them."""
+    ready = True
+    for backend in _enabled:
+        remember = getattr(backend, "between_cells", None)
+        if remember is not None and backend.has_started():
+            ready = remember() is not False and ready
+    return ready
 
 
 def set_by_xlanb() -> list[str]:

@@ -94,15 +94,22 @@ def held() -> int:
 
 
 _janitor_tasks: list[Callable[[], object]] = []
+_janitor_readers: list[Callable[[], bool]] = []
 
 
-def start_janitor(also: Callable[[], object] | None = None) -> None:
+def start_janitor(
+    also: Callable[[], object] | None = None, read_first: Callable[[], bool] | None = None
+) -> None:
     """Empty the owned files every :data:`JANITOR_SECONDS` while no capture runs, so they stay
     small in scripts and long unprofiled cells too (a daemon thread, started once); `also` is
-    run on each round too (its errors are ignored)."""
+    run on each round too (its errors are ignored). `read_first` reads what the files hold
+    (the compiles of unprofiled code) before they are emptied, and returns False while a
+    runtime is still writing them (a compile in flight): that round empties nothing."""
     global _janitor
     if also is not None and also not in _janitor_tasks:
         _janitor_tasks.append(also)
+    if read_first is not None and read_first not in _janitor_readers:
+        _janitor_readers.append(read_first)
     if _janitor is not None:
         return
     _janitor = threading.Thread(target=_sweep_forever, name="xlanb-workdir-janitor", daemon=True)
@@ -112,12 +119,20 @@ def start_janitor(also: Callable[[], object] | None = None) -> None:
 def _sweep_forever() -> None:
     stop = threading.Event()
     while not stop.wait(JANITOR_SECONDS):
-        clear_owned_files()
+        if not _holds and all(_read_before_clearing(reader) for reader in list(_janitor_readers)):
+            clear_owned_files()
         for task in list(_janitor_tasks):
             try:
                 task()
             except Exception:
                 pass
+
+
+def _read_before_clearing(reader: Callable[[], bool]) -> bool:
+    try:
+        return reader() is not False
+    except Exception:  # a reader that fails must not keep the files growing
+        return True
 
 
 def is_owned(path: str | os.PathLike | None) -> bool:

@@ -12,17 +12,20 @@ from xlanb.frontends.status import ready_line
 
 def _clear_debug_files_between_cells(result=None) -> None:
     """After a cell run without profiling: what the runtimes wrote goes into their session
-    memory (compile causes compare with it), then the files are emptied."""
+    memory (compile causes compare with it), then the files are emptied (unless a compile is
+    still being written: the janitor empties them later)."""
     if recorder.active:
         return
+    ready = True
     for backend in BACKENDS.values():
         remember = getattr(backend, "between_cells", None)
         if remember is not None and backend.is_imported():
             try:
-                remember()
+                ready = remember() is not False and ready
             except Exception:  # only the next compile's cause is less exact
                 pass
-    workdir.clear_owned_files()
+    if ready:
+        workdir.clear_owned_files()
 
 
 def load_ipython_extension(ipython, announce: bool = True) -> None:

@@ -145,6 +145,12 @@ def begin(options: CaptureOptions) -> _Token:
     debug_file = workdir.AppendedFile(switches.value("PT_XLA_DEBUG_FILE"))
     dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
     if workdir.held() <= 1:  # a script's compiles before its first capture
+        # Runs (and their compiles: torch_xla compiles on its worker thread) launched before
+        # the capture belong to the code before it: let them finish and write their files
+        # before the files are read and emptied.
+        import torch_xla.core.xla_model as xm
+
+        xm.wait_device_ops()
         between_cells()
     debug_file.start()
     seen: set[str] = set()
@@ -173,17 +179,21 @@ def begin(options: CaptureOptions) -> _Token:
     return token
 
 
-def between_cells() -> None:
+def between_cells() -> bool:
     """Put the compiles since the last capture (cells run without profiling) in the compile
     history before xlanb empties the files that hold them: a profiled compile is then
     compared with the graphs its line compiled anywhere in the session (after an unprofiled
-    warm-up at batch 8, batch 16 is a new shape, not a new graph)."""
+    warm-up at batch 8, batch 16 is a new shape, not a new graph). False, remembering
+    nothing, while a compile is still being written (its analysis without the sizes that
+    follow the compile, written in the last :data:`IN_FLIGHT_SECONDS`)."""
     debug_path = switches.value("PT_XLA_DEBUG_FILE")
     if not (debug_path and workdir.is_owned(debug_path) and os.path.exists(debug_path)):
-        return  # the user's own file: not emptied, so not read either
+        return True  # the user's own file: not emptied, so not read either
     if not os.path.getsize(debug_path):
-        return
+        return True
     blocks = [b for b in parse_analysis(_read(debug_path)) if b.kind == "compile"]
+    if blocks and not blocks[-1].sizes and _written_within(debug_path, IN_FLIGHT_SECONDS):
+        return False
     dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
     owned_dump = bool(dump_dir) and workdir.is_owned(dump_dir)
     modules = _dump_modules(dump_dir, set(), optimized_too=False) if owned_dump else []
@@ -191,6 +201,19 @@ def between_cells() -> None:
         if index < len(modules):
             _history.remember(history_location(block.frames), modules[index].hlo)
     _remember_modules(blocks, modules)
+    return True
+
+
+#: A compile analysis without its post-compilation sizes, written this recently, is a
+#: compile still running (its dump is not written yet).
+IN_FLIGHT_SECONDS = 120.0
+
+
+def _written_within(path: str, seconds: float) -> bool:
+    try:
+        return time.time() - os.path.getmtime(path) < seconds
+    except OSError:
+        return False
 
 
 def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
