@@ -408,3 +408,46 @@ def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path
         f"() => {{ const v = {viewer}; "
         "return [v.tx, v.ty, v.st.width, v.st.height, v.k, v.width, v.height]; }"
     )
+
+
+def test_a_programs_stablehlo_is_one_click_away(page, run, shell, tmp_path):
+    """A JAX program opens on its optimized HLO, with its StableHLO a tab away (in the cell's
+    output and in the report); the StableHLO viewer starts only when its tab is chosen."""
+    page, _blocked, _errors = page
+    run("""%%xla_profile --var tabs_prof
+import jax, jax.numpy as jnp
+tabs_step = jax.jit(lambda w, x: jnp.tanh(x @ w).sum())
+tabs_step(jnp.ones((8, 8)), jnp.ones((4, 8))).block_until_ready()
+""")
+    prof = shell.user_ns["tabs_prof"]
+    assert prof.graph_kinds(0) == ["hlo_optimized", "stablehlo"]
+    stable_ops = set(prof.graph(0, kind="stablehlo").nodes["op"])
+    for name, html in (
+        ("cell.html", "<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_()),
+        ("tabs-report.html", None),
+    ):
+        path = tmp_path / name
+        if html is None:
+            prof.to_html(path)
+        else:
+            path.write_text(html, "utf-8")
+        page.goto(path.as_uri())
+        if html is not None:
+            page.click("summary:has-text('Graph viewer')")
+        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+        tabs = page.locator(".xg-view-tab")
+        assert tabs.all_inner_texts() == ["Optimized HLO", "StableHLO"]
+        stable = page.locator(".xg-view[data-view='1'] .xlanb-graph")
+        assert stable.get_attribute("data-ready") is None  # not started while hidden
+        tabs.nth(1).click()
+        page.wait_for_selector(".xg-view[data-view='1'] .xlanb-graph[data-ready=true]")
+        assert stable.get_attribute("data-kind") == "stablehlo"
+        assert page.locator(".xg-view[data-view='0']").is_hidden()
+        assert tabs.nth(1).get_attribute("aria-selected") == "true"
+        drawn = page.evaluate(
+            "() => document.querySelector(\".xg-view[data-view='1'] .xlanb-graph\")"
+            ".xlanbViewer.m.op"
+        )
+        assert stable_ops <= set(drawn), (stable_ops, drawn)
+        tabs.nth(0).click()
+        assert page.locator(".xg-view[data-view='0']").is_visible()

@@ -193,6 +193,32 @@ class Profile:
         shows the text."""
         from xlanb.graphs import Graph, ParseError, parse
 
+        name, rows, measured = self._graph_rows(name_or_index)
+        kinds = list(rows["kind"])
+        chosen = kind if kind in kinds else None if kind else _default_kind(kinds, measured)
+        if chosen is None:
+            raise KeyError(f"graph {name!r} has no {kind!r} text; it has {', '.join(kinds)}")
+        text = str(rows[rows["kind"] == chosen]["text"].iloc[0])
+        try:
+            parsed = parse(text, chosen)
+        except ParseError as error:
+            return Graph.unparsed(text, chosen, error, name=name)
+        parsed.name = name
+        if chosen == "hlo_optimized":
+            parsed.measured = measured
+        return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
+
+    def graph_kinds(self, name_or_index: str | int = 0) -> list[str]:
+        """The kinds of text graph ``name_or_index`` has (:meth:`graph`'s ``kind``), the one it
+        shows by default first: e.g. ``["hlo_optimized", "stablehlo"]`` for a JAX program."""
+        _, rows, measured = self._graph_rows(name_or_index)
+        kinds = list(dict.fromkeys(rows["kind"]))
+        first = _default_kind(kinds, measured)
+        return [first, *(k for k in kinds if k != first)]
+
+    def _graph_rows(self, name_or_index: str | int) -> tuple[str, pd.DataFrame, Any]:
+        """(name, its ``graphs`` rows with text, its measured ops or None) of one compiled
+        graph (see :meth:`graph`)."""
         entries = self.graph_entries()
         if entries.empty:
             raise KeyError("this profile holds no graph (was it captured with graphs off?)")
@@ -217,26 +243,7 @@ class Profile:
         graphs = self.graphs[self.graphs["text"].notna()]
         same = (graphs["graph"].astype(str) == name) & (_compile_keys(graphs) == compile_key)
         rows = graphs[same.to_numpy(dtype=bool)]
-        kinds = list(rows["kind"])
-        measured = self._measured_ops(name, str(rows["backend"].iloc[0]))
-        if kind:
-            preferred = [kind]
-        elif measured is not None:
-            preferred = ["hlo_optimized", "hlo", "stablehlo", "ir"]
-        else:  # JAX has no "hlo": its optimized HLO (fusions, op_name scopes, source lines)
-            preferred = ["hlo", "hlo_optimized", "stablehlo", "ir"]
-        chosen = next((k for k in preferred if k in kinds), None if kind else kinds[0])
-        if chosen is None:
-            raise KeyError(f"graph {name!r} has no {kind!r} text; it has {', '.join(kinds)}")
-        text = str(rows[rows["kind"] == chosen]["text"].iloc[0])
-        try:
-            parsed = parse(text, chosen)
-        except ParseError as error:
-            return Graph.unparsed(text, chosen, error, name=name)
-        parsed.name = name
-        if chosen == "hlo_optimized":
-            parsed.measured = measured
-        return parsed.with_fallbacks(self.fallbacks["op"].dropna().astype(str))
+        return name, rows, self._measured_ops(name, str(rows["backend"].iloc[0]))
 
     @property
     def memory(self) -> pd.DataFrame:
@@ -350,6 +357,17 @@ class Profile:
         if path is not None:
             write_chrome_trace(self, path)
         return chrome_trace(self)
+
+
+def _default_kind(kinds: list[str], measured: Any) -> str:
+    """The text a graph shows first: with measured device time its optimized HLO (the
+    instructions the trace names); else its HLO, then optimized HLO (JAX has no "hlo": its
+    optimized HLO has fusions, op_name scopes and source lines), StableHLO, IR."""
+    if measured is not None:
+        preferred = ["hlo_optimized", "hlo", "stablehlo", "ir"]
+    else:
+        preferred = ["hlo", "hlo_optimized", "stablehlo", "ir"]
+    return next((k for k in preferred if k in kinds), kinds[0])
 
 
 def _compile_keys(graphs: pd.DataFrame) -> pd.Series:

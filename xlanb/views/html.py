@@ -440,9 +440,11 @@ VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 200_000
 
 def _graph_viewers(profile: Profile) -> str:
     """The interactive viewer of the first graphs compiled in the cell, packed, in a closed
-    section (the viewer lays itself out when the section opens). A cell's output never holds
-    a graph's text: a notebook stays small; ``prof.graph(i).text`` has it."""
-    from xlanb.views.graph_viewer import graph_fragment, viewer_assets
+    section (the viewer lays itself out when the section opens), each program's other texts
+    (a JAX program's StableHLO) a tab away while they fit too. A cell's output never holds a
+    graph's text: a notebook stays small; ``prof.graph(i).text`` has it."""
+    from xlanb.views.graph_viewer import graph_fragment, graph_views, viewer_assets
+    from xlanb.views.graph_viewer.html import KIND_LABELS
 
     # one viewer per compile (a JAX function recompiled shows each program)
     entries = profile.graph_entries()
@@ -459,17 +461,38 @@ def _graph_viewers(profile: Profile) -> str:
     shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
     if shown.empty:
         return ""
-    fragments: list[str] = []
-    size = nodes_drawn = 0
+    budget = _ViewerBudget()
+    views: list[list[tuple[str, str]]] = []
     for index, label, nodes in zip(shown["index"], shown["label"], shown["nodes"], strict=True):
-        # a graph is packed only when the bytes per node so far say it fits the budget
-        if fragments and size + size / max(nodes_drawn, 1) * nodes > VIEWER_BYTES:
+        if views and not budget.fits(nodes):
             break
+        kinds = profile.graph_kinds(int(index))
         fragment = graph_fragment(profile.graph(int(index)), height=460, title=label, packed=True)
-        size += len(fragment)
-        nodes_drawn += int(nodes)
-        fragments.append(fragment)
-    rest = len(entries) - len(fragments)
+        budget.spend(fragment, nodes)
+        views.append([(KIND_LABELS.get(kinds[0], kinds[0]), fragment)])
+    # then the programs' other texts, while they fit
+    for view, index, label, graph in zip(
+        views, shown["index"], shown["label"], shown["graph"], strict=False
+    ):
+        for kind in profile.graph_kinds(int(index))[1:]:
+            nodes = _graph_nodes(profile, str(graph), kind)
+            if budget.fits(nodes):
+                fragment = graph_fragment(
+                    profile.graph(int(index), kind=kind),
+                    height=460,
+                    title=label,
+                    packed=True,
+                    lazy=True,
+                )
+                budget.spend(fragment, nodes)
+            else:
+                fragment = (
+                    f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
+                    f"<code>prof.graph({int(index)}, kind=&quot;{escape(kind)}&quot;)</code> "
+                    "shows it.</div>"
+                )
+            view.append((KIND_LABELS.get(kind, kind), fragment))
+    rest = len(entries) - len(views)
     more = (
         (
             f"<div class='xlanb-note'>{rest} more {'graph' if rest == 1 else 'graphs'}: "
@@ -479,8 +502,32 @@ def _graph_viewers(profile: Profile) -> str:
         else ""
     )
     return _section(
-        "Graph viewer", len(fragments), viewer_assets(packed=True) + "".join(fragments) + more
+        "Graph viewer",
+        len(views),
+        viewer_assets(packed=True) + "".join(graph_views(view) for view in views) + more,
     )
+
+
+class _ViewerBudget:
+    """The bytes of packed payloads a cell's output spends on graphs (:data:`VIEWER_BYTES`): a
+    graph is packed only when the bytes per node so far say it fits."""
+
+    def __init__(self) -> None:
+        self.size = self.nodes = 0
+
+    def fits(self, nodes: float) -> bool:
+        return self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
+
+    def spend(self, fragment: str, nodes: float) -> None:
+        self.size += len(fragment)
+        self.nodes += int(nodes)
+
+
+def _graph_nodes(profile: Profile, graph: str, kind: str) -> float:
+    rows = profile.graphs[
+        (profile.graphs["graph"].astype(str) == graph) & (profile.graphs["kind"] == kind)
+    ]
+    return float(rows["nodes"].max()) if not rows.empty and rows["nodes"].notna().any() else 0.0
 
 
 def comparison_html(comparison) -> str:

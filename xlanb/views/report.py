@@ -85,15 +85,27 @@ def _environment(profile: Profile) -> str:
 
 
 def _graphs(profile: Profile) -> str:
-    from xlanb.views.graph_viewer import graph_fragment
+    from xlanb.views.graph_viewer import graph_fragment, graph_views
+    from xlanb.views.graph_viewer.html import KIND_LABELS
 
     graphs = profile.graphs.dropna(subset=["text"])
     fragments = []
     for name in dict.fromkeys(graphs["graph"].astype(str)):
         backend = graphs.loc[graphs["graph"].astype(str) == name, "backend"].iloc[0]
-        fragments.append(
-            graph_fragment(profile.graph(name), height=560, title=f"{backend} {name}", packed=True)
-        )
+        views = [
+            (
+                KIND_LABELS.get(kind, kind),
+                graph_fragment(
+                    profile.graph(name, kind=kind),
+                    height=560,
+                    title=f"{backend} {name}",
+                    packed=True,
+                    lazy=position > 0,
+                ),
+            )
+            for position, kind in enumerate(profile.graph_kinds(name))
+        ]
+        fragments.append(graph_views(views))
     return "".join(fragments)
 
 

@@ -3,6 +3,7 @@
 - :func:`graph_html`: one graph, its JS/CSS inline (what ``display(graph)`` shows);
 - :func:`viewer_assets` + :func:`graph_fragment`: the JS/CSS once, then one fragment per
   graph, for pages that embed several graphs;
+- :func:`graph_views`: a program's views (optimized HLO, StableHLO), a tab each;
 - :func:`graph_page`: a whole HTML document;
 - :func:`diff_html`: two graphs side by side, or overlaid, with the changes marked;
 - :func:`viewer_widget`: the two-way notebook widget (``widget.selected``: the clicked node).
@@ -30,6 +31,7 @@ from xlanb.views.graph_viewer.html import (
     graph_fragment,
     graph_html,
     graph_page,
+    graph_views,
     unparsed_html,
     viewer_assets,
     viewer_script,
@@ -48,6 +50,7 @@ __all__ = [
     "STATIC",
     "diff_html",
     "graph_fragment",
+    "graph_views",
     "graph_html",
     "graph_page",
     "json_for_script",

@@ -120,9 +120,11 @@ def graph_fragment(
     summary: str | None = None,
     measured: pd.DataFrame | None = None,
     packed: bool = False,
+    lazy: bool = False,
 ) -> str:
     """One graph's viewer element (needs :func:`viewer_assets` once on the page); `packed`:
-    its payload gzip-compressed (a notebook's outputs and a report stay small).
+    its payload gzip-compressed (a notebook's outputs and a report stay small); `lazy`: the
+    viewer starts only when shown (a view of :func:`graph_views` not yet chosen).
 
     ``graph`` may be text, parsed here; text (or a Graph) that could not be parsed shows the
     parse error and the text instead. ``fallback_ops`` marks more ops as CPU fallbacks (e.g.
@@ -159,6 +161,7 @@ def graph_fragment(
     )
     element_id = f"xlanb-graph-{next(_ids)}"
     group_attr = f' data-diff-group="{escape(group)}"' if group else ""
+    group_attr += ' data-lazy="true"' if lazy else ""
     note = (
         f"{escape(graph_title(graph))}: {len(graph.nodes):,} nodes, {len(graph.edges):,} "
         "edges. The interactive viewer needs JavaScript: in JupyterLab, trust the notebook "
@@ -168,6 +171,37 @@ def graph_fragment(
         f'<div class="xlanb-graph" id="{element_id}" data-kind="{escape(graph.kind)}"'
         f'{group_attr}><div class="xg-static">{note}</div>{data_script}</div>'
         "<script>globalThis.XlanbGraph&&globalThis.XlanbGraph.mountAll();</script>\n"
+    )
+
+
+#: What each kind of graph text is called on a view's tab.
+KIND_LABELS = {
+    "hlo_optimized": "Optimized HLO",
+    "hlo": "HLO",
+    "stablehlo": "StableHLO",
+    "ir": "IR",
+    "dot": "DOT",
+}
+
+
+def graph_views(views: list[tuple[str, str]]) -> str:
+    """Several views of one program (e.g. its optimized HLO and its StableHLO), one at a time,
+    with a tab per view: `views` are (tab label, fragment) pairs, the first shown; the others'
+    fragments should be made with ``lazy=True`` (or be a note: a view too large to embed)."""
+    if len(views) == 1:
+        return views[0][1]
+    tabs = "".join(
+        f'<button type="button" class="xg-view-tab" data-view="{index}" '
+        f'aria-selected="{"true" if index == 0 else "false"}">{escape(label)}</button>'
+        for index, (label, _) in enumerate(views)
+    )
+    panes = "".join(
+        f'<div class="xg-view" data-view="{index}"{" hidden" if index else ""}>{fragment}</div>'
+        for index, (_, fragment) in enumerate(views)
+    )
+    return (
+        '<div class="xlanb-graph-views"><div class="xg-view-tabs" role="tablist">'
+        f"{tabs}</div>{panes}</div>"
     )
 
 

@@ -527,8 +527,43 @@
     }
     return viewer;
   }
+  /** Tabs of a program's views (its optimized HLO, its StableHLO): one shown at a time; a
+   * view's viewer starts the first time it is shown. */
+  function wireViews(doc) {
+    var groups = (doc || document).querySelectorAll(".xlanb-graph-views:not([data-wired])");
+    for (var g = 0; g < groups.length; g++) {
+      var group = groups[g];
+      group.setAttribute("data-wired", "true");
+      group.addEventListener("click", function (event) {
+        var tab = event.target.closest && event.target.closest(".xg-view-tab");
+        if (!tab || !this.contains(tab)) return;
+        var chosen = tab.getAttribute("data-view");
+        var tabs = this.querySelectorAll(".xg-view-tab");
+        for (var t = 0; t < tabs.length; t++) {
+          tabs[t].setAttribute("aria-selected", String(tabs[t] === tab));
+        }
+        var panes = this.querySelectorAll(".xg-view");
+        for (var p = 0; p < panes.length; p++) {
+          var shown = panes[p].getAttribute("data-view") === chosen;
+          if (shown) panes[p].removeAttribute("hidden"); else panes[p].setAttribute("hidden", "");
+          var lazy = shown && panes[p].querySelector(".xlanb-graph[data-lazy]");
+          if (lazy) {
+            lazy.removeAttribute("data-lazy");
+            try {
+              var started = mount(lazy);
+              if (started && typeof started.then === "function") {
+                started.catch(failed.bind(null, lazy));
+              }
+            } catch (error) { failed(lazy, error); }
+          }
+        }
+      });
+    }
+  }
   function mountAll(doc) {
-    var found = (doc || document).querySelectorAll(".xlanb-graph:not([data-mounted])");
+    wireViews(doc);
+    var found = (doc || document).querySelectorAll(
+      ".xlanb-graph:not([data-mounted]):not([data-lazy])");
     for (var i = 0; i < found.length; i++) {
       var el = found[i];
       try {
