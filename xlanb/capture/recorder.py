@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
-from xlanb.capture import device_trace, switches, workdir
+from xlanb.capture import cell_memory, device_trace, switches, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
 
@@ -121,6 +121,7 @@ class Recorder:
         # kept, even when a Ctrl-C lands in xlanb's own end-of-cell work; that interrupt is
         # raised again afterwards, unless the user's own exception is on its way already.
         interrupt: BaseException | None = None
+        names = [module.NAME for module, _token in self._tokens]
         try:
             try:
                 captures, interrupt = self._end_backends()
@@ -133,6 +134,7 @@ class Recorder:
             if interrupt is not None:
                 device_trace.abandon()
             try:
+                cell_memory.remember(self.profile.source, list(zip(names, captures, strict=True)))
                 _fill(self.profile, captures, wall_seconds)
                 if self._auto:
                     self.profile.notes.extend(self._late_imports())

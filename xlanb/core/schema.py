@@ -770,7 +770,8 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "`before` / `after` the cell (all live device arrays: one row), or `left alive` (the "
             "arrays the cell created that are still alive at its end, one row per shape and dtype, "
-            "the 20 largest)",
+            "the 20 largest), or `earlier run` (the growth of each earlier profiled run of the "
+            "same cell, oldest first, up to 5: `count` and `bytes` added, negative when it freed)",
             ("jax",),
         ),
         _r("shape", "str", "", "`f32[64,256]`; empty on the before/after rows", ("jax",)),

@@ -22,6 +22,7 @@ from xlanb.analysis.findings.jax_rules import (
     jax_memory_growth,
     jax_recompilation,
 )
+from xlanb.analysis.findings.memory_rules import memory_leak_across_cells
 from xlanb.analysis.findings.rank_rules import (
     DIVERGENT_SHOWN,
     rank_divergent_programs,
@@ -50,6 +51,7 @@ __all__ = [
     "jax_host_transfers",
     "jax_memory_growth",
     "jax_recompilation",
+    "memory_leak_across_cells",
     "rank_divergent_programs",
     "rank_health",
     "rank_skew",
@@ -74,6 +76,7 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_host_transfers,
     jax_eager_compiles,
     jax_memory_growth,
+    memory_leak_across_cells,
     *RANK_RULES,
 ]
 

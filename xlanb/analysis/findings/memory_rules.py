@@ -1,0 +1,73 @@
+"""Findings about device memory: a cell that keeps more of it every time it runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlanb.analysis.findings.common import Finding
+from xlanb.core.profile import Profile
+from xlanb.core.units import format_bytes
+from xlanb.core.words import counted
+
+#: A cell whose live device memory grew in this many profiled runs in a row (this one the
+#: last) keeps memory it no longer needs.
+LEAK_RUNS = 2
+
+
+def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
+    """(arrays, bytes) grown by each of the last runs of the cell in a row that grew live
+    device memory, this run the last; [] when this run did not grow it."""
+    rows = live[live["backend"] == backend]
+    ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
+    if not {"before", "after"} <= set(ends.index):
+        return []
+    runs = [
+        (int(count), float(size))
+        for count, size in rows.loc[rows["snapshot"] == "earlier run", ["count", "bytes"]].values
+    ]
+    runs.append(
+        (
+            int(ends.loc["after", "count"] - ends.loc["before", "count"]),
+            float(ends.loc["after", "bytes"] - ends.loc["before", "bytes"]),
+        )
+    )
+    grown: list[tuple[int, float]] = []
+    for count, size in reversed(runs):
+        if count <= 0 or not size > 0:
+            break
+        grown.insert(0, (count, size))
+    return grown
+
+
+def memory_leak_across_cells(profile: Profile) -> list[Finding]:
+    """The same cell kept more live device memory on each of its last profiled runs (results
+    appended to a list, a cache that only grows): a warning. A cell that grows once (it
+    initialises parameters) and then replaces what it made is not one."""
+    live = profile.live_arrays
+    if live.empty or not (live["snapshot"] == "earlier run").any():
+        return []
+    findings = []
+    for backend in dict.fromkeys(live["backend"].astype(str)):
+        runs = growing_runs(live, backend)
+        if len(runs) < LEAK_RUNS:
+            continue
+        per_run = sum(size for _count, size in runs) / len(runs)
+        arrays = sum(count for count, _size in runs)
+        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")].head(3)
+        kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{profile.name} keeps {format_bytes(per_run)} more live device "
+                f"memory every run (its last {counted(len(runs), 'run')})",
+                "detail": f"{counted(arrays, 'array')} "
+                f"({format_bytes(sum(size for _count, size in runs))}) kept by these runs and "
+                f"still alive. This run kept: {kept or '-'}. Run by run it will run out of "
+                "device memory: results appended to a list, or a cache that only grows, keep "
+                "every step's arrays on the device.",
+                "advice": "Keep host values (float(loss), jax.device_get(x)) instead of device "
+                "arrays, keep only the latest result, or clear the list (del, .clear()) "
+                "when you no longer need it.",
+            }
+        )
+    return findings
