@@ -66,3 +66,48 @@ def test_a_cell_that_grows_once_is_not_a_leak(run, shell):
     run(LEAKY_CELL + "# another cell\n")
     assert titled(shell.user_ns["prof"], "every run").empty
     run("del mt_params; mt_losses.clear()")
+
+
+def test_donation_jax_could_not_use_is_a_warning_and_jax_still_warns_once(run, shell):
+    """JAX on the CPU does donate: a donated train state returned updated is aliased. A
+    donated argument no output can reuse (another shape) is not: JAX warns "Some donated
+    buffers were not usable" while lowering; the user still gets that warning once, from
+    JAX's own line, and the profile names the program, the argument and the bytes."""
+    run(
+        "def mt_step(state, batch):\n"
+        "    return state + batch.sum(), batch[:10].astype(jnp.int32)\n"
+        "mt_step = jax.jit(mt_step, donate_argnums=(0, 1))"
+    )
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "import warnings\n"
+        "with warnings.catch_warnings(record=True) as mt_caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    mt_state, mt_ints = mt_step(jnp.ones((300, 300)), jnp.ones((1000, 250)))\n"
+    )
+    caught = [w for w in shell.user_ns["mt_caught"] if "donated buffers" in str(w.message)]
+    assert len(caught) == 1 and caught[0].filename.endswith("mlir.py")
+    assert "float32[1000,250]" in str(caught[0].message)
+    prof = shell.user_ns["prof"]
+    compiles = prof.compiles.set_index("graph")
+    assert compiles.loc["jit(mt_step)", "not_donated"] == "argument 1: float32[1000,250]"
+    assert compiles.loc["jit(mt_step)", "not_donated_bytes"] == 1000 * 250 * 4
+    assert compiles.loc["jit(mt_step)", "aliased_bytes"] == 300 * 300 * 4  # the state was
+    finding = titled(prof, "donated").iloc[0]
+    assert finding["severity"] == "warning"
+    assert finding["title"].startswith("jit(mt_step): 1.00 MB donated but not reused")
+    assert "argument 1: float32[1000,250]" in finding["detail"]
+    assert "same shape and dtype" in finding["advice"]
+    import warnings
+
+    from jax._src.interpreters import mlir
+
+    assert mlir.warnings is warnings  # the proxy is gone with the capture
+
+
+def test_donation_that_worked_is_not_a_finding(run, shell):
+    run("mt_train = jax.jit(lambda state, x: state + x.sum(), donate_argnums=0)")
+    run("%%xla_profile -b jax -q --var prof\nmt_s = mt_train(jnp.ones((200, 200)), jnp.ones(8))")
+    prof = shell.user_ns["prof"]
+    assert titled(prof, "donated").empty
+    assert prof.compiles.set_index("graph").loc["jit(<lambda>)", "aliased_bytes"] == 200 * 200 * 4

@@ -409,6 +409,21 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "outputs + intermediates - aliased (an estimate)",
             ("jax", "torch_xla"),
         ),
+        _c(
+            "not_donated",
+            "str",
+            "",
+            "donated arguments no output could reuse (`argument 1: float32[1000,250]`), as JAX "
+            'warned while lowering ("Some donated buffers were not usable")',
+            ("jax",),
+        ),
+        _c(
+            "not_donated_bytes",
+            "float64",
+            "bytes",
+            "their size: memory the donation was meant to save and did not",
+            ("jax",),
+        ),
         _rank(),
     ),
     "executions": (

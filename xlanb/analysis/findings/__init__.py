@@ -22,7 +22,7 @@ from xlanb.analysis.findings.jax_rules import (
     jax_memory_growth,
     jax_recompilation,
 )
-from xlanb.analysis.findings.memory_rules import memory_leak_across_cells
+from xlanb.analysis.findings.memory_rules import memory_leak_across_cells, unused_donation
 from xlanb.analysis.findings.rank_rules import (
     DIVERGENT_SHOWN,
     rank_divergent_programs,
@@ -56,6 +56,7 @@ __all__ = [
     "rank_health",
     "rank_skew",
     "recompilation",
+    "unused_donation",
 ]
 
 from xlanb.core.schema import SEVERITY_ORDER
@@ -77,6 +78,7 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_eager_compiles,
     jax_memory_growth,
     memory_leak_across_cells,
+    unused_donation,
     *RANK_RULES,
 ]
 

@@ -1,10 +1,11 @@
-"""Findings about device memory: a cell that keeps more of it every time it runs."""
+"""Findings about device memory: a cell that keeps more of it every time it runs, donated
+buffers a program could not reuse."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from xlanb.analysis.findings.common import Finding
+from xlanb.analysis.findings.common import Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
 from xlanb.core.words import counted
@@ -68,6 +69,33 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
                 "advice": "Keep host values (float(loss), jax.device_get(x)) instead of device "
                 "arrays, keep only the latest result, or clear the list (del, .clear()) "
                 "when you no longer need it.",
+            }
+        )
+    return findings
+
+
+def unused_donation(profile: Profile) -> list[Finding]:
+    """Arguments donated (``donate_argnums``) that the program could not reuse for an output:
+    their memory is not saved, and a step meant to update its state in place holds two
+    copies of it."""
+    compiles = profile.compiles
+    if "not_donated_bytes" not in compiles.columns:
+        return []
+    findings = []
+    for row in compiles[compiles["not_donated_bytes"] > 0].itertuples():
+        where = _lines(compiles.loc[[row.Index]])
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{row.graph}: {format_bytes(float(row.not_donated_bytes))} donated "
+                f"but not reused{where}",
+                "detail": f"Donated arguments that no output of {row.graph} could take over: "
+                f"{row.not_donated}. JAX keeps them (the arrays stay usable) and the program "
+                "allocates its outputs anew, so this donation saves nothing (JAX warned: "
+                '"Some donated buffers were not usable").',
+                "advice": "A donated buffer is reused only by an output of the same shape and "
+                "dtype (and sharding): return the updated value of what you donate (the new "
+                "train state for the old one), or leave the argument out of donate_argnums.",
             }
         )
     return findings

@@ -65,6 +65,13 @@ Touch points (what it is used for; how it is checked):
     ``x.tolist()``, printing) with the reader's stack: the ``syncs`` of JAX.
     ``np.asarray(x)`` reads through the buffer protocol, in C++: not seen. Checked: the class
     has ``_value`` as a property. Missing: reads are not counted.
+14. The ``warnings`` global of ``jax._src.interpreters.mlir`` and the locals
+    ``module_name``, ``donated_args`` and ``sharded_in_avals`` of ``lower_jaxpr_to_module``,
+    which warns "Some donated buffers were not usable" when a donated argument has no output
+    to alias: while a capture is active the global is a proxy whose ``warn`` notes the
+    program and the arguments, then calls ``warnings.warn`` one stack level up, so the user's
+    warning comes once, from JAX's own line, under the user's filters. Checked: the global
+    is the ``warnings`` module. Missing: no finding for unused donations.
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,7 +95,13 @@ from typing import Any, NamedTuple
 
 from xlanb.capture import device_trace
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
-from xlanb.capture.backends.jax.events import CacheMiss, CompileRecord, Duration, Frame
+from xlanb.capture.backends.jax.events import (
+    CacheMiss,
+    CompileRecord,
+    Duration,
+    Frame,
+    UnusedDonation,
+)
 from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -328,6 +342,7 @@ def switch_on() -> list[str]:
     _compile_hook_on(restore, notes)
     _dispatch_on(restore, notes)
     _reads_on(restore, notes)
+    _donation_on(restore, notes)
     STATE.restore = restore
     STATE.listening = True
     return notes
@@ -341,6 +356,7 @@ def switch_off() -> None:
         return
     _dispatch_off(restore)
     _reads_off(restore)
+    _donation_off(restore)
     if restore.compile_fn is not None:
         compiler = compile_entry().found.compiler
         if compiler.compile_or_get_cached is compile_hook:
@@ -992,3 +1008,68 @@ def block_until_ready(value: Any) -> None:
     import jax
 
     jax.block_until_ready(value)
+
+
+DONATION_WARNING = "Some donated buffers were not usable"
+
+
+@functools.cache
+def lowering_module() -> Check:
+    """Touch point 14: ``jax._src.interpreters.mlir``, whose ``warnings`` global is proxied."""
+    module, why = _attribute("jax._src.interpreters", "mlir")
+    if why is None and getattr(module, "warnings", None) is not warnings:
+        why = "jax._src.interpreters.mlir.warnings is not the warnings module"
+    if why is not None:
+        return Check(note=f"jax: no finding for unused donations ({why}).")
+    return Check(module)
+
+
+class _LoweringWarnings:
+    """Stands for the ``warnings`` module in ``jax._src.interpreters.mlir`` while capturing:
+    notes the donations JAX could not use, and warns exactly as JAX would have."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(warnings, name)
+
+    def warn(self, message, category=None, stacklevel=1, *args, **kwargs):
+        if STATE.listening and DONATION_WARNING in str(message):
+            try:
+                _note_unused_donation(sys._getframe(1))
+            except Exception:  # never let the profiler break a lowering
+                pass
+        return warnings.warn(message, category, stacklevel + 1, *args, **kwargs)
+
+
+def _note_unused_donation(frame) -> None:
+    names = frame.f_locals
+    donated, avals = names.get("donated_args"), names.get("sharded_in_avals")
+    if donated is None or avals is None:
+        return
+    arguments = []
+    for position, (aval, unused) in enumerate(zip(avals, donated, strict=False)):
+        if unused:
+            text = str(aval)  # float32[1000,250], as JAX's warning writes it
+            size = math.prod(aval.shape) * aval.dtype.itemsize
+            arguments.append((position, text, float(size)))
+    if arguments:
+        STATE.append_event(UnusedDonation(str(names.get("module_name", "")), tuple(arguments)))
+
+
+_LOWERING_WARNINGS = _LoweringWarnings()
+
+
+def _donation_on(restore: Restore, notes: list[str]) -> None:
+    check = lowering_module()
+    if check.note:
+        notes.append(check.note)
+        return
+    restore.lowering_warnings = check.found.warnings
+    check.found.warnings = _LOWERING_WARNINGS
+
+
+def _donation_off(restore: Restore) -> None:
+    if restore.lowering_warnings is not None:
+        module = lowering_module().found
+        if module.warnings is _LOWERING_WARNINGS:
+            module.warnings = restore.lowering_warnings
+        restore.lowering_warnings = None
