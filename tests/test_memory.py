@@ -3,6 +3,12 @@ more device memory every time it runs, donation that JAX could not use, and out-
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 jax = pytest.importorskip("jax")
@@ -111,3 +117,69 @@ def test_donation_that_worked_is_not_a_finding(run, shell):
     prof = shell.user_ns["prof"]
     assert titled(prof, "donated").empty
     assert prof.compiles.set_index("graph").loc["jit(<lambda>)", "aliased_bytes"] == 200 * 200 * 4
+
+
+WORKER = Path(__file__).parent / "workers" / "out_of_memory.py"
+
+
+def run_out_of_memory(cells: list[str]) -> dict:
+    """Run `cells` in a real IPython shell in a child process whose address space is limited
+    (the first cell runs before the limit, the others under it): the test machine's memory is
+    never at risk."""
+    completed = subprocess.run(
+        [sys.executable, str(WORKER)],
+        input=json.dumps([[cell, False] for cell in cells]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert "@@RESULT@@" in completed.stdout, completed.stderr[-3000:]
+    return json.loads(completed.stdout.split("@@RESULT@@")[-1])
+
+
+def test_a_cell_that_runs_out_of_memory_keeps_a_failed_profile_with_what_was_alive():
+    """JAX on the CPU raises JaxRuntimeError "RESOURCE_EXHAUSTED: Out of memory allocating N
+    bytes" when an allocation fails (here: an address-space limit in a child process). The
+    cell's exception reaches the user unchanged; the profile is marked failed and holds the
+    arrays alive at the failure, largest first with where they are held, the bytes asked for,
+    and advice."""
+    out = run_out_of_memory(
+        [
+            "import jax, jax.numpy as jnp\n"
+            "@jax.jit\ndef grow(x):\n    return jnp.concatenate([x] * 16) * 2\n"
+            "kept = [jnp.ones((64, 1024, 1024)) + i for i in range(2)]\n"  # 2 x 256 MiB
+            "jax.block_until_ready(kept)",
+            "%%xla_profile -b jax -q --var prof\n"
+            "small = jnp.ones((1000,))\n"
+            "try:\n"
+            "    big = grow(jnp.ones((32, 1024, 1024)))\n"  # 128 MiB in, 2 GiB out
+            "    big.block_until_ready()\n"
+            "except Exception as error:\n"
+            "    caught = error\n"
+            "    raise\n",
+        ]
+    )
+    result = out["results"][-1]
+    assert result["error"].startswith("JaxRuntimeError: ")
+    assert "Out of memory allocating" in result["error"], result["error"]
+    assert result["same_object"]  # the user's own exception object, re-raised unchanged
+    assert not any("xlanb" in frame for frame in result["frames"])
+    assert out["failed"] and out["error"] == result["error"]
+    failed = [row for row in out["live_arrays"] if row["snapshot"] == "failed result"]
+    assert [(row["shape"], row["count"]) for row in failed] == [("float32[512,1024,1024]", 1)]
+    assert "big" in failed[0]["origin"]  # the result that did not fit, and its name
+    failure = [row for row in out["live_arrays"] if row["snapshot"] == "at failure"]
+    assert failure[0]["shape"] == "float32[64,1024,1024]" and failure[0]["count"] >= 2
+    assert failure[0]["bytes"] == failure[0]["count"] * 2**28
+    assert "kept" in failure[0]["origin"]
+    assert [row["bytes"] for row in failure] == sorted((r["bytes"] for r in failure), reverse=True)
+    finding = next(f for f in out["findings"] if "out of memory" in f["title"])
+    assert finding["severity"] == "error"
+    assert finding["title"].endswith("ran out of memory allocating 2.15 GB")
+    assert len([f for f in out["findings"] if "out of memory" in f["title"]]) == 1
+    assert "Limit: " in finding["detail"] and "RLIMIT_AS" in finding["detail"]
+    assert f"float32[64,1024,1024] ×{failure[0]['count']}" in finding["detail"]
+    assert "jit(grow)" in finding["detail"]  # the program compiled in the cell, its needs
+    assert "donat" in finding["advice"] and "batch" in finding["advice"]
+    assert "Alive at the failure" in out["html"]

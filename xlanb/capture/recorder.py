@@ -12,9 +12,10 @@ from collections.abc import Callable
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
-from xlanb.capture import cell_memory, device_trace, switches, workdir
+from xlanb.capture import cell_memory, device_trace, memory_limit, switches, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
+from xlanb.formats.oom_text import out_of_memory
 
 #: Profiles kept by :func:`history` (oldest dropped first); ``XLANB_HISTORY`` sets it at start,
 #: :func:`set_history_limit` later. Every Profile holds its frames (and graphs' text), so an
@@ -123,9 +124,11 @@ class Recorder:
         interrupt: BaseException | None = None
         names = [module.NAME for module, _token in self._tokens]
         try:
+            self.options.error = exc
             try:
                 captures, interrupt = self._end_backends()
             finally:
+                self.options.error = None  # it holds the failing frames and their arrays
                 workdir.release()
             try:
                 switches.seal_read()  # a runtime that has read its switches gives them back
@@ -141,6 +144,8 @@ class Recorder:
                 if exc_type is not None:
                     self.profile.failed = True
                     self.profile.error = f"{exc_type.__name__}: {exc}"
+                    if out_of_memory(self.profile.error):
+                        self.profile.environment.update(memory_limit.host_memory())
                 if self._finish is not None:
                     self._finish(self.profile, self.options)
             except Exception as error:  # xlanb's own failure: a note, never the user's problem

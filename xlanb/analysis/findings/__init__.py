@@ -22,7 +22,11 @@ from xlanb.analysis.findings.jax_rules import (
     jax_memory_growth,
     jax_recompilation,
 )
-from xlanb.analysis.findings.memory_rules import memory_leak_across_cells, unused_donation
+from xlanb.analysis.findings.memory_rules import (
+    memory_leak_across_cells,
+    out_of_memory_failure,
+    unused_donation,
+)
 from xlanb.analysis.findings.rank_rules import (
     DIVERGENT_SHOWN,
     rank_divergent_programs,
@@ -52,6 +56,7 @@ __all__ = [
     "jax_memory_growth",
     "jax_recompilation",
     "memory_leak_across_cells",
+    "out_of_memory_failure",
     "rank_divergent_programs",
     "rank_health",
     "rank_skew",
@@ -69,6 +74,7 @@ RANK_RULES: list[Callable[[Profile], list[Finding]]] = [
 ]
 
 RULES: list[Callable[[Profile], list[Finding]]] = [
+    out_of_memory_failure,
     cpu_fallbacks,
     recompilation,
     forced_syncs,

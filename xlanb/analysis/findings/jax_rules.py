@@ -10,6 +10,7 @@ from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes, format_seconds
 from xlanb.core.words import counted
 from xlanb.formats import jax_text
+from xlanb.formats.oom_text import out_of_memory
 
 _JAX_RECOMPILE_CAUSES = (
     jax_text.NEW_TYPES,
@@ -230,8 +231,8 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
     """Live device memory that grew in the cell (arrays it created and kept: results appended
     to a list grow it again on every run). Information: a cell may well mean to keep them."""
     live = profile.live_arrays
-    if live.empty:
-        return []
+    if live.empty or (profile.failed and out_of_memory(profile.error)):
+        return []  # out of memory: out_of_memory_failure says what was alive
     live = live[live["backend"] == jax_text.BACKEND]
     totals = live.groupby("snapshot")[["count", "bytes"]].sum()
     if not {"before", "after"} <= set(totals.index):

@@ -1,5 +1,5 @@
 """Findings about device memory: a cell that keeps more of it every time it runs, donated
-buffers a program could not reuse."""
+buffers a program could not reuse, a cell that ran out of it."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from xlanb.analysis.findings.common import Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
 from xlanb.core.words import counted
+from xlanb.formats.oom_text import out_of_memory
 
 #: A cell whose live device memory grew in this many profiled runs in a row (this one the
 #: last) keeps memory it no longer needs.
@@ -99,3 +100,91 @@ def unused_donation(profile: Profile) -> list[Finding]:
             }
         )
     return findings
+
+
+#: Programs whose static needs the out-of-memory finding lists (largest peak first).
+OOM_PROGRAMS = 3
+
+
+def out_of_memory_failure(profile: Profile) -> list[Finding]:
+    """The cell ran out of memory: what it asked for, what was alive (largest first, and
+    what held it), the static needs of the programs compiled in the cell, the limit."""
+    if not profile.failed:
+        return []
+    oom = out_of_memory(profile.error)
+    if oom is None:
+        return []
+    asked = oom.requested_bytes
+    title = f"{profile.name} ran out of memory"
+    if asked == asked:
+        title += f" allocating {format_bytes(asked)}"
+    details = [f"The cell raised {profile.error.splitlines()[0][:300].rstrip('.')}"]
+    live = profile.live_arrays
+    alive = live[live["snapshot"] == "at failure"] if not live.empty else live
+    failed = live[live["snapshot"] == "failed result"] if not live.empty else live
+    if not failed.empty:
+        details.append("Arrays whose program failed (never allocated): " + _groups(failed))
+    if not alive.empty:
+        groups = _groups(alive.head(5))
+        details.append(
+            f"Alive at the failure: {format_bytes(float(alive['bytes'].sum()))} in "
+            f"{counted(int(alive['count'].sum()), 'array')}, largest first: " + groups
+        )
+    needs = _static_needs(profile.compiles)
+    if needs:
+        details.append("Programs compiled in the cell, by peak memory: " + "; ".join(needs))
+    environment = profile.environment
+    limit = environment.get("memory_limit_bytes")
+    if isinstance(limit, int | float) and limit == limit:
+        used = environment.get("memory_in_use_bytes", float("nan"))
+        details.append(
+            f"Limit: {format_bytes(float(limit))} ({environment.get('memory_limit', '')})"
+            + (f", {format_bytes(float(used))} in use after the failure" if used == used else "")
+        )
+    return [
+        {
+            "severity": "error",
+            "seconds": profile.wall_seconds,  # the cell's time, all of it lost to the failure
+            "title": title,
+            "detail": ". ".join(details) + ".",
+            "advice": "Free what earlier cells keep (del, .clear(); results kept as host "
+            "values, not device arrays); use a smaller batch (or micro-batches with gradient "
+            "accumulation); donate the inputs a step replaces (donate_argnums) so outputs "
+            "reuse their memory; rematerialise activations instead of keeping them "
+            "(jax.checkpoint, torch_xla's checkpoint); shard large arrays over several "
+            "devices.",
+        }
+    ]
+
+
+def _groups(rows: pd.DataFrame) -> str:
+    """`float32[64,1024] ×2 (536.9 MB, held by kept[...]; made before this cell)`; ..."""
+    return "; ".join(
+        f"{row.shape} ×{row.count} ({format_bytes(float(row.bytes))}"
+        + (f", {row.origin}" if isinstance(getattr(row, "origin", None), str) else "")
+        + ")"
+        for row in rows.itertuples()
+    )
+
+
+def _static_needs(compiles: pd.DataFrame) -> list[str]:
+    """`jit(f) peak 1.1 GB (inputs ..., outputs ..., temporaries ...)` of the programs
+    compiled in the cell, the largest peak first."""
+    if compiles.empty or "peak_bytes" not in compiles.columns:
+        return []
+    rows = compiles[compiles["peak_bytes"] > 0].sort_values("peak_bytes", ascending=False)
+    rows = rows.drop_duplicates("graph").head(OOM_PROGRAMS)
+    parts = []
+    for row in rows.itertuples():
+        sizes = [
+            f"{label} {format_bytes(float(getattr(row, column)))}"
+            for label, column in (
+                ("inputs", "input_bytes"),
+                ("outputs", "output_bytes"),
+                ("temporaries", "intermediate_bytes"),
+                ("aliased", "aliased_bytes"),
+            )
+            if column in compiles.columns and getattr(row, column) == getattr(row, column)
+        ]
+        parts.append(f"{row.graph} peak {format_bytes(float(row.peak_bytes))} ({', '.join(sizes)})")
+    return parts

@@ -130,6 +130,8 @@ _HOST_SCALARS = (float, int, bool, complex)
 
 #: xlanb's capture code (``xlanb/capture/``), kept out of the source locations JAX records.
 _CAPTURE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
+#: xlanb itself, whose frames hold no user arrays.
+_XLANB_DIR = os.path.dirname(_CAPTURE_DIR.rstrip(os.sep)) + os.sep
 #: This package (the dispatch counter, the compile wrapper), kept out of JAX's tracebacks.
 _PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 
@@ -888,6 +890,109 @@ def left_alive(before: set[int]) -> tuple[list[dict[str, Any]], int, float]:
     ]
     rows.sort(key=lambda row: -row["bytes"])
     return rows[:LEFT_ALIVE_GROUPS], len(arrays), _group_bytes(everything)
+
+
+#: Items of a list, tuple or dict looked into for the arrays it holds, at a failure.
+HOLDER_ITEMS = 10_000
+
+
+def live_at_failure(before: set[int], error: BaseException) -> list[dict[str, Any]]:
+    """Every live array when the cell failed, grouped by shape and dtype, the largest groups
+    first (after the ``failed result`` groups: arrays whose program failed), with their
+    ``origin``: the names that hold them in the failing frames (the cell's namespace, the
+    functions it was in; one level into lists, tuples and dicts) and whether the cell made
+    them. Only called after an out-of-memory error: it walks every live array and the
+    failing frames' variables."""
+    try:
+        import jax
+
+        arrays = jax.live_arrays()
+        holders = _holders(error, jax.Array)
+    except Exception:
+        return []
+    groups: dict[tuple, list[Any]] = {}
+    for array in arrays:
+        groups.setdefault((array.shape, array.dtype, _failed(array)), []).append(array)
+    rows = []
+    for (shape, dtype, failed), members in groups.items():
+        names = list(dict.fromkeys(n for a in members for n in holders.get(id(a), ())))
+        made = sum(id(a) not in before for a in members)
+        origin = (
+            [f"held by {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"] if names else []
+        )
+        if made:
+            origin.append(
+                f"{made} made in this cell" if made < len(members) else "made in this cell"
+            )
+        else:
+            origin.append("made before this cell")
+        rows.append(
+            {
+                "snapshot": "failed result" if failed else "at failure",
+                "shape": f"{dtype.name}[{','.join(map(str, shape))}]",
+                "count": len(members),
+                "bytes": float(len(members) * math.prod(shape) * dtype.itemsize),
+                "origin": "; ".join(origin),
+            }
+        )
+    rows.sort(key=lambda row: (row["snapshot"] == "at failure", -row["bytes"]))
+    return rows[: LEFT_ALIVE_GROUPS + sum(row["snapshot"] == "failed result" for row in rows)]
+
+
+def _failed(array: Any) -> bool:
+    """Whether a ready array holds an error instead of data (the result of the program that
+    ran out of memory: its buffer was never allocated). Never waits on one still running;
+    never touches the buffer itself (its pointer aborts the process)."""
+    try:
+        if not array.is_ready():
+            return False
+        array.block_until_ready()
+    except Exception:
+        return True
+    return False
+
+
+def _holders(error: BaseException, array_type: type) -> dict[int, list[str]]:
+    """id of each array -> the names holding it in the frames the error went through."""
+    holders: dict[int, list[str]] = {}
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        traceback = traceback.tb_next
+        if frame.f_code.co_filename.startswith(_XLANB_DIR):
+            continue  # the magic's own frames (its namespace is the cell's, seen there)
+        where = "" if frame.f_code.co_name == "<module>" else f" in {frame.f_code.co_name}"
+        for name, value in list(frame.f_locals.items()):
+            if name.startswith("_"):
+                continue
+            if isinstance(value, array_type):
+                holders.setdefault(id(value), []).append(name + where)
+            elif isinstance(value, list | tuple | dict):
+                items = value.values() if isinstance(value, dict) else value
+                for index, item in enumerate(items):
+                    if index >= HOLDER_ITEMS:
+                        break
+                    if isinstance(item, array_type):
+                        holders.setdefault(id(item), []).append(f"{name}[...]{where}")
+    return holders
+
+
+def device_memory() -> dict[str, Any]:
+    """The first device's allocator statistics (GPU, TPU: ``memory_stats()``) in the
+    environment's memory keys; {} where the client keeps none (the CPU)."""
+    try:
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:
+        return {}
+    if "bytes_limit" not in stats:
+        return {}
+    return {
+        "memory_limit": "device memory (memory_stats bytes_limit)",
+        "memory_limit_bytes": float(stats["bytes_limit"]),
+        "memory_in_use_bytes": float(stats.get("bytes_in_use", float("nan"))),
+    }
 
 
 def memory(executable) -> dict[str, float]:
