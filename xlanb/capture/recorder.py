@@ -145,7 +145,9 @@ class Recorder:
                     self.profile.failed = True
                     self.profile.error = f"{exc_type.__name__}: {exc}"
                     if out_of_memory(self.profile.error):
-                        self.profile.environment.update(memory_limit.host_memory())
+                        # a device's own allocator limit (set by its backend) comes first
+                        for key, value in memory_limit.host_memory().items():
+                            self.profile.environment.setdefault(key, value)
                 if self._finish is not None:
                     self._finish(self.profile, self.options)
             except Exception as error:  # xlanb's own failure: a note, never the user's problem
