@@ -183,3 +183,21 @@ def test_a_cell_that_runs_out_of_memory_keeps_a_failed_profile_with_what_was_ali
     assert "jit(grow)" in finding["detail"]  # the program compiled in the cell, its needs
     assert "donat" in finding["advice"] and "batch" in finding["advice"]
     assert "Alive at the failure" in out["html"]
+
+
+def test_auto_profiled_cells_are_recognised_run_after_run(run, shell):
+    """Under `%xla_profile on` every cell is profiled: the same cell run twice, appending
+    device arrays each time, gets the warning on its second run."""
+    import xlanb
+
+    run("mt_cache = {}")
+    run("%xla_profile on")
+    try:
+        for _ in range(2):
+            run("mt_cache[len(mt_cache)] = jnp.ones((128, 128)) + len(mt_cache)")
+        prof = xlanb.last()
+    finally:
+        run("%xla_profile off")
+    leak = titled(prof, "more live device memory every run")
+    assert len(leak) == 1 and "its last 2 runs" in leak.iloc[0]["title"]
+    run("mt_cache.clear()")
