@@ -12,9 +12,10 @@ from collections.abc import Callable
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
-from xlanb.capture import device_trace, switches, workdir
+from xlanb.capture import cell_memory, device_trace, memory_limit, switches, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
+from xlanb.formats.oom_text import out_of_memory
 
 #: Profiles kept by :func:`history` (oldest dropped first); ``XLANB_HISTORY`` sets it at start,
 #: :func:`set_history_limit` later. Every Profile holds its frames (and graphs' text), so an
@@ -121,10 +122,13 @@ class Recorder:
         # kept, even when a Ctrl-C lands in xlanb's own end-of-cell work; that interrupt is
         # raised again afterwards, unless the user's own exception is on its way already.
         interrupt: BaseException | None = None
+        names = [module.NAME for module, _token in self._tokens]
         try:
+            self.options.error = exc
             try:
                 captures, interrupt = self._end_backends()
             finally:
+                self.options.error = None  # it holds the failing frames and their arrays
                 workdir.release()
             try:
                 switches.seal_read()  # a runtime that has read its switches gives them back
@@ -133,12 +137,17 @@ class Recorder:
             if interrupt is not None:
                 device_trace.abandon()
             try:
+                cell_memory.remember(self.profile.source, list(zip(names, captures, strict=True)))
                 _fill(self.profile, captures, wall_seconds)
                 if self._auto:
                     self.profile.notes.extend(self._late_imports())
                 if exc_type is not None:
                     self.profile.failed = True
                     self.profile.error = f"{exc_type.__name__}: {exc}"
+                    if out_of_memory(self.profile.error):
+                        # a device's own allocator limit (set by its backend) comes first
+                        for key, value in memory_limit.host_memory().items():
+                            self.profile.environment.setdefault(key, value)
                 if self._finish is not None:
                     self._finish(self.profile, self.options)
             except Exception as error:  # xlanb's own failure: a note, never the user's problem

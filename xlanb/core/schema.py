@@ -409,6 +409,21 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "outputs + intermediates - aliased (an estimate)",
             ("jax", "torch_xla"),
         ),
+        _c(
+            "not_donated",
+            "str",
+            "",
+            "donated arguments no output could reuse (`argument 1: float32[1000,250]`), as JAX "
+            'warned while lowering ("Some donated buffers were not usable")',
+            ("jax",),
+        ),
+        _c(
+            "not_donated_bytes",
+            "float64",
+            "bytes",
+            "their size: memory the donation was meant to save and did not",
+            ("jax",),
+        ),
         _rank(),
     ),
     "executions": (
@@ -770,12 +785,24 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "`before` / `after` the cell (all live device arrays: one row), or `left alive` (the "
             "arrays the cell created that are still alive at its end, one row per shape and dtype, "
-            "the 20 largest)",
+            "the 20 largest), or `earlier run` (the growth of each earlier profiled run of the "
+            "same cell, oldest first, up to 5: `count` and `bytes` added, negative when it freed), "
+            "or `at failure` (every live array when the cell ran out of memory, by shape and "
+            "dtype, the 20 largest groups), or `failed result` (arrays whose program failed then: "
+            "never allocated; `bytes` is what they needed)",
             ("jax",),
         ),
         _r("shape", "str", "", "`f32[64,256]`; empty on the before/after rows", ("jax",)),
         _r("count", "int64", "count", "live arrays", ("jax",)),
         _r("bytes", "float64", "bytes", "their device bytes (`nbytes`)", ("jax",)),
+        _c(
+            "origin",
+            "str",
+            "",
+            "`at failure` rows: the names holding them in the failing frames (`kept[...]`, "
+            "`x in step`) and whether the cell made them",
+            ("jax",),
+        ),
         _rank(),
     ),
 }

@@ -263,6 +263,9 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     live = _live_arrays(profile)
     if live:
         parts.append(live)
+    failure = _alive_at_failure(profile)
+    if failure:
+        parts.append(failure)
     places = forced_sync_places(profile.executions)
     if not places.empty:
         parts.append(
@@ -402,6 +405,29 @@ def _live_arrays(profile: Profile) -> str:
         "Left alive by the cell",
         int(left["count"].sum()),
         table(rows, ["shape", "count", "size", "backend"]),
+    )
+
+
+def _alive_at_failure(profile: Profile) -> str:
+    """An open table of the arrays alive when the cell ran out of memory (largest first,
+    after the results that failed), with what held them; "" when it did not."""
+    live = profile.live_arrays
+    if live.empty:
+        return ""
+    rows = live[live["snapshot"].isin(("failed result", "at failure"))]
+    if rows.empty:
+        return ""
+    rows = rows.assign(
+        size=[format_bytes(float(b)) for b in rows["bytes"]],
+        state=[
+            "failed: never allocated" if s == "failed result" else "alive" for s in rows["snapshot"]
+        ],
+    )
+    columns = ["shape", "count", "size", "state"]
+    if "origin" in rows.columns:
+        columns.append("origin")
+    return _section(
+        "Alive at the failure", int(rows["count"].sum()), table(rows, columns), open_=True
     )
 
 

@@ -22,6 +22,11 @@ from xlanb.analysis.findings.jax_rules import (
     jax_memory_growth,
     jax_recompilation,
 )
+from xlanb.analysis.findings.memory_rules import (
+    memory_leak_across_cells,
+    out_of_memory_failure,
+    unused_donation,
+)
 from xlanb.analysis.findings.rank_rules import (
     DIVERGENT_SHOWN,
     rank_divergent_programs,
@@ -50,10 +55,13 @@ __all__ = [
     "jax_host_transfers",
     "jax_memory_growth",
     "jax_recompilation",
+    "memory_leak_across_cells",
+    "out_of_memory_failure",
     "rank_divergent_programs",
     "rank_health",
     "rank_skew",
     "recompilation",
+    "unused_donation",
 ]
 
 from xlanb.core.schema import SEVERITY_ORDER
@@ -66,6 +74,7 @@ RANK_RULES: list[Callable[[Profile], list[Finding]]] = [
 ]
 
 RULES: list[Callable[[Profile], list[Finding]]] = [
+    out_of_memory_failure,
     cpu_fallbacks,
     recompilation,
     forced_syncs,
@@ -74,6 +83,8 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_host_transfers,
     jax_eager_compiles,
     jax_memory_growth,
+    memory_leak_across_cells,
+    unused_donation,
     *RANK_RULES,
 ]
 

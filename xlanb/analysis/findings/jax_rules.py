@@ -5,10 +5,12 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
+from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes, format_seconds
 from xlanb.core.words import counted
 from xlanb.formats import jax_text
+from xlanb.formats.oom_text import out_of_memory
 
 _JAX_RECOMPILE_CAUSES = (
     jax_text.NEW_TYPES,
@@ -229,14 +231,15 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
     """Live device memory that grew in the cell (arrays it created and kept: results appended
     to a list grow it again on every run). Information: a cell may well mean to keep them."""
     live = profile.live_arrays
-    if live.empty:
-        return []
+    if live.empty or (profile.failed and out_of_memory(profile.error)):
+        return []  # out of memory: out_of_memory_failure says what was alive
+    live = live[live["backend"] == jax_text.BACKEND]
     totals = live.groupby("snapshot")[["count", "bytes"]].sum()
     if not {"before", "after"} <= set(totals.index):
         return []
     grown = float(totals.loc["after", "bytes"] - totals.loc["before", "bytes"])
-    if grown < GROWTH_BYTES:
-        return []
+    if grown < GROWTH_BYTES or len(growing_runs(live, jax_text.BACKEND)) >= LEAK_RUNS:
+        return []  # nothing much, or memory_leak_across_cells says more
     left = live[live["snapshot"] == "left alive"].head(3)
     kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
     arrays = int(totals.loc["after", "count"] - totals.loc["before", "count"])

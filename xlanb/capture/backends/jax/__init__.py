@@ -105,6 +105,7 @@ from xlanb.formats.jax_text import STATIC_CHANGED as STATIC_CHANGED
 from xlanb.formats.jax_text import UNEXPLAINED as UNEXPLAINED
 from xlanb.formats.jax_text import explanation_cause as explanation_cause
 from xlanb.formats.jax_text import parse_explanation as parse_explanation
+from xlanb.formats.oom_text import out_of_memory
 
 NAME = jax_text_vocabulary.BACKEND
 INSTALL_HINT = "JAX is not installed: `pip install jax jaxlib` (or `pip install 'xlanb[jax]'`)."
@@ -211,7 +212,19 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     )
     capture.environment = _environment()
     _live_rows(capture, token)
+    if options.error is not None and out_of_memory(
+        f"{type(options.error).__name__}: {options.error}"
+    ):
+        _failure_rows(capture, token, options.error)
     return capture
+
+
+def _failure_rows(capture: Capture, token: Token, error: BaseException) -> None:
+    """``live_arrays`` ``at failure``: every live array when the cell ran out of memory, by
+    shape and dtype, with what held them; the device's memory limit where it keeps one."""
+    for row in hooks.live_at_failure(token.live[0], error):
+        capture.add("live_arrays", {"backend": NAME, **row})
+    capture.environment.update(hooks.device_memory())
 
 
 def _live_rows(capture: Capture, token: Token) -> None:

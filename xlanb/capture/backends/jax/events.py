@@ -62,8 +62,20 @@ class CompileRecord:
     eager: bool
 
 
+@dataclass(frozen=True, slots=True)
+class UnusedDonation:
+    """Donated arguments of one program that JAX could not alias to an output while lowering
+    it (its warning "Some donated buffers were not usable"); the compile that follows with the
+    same program name is that program's."""
+
+    #: The module name JAX lowered (``jit(f)``, as the compile event's ``fun_name``).
+    module: str
+    #: ``(flat argument position, type such as float32[1000,250], bytes)`` of each one.
+    arguments: tuple[tuple[int, str, float], ...]
+
+
 #: The events in the order they came: the input of :func:`.rows.compile_rows`.
-Event = Duration | CacheMiss | CompileRecord
+Event = Duration | CacheMiss | CompileRecord | UnusedDonation
 
 
 @dataclass(frozen=True, slots=True)

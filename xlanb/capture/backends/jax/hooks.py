@@ -65,6 +65,13 @@ Touch points (what it is used for; how it is checked):
     ``x.tolist()``, printing) with the reader's stack: the ``syncs`` of JAX.
     ``np.asarray(x)`` reads through the buffer protocol, in C++: not seen. Checked: the class
     has ``_value`` as a property. Missing: reads are not counted.
+14. The ``warnings`` global of ``jax._src.interpreters.mlir`` and the locals
+    ``module_name``, ``donated_args`` and ``sharded_in_avals`` of ``lower_jaxpr_to_module``,
+    which warns "Some donated buffers were not usable" when a donated argument has no output
+    to alias: while a capture is active the global is a proxy whose ``warn`` notes the
+    program and the arguments, then calls ``warnings.warn`` one stack level up, so the user's
+    warning comes once, from JAX's own line, under the user's filters. Checked: the global
+    is the ``warnings`` module. Missing: no finding for unused donations.
 """
 
 from __future__ import annotations
@@ -80,6 +87,7 @@ import sys
 import threading
 import time
 import types
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -87,7 +95,13 @@ from typing import Any, NamedTuple
 
 from xlanb.capture import device_trace
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
-from xlanb.capture.backends.jax.events import CacheMiss, CompileRecord, Duration, Frame
+from xlanb.capture.backends.jax.events import (
+    CacheMiss,
+    CompileRecord,
+    Duration,
+    Frame,
+    UnusedDonation,
+)
 from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -116,6 +130,8 @@ _HOST_SCALARS = (float, int, bool, complex)
 
 #: xlanb's capture code (``xlanb/capture/``), kept out of the source locations JAX records.
 _CAPTURE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
+#: xlanb itself, whose frames hold no user arrays.
+_XLANB_DIR = os.path.dirname(_CAPTURE_DIR.rstrip(os.sep)) + os.sep
 #: This package (the dispatch counter, the compile wrapper), kept out of JAX's tracebacks.
 _PACKAGE_DIR = os.path.dirname(__file__) + os.sep
 
@@ -328,6 +344,7 @@ def switch_on() -> list[str]:
     _compile_hook_on(restore, notes)
     _dispatch_on(restore, notes)
     _reads_on(restore, notes)
+    _donation_on(restore, notes)
     STATE.restore = restore
     STATE.listening = True
     return notes
@@ -341,6 +358,7 @@ def switch_off() -> None:
         return
     _dispatch_off(restore)
     _reads_off(restore)
+    _donation_off(restore)
     if restore.compile_fn is not None:
         compiler = compile_entry().found.compiler
         if compiler.compile_or_get_cached is compile_hook:
@@ -874,6 +892,109 @@ def left_alive(before: set[int]) -> tuple[list[dict[str, Any]], int, float]:
     return rows[:LEFT_ALIVE_GROUPS], len(arrays), _group_bytes(everything)
 
 
+#: Items of a list, tuple or dict looked into for the arrays it holds, at a failure.
+HOLDER_ITEMS = 10_000
+
+
+def live_at_failure(before: set[int], error: BaseException) -> list[dict[str, Any]]:
+    """Every live array when the cell failed, grouped by shape and dtype, the largest groups
+    first (after the ``failed result`` groups: arrays whose program failed), with their
+    ``origin``: the names that hold them in the failing frames (the cell's namespace, the
+    functions it was in; one level into lists, tuples and dicts) and whether the cell made
+    them. Only called after an out-of-memory error: it walks every live array and the
+    failing frames' variables."""
+    try:
+        import jax
+
+        arrays = jax.live_arrays()
+        holders = _holders(error, jax.Array)
+    except Exception:
+        return []
+    groups: dict[tuple, list[Any]] = {}
+    for array in arrays:
+        groups.setdefault((array.shape, array.dtype, _failed(array)), []).append(array)
+    rows = []
+    for (shape, dtype, failed), members in groups.items():
+        names = list(dict.fromkeys(n for a in members for n in holders.get(id(a), ())))
+        made = sum(id(a) not in before for a in members)
+        origin = (
+            [f"held by {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"] if names else []
+        )
+        if made:
+            origin.append(
+                f"{made} made in this cell" if made < len(members) else "made in this cell"
+            )
+        else:
+            origin.append("made before this cell")
+        rows.append(
+            {
+                "snapshot": "failed result" if failed else "at failure",
+                "shape": f"{dtype.name}[{','.join(map(str, shape))}]",
+                "count": len(members),
+                "bytes": float(len(members) * math.prod(shape) * dtype.itemsize),
+                "origin": "; ".join(origin),
+            }
+        )
+    rows.sort(key=lambda row: (row["snapshot"] == "at failure", -row["bytes"]))
+    return rows[: LEFT_ALIVE_GROUPS + sum(row["snapshot"] == "failed result" for row in rows)]
+
+
+def _failed(array: Any) -> bool:
+    """Whether a ready array holds an error instead of data (the result of the program that
+    ran out of memory: its buffer was never allocated). Never waits on one still running;
+    never touches the buffer itself (its pointer aborts the process)."""
+    try:
+        if not array.is_ready():
+            return False
+        array.block_until_ready()
+    except Exception:
+        return True
+    return False
+
+
+def _holders(error: BaseException, array_type: type) -> dict[int, list[str]]:
+    """id of each array -> the names holding it in the frames the error went through."""
+    holders: dict[int, list[str]] = {}
+    traceback = error.__traceback__
+    while traceback is not None:
+        frame = traceback.tb_frame
+        traceback = traceback.tb_next
+        if frame.f_code.co_filename.startswith(_XLANB_DIR):
+            continue  # the magic's own frames (its namespace is the cell's, seen there)
+        where = "" if frame.f_code.co_name == "<module>" else f" in {frame.f_code.co_name}"
+        for name, value in list(frame.f_locals.items()):
+            if name.startswith("_"):
+                continue
+            if isinstance(value, array_type):
+                holders.setdefault(id(value), []).append(name + where)
+            elif isinstance(value, list | tuple | dict):
+                items = value.values() if isinstance(value, dict) else value
+                for index, item in enumerate(items):
+                    if index >= HOLDER_ITEMS:
+                        break
+                    if isinstance(item, array_type):
+                        holders.setdefault(id(item), []).append(f"{name}[...]{where}")
+    return holders
+
+
+def device_memory() -> dict[str, Any]:
+    """The first device's allocator statistics (GPU, TPU: ``memory_stats()``) in the
+    environment's memory keys; {} where the client keeps none (the CPU)."""
+    try:
+        import jax
+
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:
+        return {}
+    if "bytes_limit" not in stats:
+        return {}
+    return {
+        "memory_limit": "device memory (memory_stats bytes_limit)",
+        "memory_limit_bytes": float(stats["bytes_limit"]),
+        "memory_in_use_bytes": float(stats.get("bytes_in_use", float("nan"))),
+    }
+
+
 def memory(executable) -> dict[str, float]:
     """A loaded executable's static memory (``get_compiled_memory_stats()``, touch point 12)
     in the ``compiles`` columns the torch_xla debug file fills; {} where JAX does not say."""
@@ -992,3 +1113,68 @@ def block_until_ready(value: Any) -> None:
     import jax
 
     jax.block_until_ready(value)
+
+
+DONATION_WARNING = "Some donated buffers were not usable"
+
+
+@functools.cache
+def lowering_module() -> Check:
+    """Touch point 14: ``jax._src.interpreters.mlir``, whose ``warnings`` global is proxied."""
+    module, why = _attribute("jax._src.interpreters", "mlir")
+    if why is None and getattr(module, "warnings", None) is not warnings:
+        why = "jax._src.interpreters.mlir.warnings is not the warnings module"
+    if why is not None:
+        return Check(note=f"jax: no finding for unused donations ({why}).")
+    return Check(module)
+
+
+class _LoweringWarnings:
+    """Stands for the ``warnings`` module in ``jax._src.interpreters.mlir`` while capturing:
+    notes the donations JAX could not use, and warns exactly as JAX would have."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(warnings, name)
+
+    def warn(self, message, category=None, stacklevel=1, *args, **kwargs):
+        if STATE.listening and DONATION_WARNING in str(message):
+            try:
+                _note_unused_donation(sys._getframe(1))
+            except Exception:  # never let the profiler break a lowering
+                pass
+        return warnings.warn(message, category, stacklevel + 1, *args, **kwargs)
+
+
+def _note_unused_donation(frame) -> None:
+    names = frame.f_locals
+    donated, avals = names.get("donated_args"), names.get("sharded_in_avals")
+    if donated is None or avals is None:
+        return
+    arguments = []
+    for position, (aval, unused) in enumerate(zip(avals, donated, strict=False)):
+        if unused:
+            text = str(aval)  # float32[1000,250], as JAX's warning writes it
+            size = math.prod(aval.shape) * aval.dtype.itemsize
+            arguments.append((position, text, float(size)))
+    if arguments:
+        STATE.append_event(UnusedDonation(str(names.get("module_name", "")), tuple(arguments)))
+
+
+_LOWERING_WARNINGS = _LoweringWarnings()
+
+
+def _donation_on(restore: Restore, notes: list[str]) -> None:
+    check = lowering_module()
+    if check.note:
+        notes.append(check.note)
+        return
+    restore.lowering_warnings = check.found.warnings
+    check.found.warnings = _LOWERING_WARNINGS
+
+
+def _donation_off(restore: Restore) -> None:
+    if restore.lowering_warnings is not None:
+        module = lowering_module().found
+        if module.warnings is _LOWERING_WARNINGS:
+            module.warnings = restore.lowering_warnings
+        restore.lowering_warnings = None

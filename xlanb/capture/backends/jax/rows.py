@@ -32,6 +32,7 @@ from xlanb.capture.backends.jax.events import (
     Frame,
     Read,
     Transfer,
+    UnusedDonation,
 )
 from xlanb.capture.backends.jax.state import Session, Taken
 from xlanb.formats import jax_text
@@ -98,9 +99,12 @@ def _compile_rows(
     lowers: dict[str, float] = {}
     record: CompileRecord | None = None
     cache_hit = False  # the next compile came from the persistent compilation cache
+    unused: dict[str, UnusedDonation] = {}  # by program: donations its lowering could not use
     rows: list[dict[str, Any]] = []
     for event in events:
-        if isinstance(event, CacheMiss):
+        if isinstance(event, UnusedDonation):
+            unused[event.module] = event
+        elif isinstance(event, CacheMiss):
             explanations.append(parse_explanation(event.message))
         elif isinstance(event, CompileRecord):
             record = event
@@ -130,6 +134,12 @@ def _compile_rows(
                 )
             )
             rows[-1]["cache_hit"] = cache_hit
+            donation = unused.pop(event.name, None)
+            if donation is not None:
+                rows[-1]["not_donated"] = ", ".join(
+                    f"argument {position}: {text}" for position, text, _ in donation.arguments
+                )
+                rows[-1]["not_donated_bytes"] = sum(size for *_, size in donation.arguments)
             record, cache_hit = None, False
     capture.rows["compiles"] = rows
     return rows

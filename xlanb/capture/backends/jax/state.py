@@ -79,6 +79,8 @@ class Restore:
     value_property: Any = None
     #: ``ArrayImpl.item`` as it was.
     item_method: Any = None
+    #: The ``warnings`` module of ``jax._src.interpreters.mlir``, while a proxy replaces it.
+    lowering_warnings: Any = None
 
 
 @dataclass(eq=False)

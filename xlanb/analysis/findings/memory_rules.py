@@ -1,0 +1,190 @@
+"""Findings about device memory: a cell that keeps more of it every time it runs, donated
+buffers a program could not reuse, a cell that ran out of it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlanb.analysis.findings.common import Finding, _lines
+from xlanb.core.profile import Profile
+from xlanb.core.units import format_bytes
+from xlanb.core.words import counted
+from xlanb.formats.oom_text import out_of_memory
+
+#: A cell whose live device memory grew in this many profiled runs in a row (this one the
+#: last) keeps memory it no longer needs.
+LEAK_RUNS = 2
+
+
+def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
+    """(arrays, bytes) grown by each of the last runs of the cell in a row that grew live
+    device memory, this run the last; [] when this run did not grow it."""
+    rows = live[live["backend"] == backend]
+    ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
+    if not {"before", "after"} <= set(ends.index):
+        return []
+    runs = [
+        (int(count), float(size))
+        for count, size in rows.loc[rows["snapshot"] == "earlier run", ["count", "bytes"]].values
+    ]
+    runs.append(
+        (
+            int(ends.loc["after", "count"] - ends.loc["before", "count"]),
+            float(ends.loc["after", "bytes"] - ends.loc["before", "bytes"]),
+        )
+    )
+    grown: list[tuple[int, float]] = []
+    for count, size in reversed(runs):
+        if count <= 0 or not size > 0:
+            break
+        grown.insert(0, (count, size))
+    return grown
+
+
+def memory_leak_across_cells(profile: Profile) -> list[Finding]:
+    """The same cell kept more live device memory on each of its last profiled runs (results
+    appended to a list, a cache that only grows): a warning. A cell that grows once (it
+    initialises parameters) and then replaces what it made is not one."""
+    live = profile.live_arrays
+    if live.empty or not (live["snapshot"] == "earlier run").any():
+        return []
+    findings = []
+    for backend in dict.fromkeys(live["backend"].astype(str)):
+        runs = growing_runs(live, backend)
+        if len(runs) < LEAK_RUNS:
+            continue
+        per_run = sum(size for _count, size in runs) / len(runs)
+        arrays = sum(count for count, _size in runs)
+        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")].head(3)
+        kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{profile.name} keeps {format_bytes(per_run)} more live device "
+                f"memory every run (its last {counted(len(runs), 'run')})",
+                "detail": f"{counted(arrays, 'array')} "
+                f"({format_bytes(sum(size for _count, size in runs))}) kept by these runs and "
+                f"still alive. This run kept: {kept or '-'}. Run by run it will run out of "
+                "device memory: results appended to a list, or a cache that only grows, keep "
+                "every step's arrays on the device.",
+                "advice": "Keep host values (float(loss), jax.device_get(x)) instead of device "
+                "arrays, keep only the latest result, or clear the list (del, .clear()) "
+                "when you no longer need it.",
+            }
+        )
+    return findings
+
+
+def unused_donation(profile: Profile) -> list[Finding]:
+    """Arguments donated (``donate_argnums``) that the program could not reuse for an output:
+    their memory is not saved, and a step meant to update its state in place holds two
+    copies of it."""
+    compiles = profile.compiles
+    if "not_donated_bytes" not in compiles.columns:
+        return []
+    findings = []
+    for row in compiles[compiles["not_donated_bytes"] > 0].itertuples():
+        where = _lines(compiles.loc[[row.Index]])
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{row.graph}: {format_bytes(float(row.not_donated_bytes))} donated "
+                f"but not reused{where}",
+                "detail": f"Donated arguments that no output of {row.graph} could take over: "
+                f"{row.not_donated}. JAX keeps them (the arrays stay usable) and the program "
+                "allocates its outputs anew, so this donation saves nothing (JAX warned: "
+                '"Some donated buffers were not usable").',
+                "advice": "A donated buffer is reused only by an output of the same shape and "
+                "dtype (and sharding): return the updated value of what you donate (the new "
+                "train state for the old one), or leave the argument out of donate_argnums.",
+            }
+        )
+    return findings
+
+
+#: Programs whose static needs the out-of-memory finding lists (largest peak first).
+OOM_PROGRAMS = 3
+
+
+def out_of_memory_failure(profile: Profile) -> list[Finding]:
+    """The cell ran out of memory: what it asked for, what was alive (largest first, and
+    what held it), the static needs of the programs compiled in the cell, the limit."""
+    if not profile.failed:
+        return []
+    oom = out_of_memory(profile.error)
+    if oom is None:
+        return []
+    asked = oom.requested_bytes
+    title = f"{profile.name} ran out of memory"
+    if asked == asked:
+        title += f" allocating {format_bytes(asked)}"
+    details = [f"The cell raised {profile.error.splitlines()[0][:300].rstrip('.')}"]
+    live = profile.live_arrays
+    alive = live[live["snapshot"] == "at failure"] if not live.empty else live
+    failed = live[live["snapshot"] == "failed result"] if not live.empty else live
+    if not failed.empty:
+        details.append("Arrays whose program failed (never allocated): " + _groups(failed))
+    if not alive.empty:
+        groups = _groups(alive.head(5))
+        details.append(
+            f"Alive at the failure: {format_bytes(float(alive['bytes'].sum()))} in "
+            f"{counted(int(alive['count'].sum()), 'array')}, largest first: " + groups
+        )
+    needs = _static_needs(profile.compiles)
+    if needs:
+        details.append("Programs compiled in the cell, by peak memory: " + "; ".join(needs))
+    environment = profile.environment
+    limit = environment.get("memory_limit_bytes")
+    if isinstance(limit, int | float) and limit == limit:
+        used = environment.get("memory_in_use_bytes", float("nan"))
+        details.append(
+            f"Limit: {format_bytes(float(limit))} ({environment.get('memory_limit', '')})"
+            + (f", {format_bytes(float(used))} in use after the failure" if used == used else "")
+        )
+    return [
+        {
+            "severity": "error",
+            "seconds": profile.wall_seconds,  # the cell's time, all of it lost to the failure
+            "title": title,
+            "detail": ". ".join(details) + ".",
+            "advice": "Free what earlier cells keep (del, .clear(); results kept as host "
+            "values, not device arrays); use a smaller batch (or micro-batches with gradient "
+            "accumulation); donate the inputs a step replaces (donate_argnums) so outputs "
+            "reuse their memory; rematerialise activations instead of keeping them "
+            "(jax.checkpoint, torch_xla's checkpoint); shard large arrays over several "
+            "devices.",
+        }
+    ]
+
+
+def _groups(rows: pd.DataFrame) -> str:
+    """`float32[64,1024] ×2 (536.9 MB, held by kept[...]; made before this cell)`; ..."""
+    return "; ".join(
+        f"{row.shape} ×{row.count} ({format_bytes(float(row.bytes))}"
+        + (f", {row.origin}" if isinstance(getattr(row, "origin", None), str) else "")
+        + ")"
+        for row in rows.itertuples()
+    )
+
+
+def _static_needs(compiles: pd.DataFrame) -> list[str]:
+    """`jit(f) peak 1.1 GB (inputs ..., outputs ..., temporaries ...)` of the programs
+    compiled in the cell, the largest peak first."""
+    if compiles.empty or "peak_bytes" not in compiles.columns:
+        return []
+    rows = compiles[compiles["peak_bytes"] > 0].sort_values("peak_bytes", ascending=False)
+    rows = rows.drop_duplicates("graph").head(OOM_PROGRAMS)
+    parts = []
+    for row in rows.itertuples():
+        sizes = [
+            f"{label} {format_bytes(float(getattr(row, column)))}"
+            for label, column in (
+                ("inputs", "input_bytes"),
+                ("outputs", "output_bytes"),
+                ("temporaries", "intermediate_bytes"),
+                ("aliased", "aliased_bytes"),
+            )
+            if column in compiles.columns and getattr(row, column) == getattr(row, column)
+        ]
+        parts.append(f"{row.graph} peak {format_bytes(float(row.peak_bytes))} ({', '.join(sizes)})")
+    return parts
