@@ -701,8 +701,11 @@ def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
     assert changes is not None
     # the cell's output has a viewer per compile
     shown = prof._repr_html_()
-    titles = [graph["title"] for graph in packed_graphs(shown)]
+    first_views = [graph for graph in packed_graphs(shown) if graph["kind"] != "stablehlo"]
+    titles = [graph["title"] for graph in first_views]
     assert sum("jit(pc_step) (compile " in t for t in titles) == 3 and "Graph viewer (3)" in shown
+    # and each compile's StableHLO is a tab away
+    assert len(packed_graphs(shown)) == 6 and shown.count('class="xg-view-tab"') == 6
     # each recompile is one command away from its diff with the previous compile
     assert prof.previous_compile(0) is None and prof.previous_compile(2) == 1
     assert f"%xla_profile diff {prof.name} 2" in shown
