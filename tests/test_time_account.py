@@ -237,6 +237,21 @@ def test_a_loop_is_split_into_warm_up_and_steady_steps(run, shell):
     assert "5 steady, median" in repr(prof)
 
 
+def test_straight_line_code_compiling_every_call_has_no_steps_line(run, shell):
+    """Three calls of one function on three shapes, no loop: every "step" compiles, and a
+    summary line "steps: 3 warm-up" said nothing the compiles do not (and there are no steps)."""
+    run("@jax.jit\ndef ta_line(a):\n    return jnp.tanh(a) * 2")
+    run(
+        "%%xla_profile -b jax -q --var line\n"
+        "ta_line(jnp.ones(3)).block_until_ready()\n"
+        "ta_line(jnp.ones(5)).block_until_ready()\n"
+        "ta_line(jnp.ones(7)).block_until_ready()"
+    )
+    prof = shell.user_ns["line"]
+    assert (prof.compiles["graph"] == "jit(ta_line)").sum() == 3
+    assert "steps" not in repr(prof) and "warm-up" not in repr(prof), repr(prof)
+
+
 def test_host_busy_time_and_how_much_of_it_device_time_hides(run, shell):
     run(
         "@jax.jit\ndef ta_async(a):\n    return jnp.tanh(a @ a)\n"

@@ -133,12 +133,12 @@ def trace_coverage(profile: Profile) -> str:
 
 def steps_line(profile: Profile) -> str:
     """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15%``
-    ("" when the cell ran no loop)."""
+    ("" when the cell ran no loop, or no step of it ran without compiling)."""
     steps = profile.step_times
-    if steps.empty:
-        return ""
     warm = steps[steps["phase"] == "warm-up"]
     steady = steps[steps["phase"] == "steady"]
+    if steady.empty:
+        return ""  # every run compiled: no steady loop, and the compiles say it all
     parts = []
     if not warm.empty:
         parts.append(f"{len(warm)} warm-up ({format_seconds(float(warm['seconds'].sum()))})")

@@ -3,6 +3,8 @@ buffers a program could not reuse, a cell that ran out of it."""
 
 from __future__ import annotations
 
+import statistics
+
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines
@@ -41,6 +43,19 @@ def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
     return grown
 
 
+#: Groups of arrays a cell kept that a finding lists (largest first).
+KEPT_GROUPS = 6
+
+
+def kept_groups(left: pd.DataFrame) -> str:
+    """`float32[256,256] ×5, float32[] ×5` and `… and 3 more groups` of the ``left alive``
+    rows (largest first)."""
+    left = left[left["count"] > 0]
+    listed = ", ".join(f"{row.shape} ×{row.count}" for row in left.head(KEPT_GROUPS).itertuples())
+    more = len(left) - KEPT_GROUPS
+    return listed + (f" and {counted(more, 'more group')}" if more > 0 else "")
+
+
 def memory_leak_across_cells(profile: Profile) -> list[Finding]:
     """The same cell kept more live device memory on each of its last profiled runs (results
     appended to a list, a cache that only grows): a warning. A cell that grows once (it
@@ -53,10 +68,11 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         runs = growing_runs(live, backend)
         if len(runs) < LEAK_RUNS:
             continue
-        per_run = sum(size for _count, size in runs) / len(runs)
+        # the first growing run may also have made what a cell makes once (its state)
+        per_run = statistics.median(size for _count, size in runs[1:])
         arrays = sum(count for count, _size in runs)
-        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")].head(3)
-        kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
+        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")]
+        kept = kept_groups(left)
         findings.append(
             {
                 "severity": "warning",
