@@ -252,6 +252,26 @@ def test_straight_line_code_compiling_every_call_has_no_steps_line(run, shell):
     assert "steps" not in repr(prof) and "warm-up" not in repr(prof), repr(prof)
 
 
+def test_a_cell_ending_before_its_runs_finish_says_their_time_is_missing(run, shell):
+    """Async dispatch: a loop that queues runs and never waits ends long before the device
+    does. Its account (python 100%) would read as "the device is idle" with no word on the
+    runs still queued; a note says so, and a cell that waits gets none."""
+    from xlanb.capture.backends.jax import QUEUED_AT_END
+    from xlanb.capture.backends.jax.state import STATE
+
+    run("@jax.jit\ndef ta_queue(a):\n    return jnp.tanh(a @ a) @ a")
+    run("ta_queue(ta_big).block_until_ready()")
+    run("%%xla_profile -b jax -q --var queued\nfor _ in range(8):\n    ta_out = ta_queue(ta_big)")
+    assert QUEUED_AT_END in shell.user_ns["queued"].notes
+    assert STATE.last_result is None  # the last result is not kept past the cell
+    run("ta_out.block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --var waited\nfor _ in range(8):\n    ta_out = ta_queue(ta_big)\n"
+        "ta_out.block_until_ready()"
+    )
+    assert QUEUED_AT_END not in shell.user_ns["waited"].notes
+
+
 def test_host_busy_time_and_how_much_of_it_device_time_hides(run, shell):
     run(
         "@jax.jit\ndef ta_async(a):\n    return jnp.tanh(a @ a)\n"

@@ -170,6 +170,14 @@ def begin(options: CaptureOptions) -> Token:
     return token
 
 
+#: The note of a cell that ended while its last run was still on the device.
+QUEUED_AT_END = (
+    "the cell ended before its last program run finished (JAX dispatches asynchronously): "
+    "device time after the cell is not in this profile; end the cell with "
+    "jax.block_until_ready(result) to measure it"
+)
+
+
 def _runs() -> int:
     """Top-level calls of jitted functions so far (what closes the trace's window)."""
     return len(STATE.samples)
@@ -197,6 +205,10 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     if taken.last:
         hooks.switch_off()
     ended_at = time.time()
+    last_result, STATE.last_result = STATE.last_result, None
+    if last_result is not None and hooks.still_running(last_result):
+        token.notes.append(QUEUED_AT_END)
+    del last_result  # not kept alive past the cell (the live arrays are counted next)
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
     if token.trace is not None:
         STATE.probe_at, STATE.probe = -1, None  # a window that never closed

@@ -663,6 +663,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             samples.append((started, elapsed, self))
             if len(samples) == state.probe_at:  # the last run in the trace's window
                 state.probe = result
+        state.last_result = result
         entry = calls.get(self)
         if entry is None:  # the function's first call: a new entry, under the lock
             eager = function_name(self)[1]
@@ -1106,6 +1107,17 @@ def start_trace(directory: str) -> Callable[[], bytes | None]:
         return session.stop()
 
     return stop
+
+
+def still_running(value: Any) -> bool:
+    """Whether an array of `value` (a pytree) is still being computed; never waits."""
+    try:
+        import jax
+
+        leaves = jax.tree_util.tree_leaves(value)
+        return any(hasattr(leaf, "is_ready") and not leaf.is_ready() for leaf in leaves)
+    except Exception:
+        return False  # an array deleted or donated meanwhile: nothing to say
 
 
 def block_until_ready(value: Any) -> None:

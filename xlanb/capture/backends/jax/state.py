@@ -167,6 +167,9 @@ class JaxState:
     #: ``probe``: the trace's window closes once that run has finished.
     probe_at: int = -1
     probe: Any = None
+    #: The result of the latest top-level call (dropped when the capture ends): still being
+    #: computed then, the cell ended with runs queued on the device.
+    last_result: Any = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------
