@@ -451,3 +451,50 @@ tabs_step(jnp.ones((8, 8)), jnp.ones((4, 8))).block_until_ready()
         assert stable_ops <= set(drawn), (stable_ops, drawn)
         tabs.nth(0).click()
         assert page.locator(".xg-view[data-view='0']").is_visible()
+
+
+def test_a_recompiles_changes_are_one_click_away(page, run, shell, tmp_path):
+    """A function recompiled for a new shape: its viewer has a "Changes from compile N" tab
+    (the overlay diff against the compile before it), started when chosen, in the cell's
+    output and in the report (it was a command to type: %xla_profile diff)."""
+    page, _blocked, errors = page
+    run("""%%xla_profile --var changes_prof
+import jax, jax.numpy as jnp
+changes_step = jax.jit(lambda w, x: jnp.tanh(x @ w).sum())
+for rows in (4, 6):
+    changes_step(jnp.ones((8, 8)), jnp.ones((rows, 8))).block_until_ready()
+""")
+    prof = shell.user_ns["changes_prof"]
+    entries = prof.graph_entries()
+    first, second = entries.loc[entries["graph"] == "jit(<lambda>)", "compile"].tolist()
+    for name, html in (
+        ("changes-cell.html", "<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_()),
+        ("changes-report.html", None),
+    ):
+        path = tmp_path / name
+        if html is None:
+            prof.to_html(path)
+        else:
+            path.write_text(html, "utf-8")
+        page.goto(path.as_uri())
+        if html is not None:
+            page.click("summary:has-text('Graph viewer')")
+        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+        tab = page.locator(f".xg-view-tab:has-text('Changes from compile {first}')")
+        assert tab.count() == 1, page.locator(".xg-view-tab").all_inner_texts()
+        tab.click()
+        views = page.locator(".xlanb-graph-views").filter(has=tab)
+        viewer = views.locator(".xg-view:not([hidden]) .xlanb-graph")
+        viewer.wait_for(state="visible")
+        page.wait_for_function(
+            "(el) => el.dataset.ready === 'true'", arg=viewer.element_handle(), timeout=15_000
+        )
+        assert f"(compile {second})" in viewer.inner_text()
+        summary = viewer.locator("[data-role=summary]").inner_text()
+        assert "changed" in summary and "0 added, 0 removed" in summary, summary
+        changed = page.evaluate(
+            "(el) => Array.from(el.xlanbViewer.m.diff).filter((code) => code === 3).length",
+            viewer.element_handle(),
+        )
+        assert changed > 0
+    assert not errors, errors

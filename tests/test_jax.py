@@ -701,11 +701,29 @@ def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
     assert changes is not None
     # the cell's output has a viewer per compile
     shown = prof._repr_html_()
-    first_views = [graph for graph in packed_graphs(shown) if graph["kind"] != "stablehlo"]
+    first_views = [
+        graph
+        for graph in packed_graphs(shown)
+        if graph["kind"] != "stablehlo" and "diff" not in graph["nodes"]
+    ]
     titles = [graph["title"] for graph in first_views]
     assert sum("jit(pc_step) (compile " in t for t in titles) == 3 and "Graph viewer (3)" in shown
-    # and each compile's StableHLO is a tab away
-    assert len(packed_graphs(shown)) == 6 and shown.count('class="xg-view-tab"') == 6
+    # and each compile's StableHLO is a tab away, and each recompile's changes from the
+    # compile before it: a new shape changes nodes, adds none
+    changes = [graph for graph in packed_graphs(shown) if "diff" in graph["nodes"]]
+    assert len(packed_graphs(shown)) == 3 + 3 + 2 and len(changes) == 2
+    assert shown.count(">Changes from compile ") == 2
+    from xlanb.views.graph_viewer.payload import DIFF_CODES
+
+    for graph in changes:
+        assert DIFF_CODES["changed"] in graph["nodes"]["diff"], graph["summary"]
+        assert "0 added, 0 removed" in graph["summary"], graph["summary"]
+    # a report too: a viewer per compile (it showed each function's last compile only)
+    from xlanb.views.report import report_html
+
+    page = report_html([prof])
+    assert page.count(">Changes from compile ") == 2
+    assert sum("jit(pc_step) (compile " in g["title"] for g in packed_graphs(page)) >= 3 + 3
     # each recompile is one command away from its diff with the previous compile
     assert prof.previous_compile(0) is None and prof.previous_compile(2) == 1
     assert f"%xla_profile diff {prof.name} 2" in shown

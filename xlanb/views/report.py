@@ -21,7 +21,7 @@ from xlanb.core.files import write_atomically
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
 from xlanb.views.escape import escape
-from xlanb.views.html import STYLE, profile_html, table
+from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
 from xlanb.views.summary import title
 
 _chart_ids = itertools.count(1)
@@ -84,28 +84,37 @@ def _environment(profile: Profile) -> str:
     return table(pd.DataFrame(rows), ["setting", "value"])
 
 
+#: Programs of at most this many nodes get a "Changes from compile N" tab in a report (2 s of
+#: matching at 3,900 nodes; bigger ones say the command that shows them).
+REPORT_CHANGES_NODES = 4000
+
+
 def _graphs(profile: Profile) -> str:
+    """Every compiled program (each compile of a function its own), its other texts a tab
+    away, and a recompile's changes from the compile before it."""
     from xlanb.views.graph_viewer import graph_fragment, graph_views
     from xlanb.views.graph_viewer.html import KIND_LABELS
 
-    graphs = profile.graphs.dropna(subset=["text"])
+    entries = labelled_entries(profile)
+    if entries.empty:
+        return ""
     fragments = []
-    for name in dict.fromkeys(graphs["graph"].astype(str)):
-        backend = graphs.loc[graphs["graph"].astype(str) == name, "backend"].iloc[0]
+    for index, label in zip(entries["index"], entries["label"], strict=True):
         views = [
             (
                 KIND_LABELS.get(kind, kind),
                 graph_fragment(
-                    profile.graph(name, kind=kind),
+                    profile.graph(int(index), kind=kind),
                     height=560,
-                    title=f"{backend} {name}",
+                    title=label,
                     packed=True,
                     lazy=position > 0,
                 ),
             )
-            for position, kind in enumerate(profile.graph_kinds(name))
+            for position, kind in enumerate(profile.graph_kinds(int(index)))
         ]
-        fragments.append(graph_views(views))
+        changes = changes_view(profile, int(index), entries, REPORT_CHANGES_NODES)
+        fragments.append(graph_views(views + ([changes] if changes else [])))
     return "".join(fragments)
 
 

@@ -5,7 +5,8 @@
   graph, for pages that embed several graphs;
 - :func:`graph_views`: a program's views (optimized HLO, StableHLO), a tab each;
 - :func:`graph_page`: a whole HTML document;
-- :func:`diff_html`: two graphs side by side, or overlaid, with the changes marked;
+- :func:`diff_html`: two graphs side by side, or overlaid, with the changes marked
+  (:func:`overlay_fragment`: the overlay as one fragment);
 - :func:`viewer_widget`: the two-way notebook widget (``widget.selected``: the clicked node).
 
 The modules: :mod:`.payload` (the JSON the JavaScript reads: its contract, field by field),
@@ -32,6 +33,7 @@ from xlanb.views.graph_viewer.html import (
     graph_html,
     graph_page,
     graph_views,
+    overlay_fragment,
     unparsed_html,
     viewer_assets,
     viewer_script,
@@ -56,6 +58,7 @@ __all__ = [
     "json_for_script",
     "node_category",
     "node_label",
+    "overlay_fragment",
     "payload",
     "unparsed_html",
     "viewer_assets",

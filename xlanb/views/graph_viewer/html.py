@@ -234,28 +234,38 @@ def unparsed_html(text: str, error: ParseError | Exception, kind: str = "") -> s
     )
 
 
+def _diff_line(result: GraphDiff) -> str:
+    counts = result.counts()
+    return (
+        f"{result.summary} — {counts['changed']} changed, {counts['added']} added, "
+        f"{counts['removed']} removed, {counts['same']} same"
+    )
+
+
+def overlay_fragment(result: GraphDiff, *, title: str | None = None, **options: Any) -> str:
+    """Graph b with a's removed nodes drawn in, every node marked same / changed / added /
+    removed, as one viewer fragment (needs :func:`viewer_assets`; options as
+    :func:`graph_fragment`)."""
+    from xlanb.graphs.overlay import overlay_graph
+
+    merged, status = overlay_graph(result)
+    return graph_fragment(
+        merged,
+        diff_status=[DIFF_CODES[s] for s in status],
+        summary=_diff_line(result),
+        title=title if title is not None else f"{result.a.name} -> {result.b.name}",
+        **options,
+    )
+
+
 def diff_html(
     result: GraphDiff, *, mode: str = "side-by-side", height: int = 520, **options: Any
 ) -> str:
     """Two graphs with their differences marked: ``side-by-side`` (clicking a node selects its
     match in the other graph) or ``overlay`` (graph b with a's removed nodes drawn in)."""
-    from xlanb.graphs.overlay import overlay_graph
-
-    counts = result.counts()
-    line = (
-        f"{result.summary} — {counts['changed']} changed, {counts['added']} added, "
-        f"{counts['removed']} removed, {counts['same']} same"
-    )
+    line = _diff_line(result)
     if mode == "overlay":
-        merged, status = overlay_graph(result)
-        return viewer_assets() + graph_fragment(
-            merged,
-            height=height,
-            diff_status=[DIFF_CODES[s] for s in status],
-            summary=line,
-            title=f"{result.a.name} -> {result.b.name}",
-            **options,
-        )
+        return viewer_assets() + overlay_fragment(result, height=height, **options)
     if mode != "side-by-side":
         raise ValueError(f"mode is 'side-by-side' or 'overlay', not {mode!r}")
     rows = result.nodes
