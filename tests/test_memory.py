@@ -76,6 +76,17 @@ def test_a_cell_that_grows_once_is_not_a_leak(run, shell):
     run("del mt_params; mt_losses.clear()")
 
 
+def test_the_same_code_profiled_with_other_options_is_the_same_cell(run, shell):
+    """Each run keeps its profile in a new variable (`--var run_1`, `--var run_2`, ...): the
+    magic's line changed, the cell did not (it was never warned about)."""
+    body = "for step in range(5):\n    mt_losses.append(jnp.ones((256, 256)) * step)\n"
+    run("mt_losses = []")
+    for name in ("run_1", "run_2", "run_3"):
+        run(f"%%xla_profile -b jax -q --var {name}\n" + body)
+    assert len(titled(shell.user_ns["run_3"], "every run")) == 1
+    run("mt_losses.clear()")
+
+
 STARTING_CELL = (
     "%%xla_profile -b jax -q --var prof\n"
     "if 'mt_state' not in globals():\n"

@@ -272,6 +272,54 @@ def test_a_cell_ending_before_its_runs_finish_says_their_time_is_missing(run, sh
     assert QUEUED_AT_END not in shell.user_ns["waited"].notes
 
 
+STEADY_MODEL = """import numpy as np
+def ta_layer(w, x):
+    return jnp.tanh(x @ w)  # the model's own line
+@jax.jit
+def ta_train(w, x):
+    return ta_layer(w, ta_layer(w, x)) @ w
+ta_w = jnp.ones((512, 512)) / 512
+ta_host = np.ones((512, 512), np.float32)
+"""
+
+
+def test_ops_of_a_program_compiled_earlier_have_its_name_and_the_calling_line(run, shell):
+    """A step compiled outside the profiled cell (a warm-up cell, unprofiled), run in a loop
+    whose inputs are made by eager ops every step: its ops are the function's (they were
+    'jit_ta_train', the HLO module's name) on the line that called it (none), and the steps
+    are its runs (they were the eager ops', which ran more often)."""
+    run(STEADY_MODEL)
+    run("ta_train(ta_w, jnp.asarray(ta_host) * 1.0).block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --var warmed\nfor _ in range(6):\n"
+        "    batch = jnp.asarray(ta_host) * 1.0\n"
+        "    ta_train(ta_w, batch).block_until_ready()"
+    )
+    prof = shell.user_ns["warmed"]
+    assert prof.compiles.empty or "jit(ta_train)" not in set(prof.compiles["graph"])
+    top = prof.ops.sort_values("seconds", ascending=False).iloc[0]
+    assert top["graph"] == "jit(ta_train)" and top["cell_line"] == 4, prof.ops
+    assert set(prof.step_times["graph"]) == {"jit(ta_train)"} and len(prof.step_times) == 6
+    assert "line 4: ta_train(ta_w, batch)" in repr(prof)
+
+
+def test_ops_of_a_program_compiled_in_an_earlier_profile_keep_their_model_lines(run, shell):
+    """A step compiled in one profiled cell and run again in another: the second profile's ops
+    still say which line of the model they came from (their HLO metadata, remembered), and
+    the line of this cell that ran them."""
+    run(STEADY_MODEL.replace("ta_", "tb_"))
+    run("%%xla_profile -b jax -q\ntb_train(tb_w, jnp.asarray(tb_host)).block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --var again\nfor _ in range(3):\n"
+        "    tb_train(tb_w, jnp.asarray(tb_host)).block_until_ready()"
+    )
+    ops = shell.user_ns["again"].ops
+    ops = ops[ops["graph"] == "jit(tb_train)"]
+    assert not ops.empty and (ops["cell_line"] == 3).all(), ops
+    model_lines = {int(line) for line in ops["source_line"].dropna()}
+    assert 3 in model_lines, ops[["op", "source_file", "source_line"]]  # jnp.tanh(x @ w)
+
+
 def test_host_busy_time_and_how_much_of_it_device_time_hides(run, shell):
     run(
         "@jax.jit\ndef ta_async(a):\n    return jnp.tanh(a @ a)\n"

@@ -1,8 +1,8 @@
 """Per-step time accounts: where a cell runs a loop, each step's wall time as the same
 exclusive buckets as the cell's, so warm-up steps (compiling) and steady steps are told apart.
 
-Steps are found from the runs of the cell's step program: the program (graph) with the most
-device runs, when it ran at least :data:`MIN_STEPS` times. Step *i* ends when run *i* of it
+Steps are found from the runs of the cell's step program: of the programs (graphs) that ran at
+least :data:`MIN_STEPS` times, the one with the most device time. Step *i* ends when run *i* of it
 ends and starts when the previous run ended (step 0: when the cell started), so a step holds
 the Python, tracing and compiling that led to its run. A step is ``warm-up`` when a compile
 finished inside it (its run is then a newly compiled program's); the others are ``steady``.
@@ -32,10 +32,13 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     device = spans[(spans["lane"] == "device") & spans["graph"].notna()]
     if device.empty:
         return make_frame("step_times", [])
-    runs = device.groupby("graph").size()
-    graph = runs.idxmax()
-    if runs[graph] < MIN_STEPS:
+    runs = device.groupby("graph")["seconds"].agg(["size", "sum"])
+    runs = runs[runs["size"] >= MIN_STEPS]
+    if runs.empty:
         return make_frame("step_times", [])
+    # the step: of the programs run often enough, the one with the most device time (eager ops
+    # making each step's inputs run as often as it, or more)
+    graph = runs["sum"].idxmax()
     step_runs = device[device["graph"] == graph].sort_values("start")
     ends = (step_runs["start"] + step_runs["seconds"]).to_numpy(dtype=float)
     starts = np.concatenate([[min(float(profile.started_at), ends[0])], ends[:-1]])

@@ -45,6 +45,8 @@ def remember(source: str, captures: list[tuple[str, Capture]]) -> None:
     """Add to each (backend name, capture) the ``earlier run`` rows (the growth of the earlier
     profiled runs of the same cell, oldest first) and remember this run's growth. A capture
     whose live memory did not change has no ``live_arrays`` rows: that run grew by nothing."""
+    if source.startswith("%%"):  # the same code profiled with other options is the same cell
+        source = source.partition("\n")[2]
     if not source.strip():
         return  # a `with xlanb.profile()` block has no cell to recognise again
     cell = hashlib.sha1(source.encode("utf-8", "replace")).hexdigest()

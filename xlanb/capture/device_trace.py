@@ -341,14 +341,17 @@ def rows(
     cell_filename: str | None = None,
     cell_line_offset: int = 0,
     known_modules: Mapping[str, str] | None = None,
+    known_sources: Mapping[str, dict[str, HloOpSource]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(``ops`` rows, ``spans`` rows) of the trace events inside `window` (epoch seconds).
 
     `graphs` are the capture's ``graphs`` rows: those of `kinds` tell which ``graph`` id an
     HLO module of the trace is, and their metadata where each op came from; `known_modules`
-    names the graphs of modules compiled before the capture (HLO module name -> graph id)."""
+    names the graphs of modules compiled before the capture (HLO module name -> graph id),
+    `known_sources` where their ops came from."""
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
+    sources = {**(known_sources or {}), **sources}
     frame = events.events
     start_ns, end_ns = window[0] * 1e9, window[1] * 1e9
     inside = frame[

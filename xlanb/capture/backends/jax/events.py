@@ -130,3 +130,5 @@ class CallDelta:
     #: ``time.time()`` of the function's first call, NaN when it was first called before
     #: this capture began.
     first: float
+    #: The stack of its first call in the capture (none for eager code).
+    frames: tuple[Frame, ...] = ()

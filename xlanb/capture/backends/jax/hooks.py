@@ -667,7 +667,8 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         entry = calls.get(self)
         if entry is None:  # the function's first call: a new entry, under the lock
             eager = function_name(self)[1]
-            first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager)
+            frames = () if eager else _stack(sys._getframe(1))
+            first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager, frames)
             with lock:
                 entry = calls.setdefault(self, first)
                 if entry is not first:  # counted meanwhile on another thread

@@ -34,10 +34,10 @@ from xlanb.capture.backends.jax.events import (
     Transfer,
     UnusedDonation,
 )
-from xlanb.capture.backends.jax.state import Session, Taken
+from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
 from xlanb.formats.counters import metric_row
-from xlanb.formats.hlo_text import count_hlo_instructions
+from xlanb.formats.hlo_text import count_hlo_instructions, hlo_module_name, hlo_op_sources
 from xlanb.formats.jax_text import (
     ADVICE,
     DERIVED,
@@ -73,7 +73,7 @@ def fill(
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
     if trace_events is not None:
-        _trace_rows(capture, trace_events, window, options)
+        _trace_rows(capture, trace_events, window, options, session, taken)
         if trace is not None:
             capture.rows["spans"] += device_trace.window_span(
                 NAME, trace, window[1], capture.rows["spans"]
@@ -85,6 +85,7 @@ def fill(
     executions = _execution_rows(taken.calls)
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
     capture.rows["executions"] = executions
+    _remember_programs(capture, session)
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
     _read_rows(capture, taken.reads, options)
     _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
@@ -279,10 +280,17 @@ def _compile_spans(compiles: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _trace_rows(
-    capture: Capture, events: Any, window: tuple[float, float], options: CaptureOptions
+    capture: Capture,
+    events: Any,
+    window: tuple[float, float],
+    options: CaptureOptions,
+    session: Session,
+    taken: Taken,
 ) -> None:
     """``ops`` and device/transfer ``spans`` from the device trace; ops are located through
-    the optimized HLO's metadata of the programs compiled in this capture."""
+    the optimized HLO's metadata of the programs compiled in this capture or remembered from
+    earlier ones, and an op the cell did not write is on the line that called its program."""
+    known = session.programs
     ops, spans = device_trace.rows(
         NAME,
         events,
@@ -291,9 +299,45 @@ def _trace_rows(
         ("hlo_optimized",),
         options.cell_filename,
         options.cell_line_offset,
+        known_modules={module: graph for module, (graph, _) in known.items()},
+        known_sources={module: sources for module, (_, sources) in known.items()},
     )
+    # the functions called in the capture, by program: a program compiled before any capture
+    # is known by its HLO module name only (jit_step for jit(step))
+    call_names: dict[str, str] = {}
+    call_lines: dict[str, int] = {}
+    for call in taken.calls:
+        name = hooks.function_name(call.function)[0]
+        key = _program_key(name)
+        call_names.setdefault(key, name)
+        line = location_fields(call.frames, options)["cell_line"] if call.frames else None
+        if line is not None:
+            call_lines.setdefault(key, line)
+    renamed = {
+        op["module"]: call_names[_program_key(op["module"])]
+        for op in ops
+        if op["graph"] == op["module"] and _program_key(op["module"]) in call_names
+    }
+    for op in ops:
+        op["graph"] = renamed.get(op["graph"], op["graph"])
+        if op["cell_line"] is None:
+            op["cell_line"] = call_lines.get(_program_key(op["module"]))
+    for span in spans:
+        span["graph"] = renamed.get(span["graph"], span["graph"])
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(spans)
+
+
+def _remember_programs(capture: Capture, session: Session) -> None:
+    """Keep the graph and op sources of each program compiled in the capture, for later
+    captures that run it without compiling (their ops located outside any one cell)."""
+    for row in capture.rows.get("graphs", []):
+        if row.get("kind") == "hlo_optimized" and row.get("text"):
+            module = hlo_module_name(row["text"])
+            session.programs[module] = (row["graph"], hlo_op_sources(row["text"]))
+            session.programs.move_to_end(module)
+    while len(session.programs) > PROGRAMS_KEPT:
+        session.programs.popitem(last=False)
 
 
 def _untraced_runs(

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import sys
 import threading
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +36,7 @@ from xlanb.capture.backends.jax.events import (
     Read,
     Transfer,
 )
+from xlanb.formats.hlo_text import HloOpSource
 from xlanb.formats.jax_text import CallbackOp
 
 #: The dispatch samples kept per capture, for the DispatchTime percentiles; capped like the
@@ -47,6 +48,8 @@ MAX_READ_PLACES = 10_000
 #: Places whose host inputs are told apart; inputs from more places are counted for their
 #: function and type with no stack (the totals stay exact).
 MAX_TRANSFER_PLACES = 10_000
+#: Programs compiled in earlier captures whose graph and op sources are remembered.
+PROGRAMS_KEPT = 64
 
 
 @dataclass(eq=False, slots=True)
@@ -63,6 +66,8 @@ class CallStats:
     static: tuple[frozenset[int], frozenset[str]] | None
     #: A program JAX runs for eager code (its host inputs are not reported).
     eager: bool = False
+    #: The stack of the function's first call in the capture (not for eager code).
+    frames: tuple[Frame, ...] = ()
 
 
 @dataclass(eq=False, slots=True)
@@ -125,6 +130,12 @@ class Session:
 
     #: Host-callback custom calls of each program compiled during a capture, by graph name.
     callback_ops: dict[str, list[CallbackOp]] = field(default_factory=dict)
+    #: Programs compiled during a capture, by HLO module name: (graph, where each of its ops
+    #: came from), so a later cell running them without compiling names and locates their ops
+    #: (the most recent :data:`PROGRAMS_KEPT`).
+    programs: OrderedDict[str, tuple[str, dict[str, HloOpSource]]] = field(
+        default_factory=OrderedDict
+    )
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)
@@ -281,6 +292,7 @@ class JaxState:
                         entry.count - before_count,
                         entry.seconds - before_seconds,
                         entry.first if not before_count else math.nan,
+                        entry.frames,
                     )
                 )
         return deltas
