@@ -16,6 +16,8 @@ from xlanb.formats.oom_text import out_of_memory
 #: A cell whose live device memory grew in this many profiled runs in a row (this one the
 #: last) keeps memory it no longer needs.
 LEAK_RUNS = 2
+#: Growth per run from which that is a warning; less (a list of loss scalars) is information.
+LEAK_WARNING_BYTES = 1_000_000
 
 
 def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
@@ -75,7 +77,7 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         kept = kept_groups(left)
         findings.append(
             {
-                "severity": "warning",
+                "severity": "warning" if per_run >= LEAK_WARNING_BYTES else "info",
                 "title": f"{profile.name} keeps {format_bytes(per_run)} more live device "
                 f"memory every run (its last {counted(len(runs), 'run')})",
                 "detail": f"{counted(arrays, 'array')} "
