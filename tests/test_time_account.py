@@ -320,6 +320,25 @@ def test_ops_of_a_program_compiled_in_an_earlier_profile_keep_their_model_lines(
     assert 3 in model_lines, ops[["op", "source_file", "source_line"]]  # jnp.tanh(x @ w)
 
 
+def test_a_loops_time_is_its_bodys_ops_not_the_loop_op(run, shell):
+    """A jitted lax.fori_loop: the `while` op ran its body's ops inside it and was the top op
+    with their time, counted twice."""
+    run(
+        "@jax.jit\ndef ta_fori(a):\n"
+        "    return jax.lax.fori_loop(0, 20, lambda i, x: jnp.tanh(x @ a), a)\n"
+        "ta_small = jnp.ones((256, 256)) / 256\nta_fori(ta_small).block_until_ready()"
+    )
+    run(
+        "%%xla_profile -b jax -q --var fori\nfor _ in range(3):\n"
+        "    ta_fori(ta_small).block_until_ready()"
+    )
+    prof = shell.user_ns["fori"]
+    top = prof.ops.sort_values("seconds").iloc[-1]
+    assert not top["op"].startswith("while"), prof.ops
+    device = prof.spans.loc[prof.spans["lane"] == "device", "seconds"].sum()
+    assert prof.ops["seconds"].sum() <= device * 1.01
+
+
 def test_host_busy_time_and_how_much_of_it_device_time_hides(run, shell):
     run(
         "@jax.jit\ndef ta_async(a):\n    return jnp.tanh(a @ a)\n"

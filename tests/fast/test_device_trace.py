@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from xlanb.capture import device_trace
 
 
@@ -59,3 +61,24 @@ def test_runs_without_run_ids_are_the_runtimes_own_executions():
     finally:
         device_trace.RUN_GAP_NS = device_trace_gap
     assert sum(span["lane"] == "device" for span in spans) == 5
+
+
+def test_an_op_holding_other_ops_counts_only_its_own_time():
+    """XLA:CPU's `while` thunk (a jitted lax.fori_loop) runs its body's thunks inside it: the
+    loop was the top op with the body's whole time (49%), counted again in its body's ops."""
+    import json
+    from pathlib import Path
+
+    from xlanb.formats.xspace import read_xspace
+
+    data = Path(__file__).parent.parent / "data" / "xspace"
+    events = read_xspace(data / "jax_fori_loop.xplane.pb")
+    info = json.loads((data / "jax_fori_loop.json").read_text())
+    window = (info["before_start_ns"] / 1e9, info["after_stop_ns"] / 1e9)
+    ops, spans = device_trace.rows("jax", events, window)
+    seconds = {row["op"]: row["seconds"] for row in ops}
+    loops = [op for op in seconds if op.startswith("while")]
+    assert loops and all(seconds[op] < 0.05 * max(seconds.values()) for op in loops), seconds
+    device = sum(span["seconds"] for span in spans if span["lane"] == "device")
+    assert sum(seconds.values()) <= device * 1.01, (seconds, device)
+    assert sum(row["share"] for row in ops) == pytest.approx(1.0)

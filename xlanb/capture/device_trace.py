@@ -362,7 +362,7 @@ def rows(
     op_rows: list[dict[str, Any]] = []
     span_rows: list[dict[str, Any]] = []
     if not ops.empty:
-        ops = ops.assign(seconds=ops["duration_ns"] / 1e9)
+        ops = ops.assign(seconds=_exclusive_ns(ops) / 1e9)
         total = float(ops["seconds"].sum()) or 1.0
         grouped = ops.groupby(["hlo_module", "hlo_op"], sort=False).agg(
             count=("seconds", "size"),
@@ -552,6 +552,26 @@ def _span(
         "seconds": max(float(end_ns - start_ns), 0.0) / 1e9,
         "estimated": False,
     }
+
+
+def _exclusive_ns(ops: pd.DataFrame) -> np.ndarray:
+    """Each op event's own time: its duration less that of the op events nested in it on its
+    line (a ``while`` or ``call`` thunk holds the thunks of the computation it runs; summed
+    whole, a loop and its body each took the loop's time)."""
+    own = ops["duration_ns"].to_numpy(dtype=float).copy()
+    starts = ops["start_ns"].to_numpy(dtype=float)
+    for positions in ops.groupby(["plane", "line"], sort=False).indices.values():
+        # outer events first where two start together
+        order = positions[np.lexsort((-own[positions], starts[positions]))]
+        open_ends: list[tuple[float, int]] = []  # the events enclosing the next one
+        for position in order:
+            start, end = starts[position], starts[position] + own[position]
+            while open_ends and open_ends[-1][0] <= start:
+                open_ends.pop()
+            if open_ends:
+                own[open_ends[-1][1]] -= end - start
+            open_ends.append((end, position))
+    return np.maximum(own, 0.0)
 
 
 def _source_of(sources: dict[str, HloOpSource], op: str) -> HloOpSource | None:

@@ -765,7 +765,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _r("op", "str", "", "HLO instruction name (`dot`, `add_reduce_fusion`)", ("xspace",)),
         _r("category", "str", "", "kind of op (from its HLO opcode)", ("xspace",)),
         _r("count", "int64", "count", "times it ran", ("xspace",)),
-        _r("seconds", "float64", "s", "measured device time, all runs together", ("xspace",)),
+        _r(
+            "seconds",
+            "float64",
+            "s",
+            "measured device time of the op itself (less the ops run inside it: a while "
+            "loop's body), all runs together",
+            ("xspace",),
+        ),
         _r(
             "share", "float64", "fraction", "`seconds` over the device time of all ops", ("xspace",)
         ),

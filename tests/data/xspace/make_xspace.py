@@ -13,6 +13,8 @@ Fixtures (one ``<host>.xplane.pb`` of one trace each, renamed, plus a JSON of Py
   0, host_tracer_level = 2``; a jitted step (``jnp.sort`` of 2**18 floats, a small matmul, tanh,
   sum) called 5 times, each followed by ``block_until_ready``. The first call compiles inside
   the trace.
+- ``jax_fori_loop.xplane.pb`` / ``.json``: a jitted ``lax.fori_loop`` run 3 times (see
+  :func:`record_jax_loop`): nested thunks.
 - ``torch_xla_mlp.xplane.pb`` / ``.json``: ``torch_xla.debug.profiler.start_trace``; a
   64-128-10 MLP, SGD, 5 training steps each ending in ``torch_xla.sync()``, then
   ``loss.item()``. The first step compiles inside the trace.
@@ -303,6 +305,33 @@ def measure_torch_xla(cells: int = 10) -> dict:
 # ------------------------------------------------------------------------------------ main
 
 
+def record_jax_loop() -> None:
+    """``jax_fori_loop``: a jitted ``lax.fori_loop`` of 10 matmul + tanh steps, run 3 times
+    (compiled before the trace): XLA:CPU's ``while`` thunk holds its body's thunks."""
+    import jax
+    import jax.numpy as jnp
+    import jax.profiler as jp
+
+    @jax.jit
+    def loop_step(a):
+        return jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a)
+
+    a = jnp.ones((128, 128)) / 128
+    loop_step(a).block_until_ready()
+    log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
+    before_start = time.time_ns()
+    jp.start_trace(log_dir, profiler_options=_jax_options())
+    steps = []
+    for _ in range(3):
+        started = time.time_ns()
+        loop_step(a).block_until_ready()
+        steps.append([started, time.time_ns()])
+    jp.stop_trace()
+    info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
+    info |= {"before_start_ns": before_start, "after_stop_ns": time.time_ns(), "steps": steps}
+    _save("jax_fori_loop", log_dir, info)
+
+
 def main(argv: list[str]) -> None:
     if argv and argv[0] in ("jax", "torch_xla"):
         which, measure = argv[0], "--measure" in argv
@@ -310,7 +339,11 @@ def main(argv: list[str]) -> None:
             result = measure_jax() if which == "jax" else measure_torch_xla()
             print("MEASURE", which, json.dumps(result, indent=1))
         else:
-            record_jax() if which == "jax" else record_torch_xla()
+            if which == "jax":
+                record_jax()
+                record_jax_loop()
+            else:
+                record_torch_xla()
         return
     extra = ["--measure"] if "--measure" in argv else []
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
