@@ -97,3 +97,29 @@ def test_runs_after_the_trace_window_are_accounted_from_the_runtimes_samples(run
     assert (whole.spans["lane"] == "device").sum() == 80
     assert 0.4 * whole_device <= parts["device"] <= 2.5 * whole_device, (parts, whole_device)
     assert "partly estimated" in repr(windowed)
+
+
+def test_a_long_compile_does_not_use_up_the_traces_window(run, shell, monkeypatch):
+    """The trace's window (10 s by default; 0.3 s here) counts from the first run: a cell
+    whose first compile took longer (a ResNet-18 on this machine: 43 s) had its window closed
+    before anything ran, and no measured device time at all."""
+    from xlanb.capture import device_trace
+
+    start = device_trace.start
+    monkeypatch.setattr(
+        device_trace, "start", lambda *args, **options: start(*args, **options, window_seconds=0.3)
+    )
+    run(
+        "ta_deep = torch.nn.Sequential(*[layer for _ in range(60) for layer in\n"
+        "    (torch.nn.Linear(64, 64), torch.nn.Tanh())]).to(ta_dev)\n"
+        "ta_deep_x = torch.randn(8, 64, device=ta_dev)"
+    )
+    run(
+        "%%xla_profile -b torch_xla -q --var ta_slow\nfor _ in range(3):\n"
+        "    ta_deep(ta_deep_x).sum().backward()\n    torch_xla.sync()"
+    )
+    prof = shell.user_ns["ta_slow"]
+    assert float(prof.compiles["seconds"].max()) > 0.3, "the compile must outlast the window"
+    assert not prof.ops.empty
+    device = prof.spans[prof.spans["lane"] == "device"]
+    assert (~device["estimated"]).any()  # the first run at least was traced

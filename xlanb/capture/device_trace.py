@@ -23,6 +23,7 @@ From the trace a capture gets:
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import threading
@@ -51,7 +52,8 @@ MAX_TRACE_BYTES = 200 * 1024 * 1024
 
 #: Default window: the trace stops after this many program runs in the capture ...
 WINDOW_RUNS = 50
-#: ... or after this many seconds, whichever comes first (big programs: few runs, many events).
+#: ... or this many seconds after the first run, whichever comes first (big programs: few runs,
+#: many events; a long compile before the first run does not close it).
 WINDOW_SECONDS = 10.0
 #: How often the watchdog looks at the run count.
 POLL_SECONDS = 0.005
@@ -112,14 +114,16 @@ def start(
     begin: Callable[[str], Callable[[], bytes | None]],
     runs: Callable[[], int] | None = None,
     window_runs: int | None = WINDOW_RUNS,
-    window_seconds: float = WINDOW_SECONDS,
+    window_seconds: float | None = None,
     snapshot: Callable[[], Any] | None = None,
     settle: Callable[[threading.Event], None] | None = None,
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
     With `window_runs`, the trace stops once `runs()` (the runtime's count of program runs) has
-    grown by that many or `window_seconds` have passed; None traces until :func:`finish`.
+    grown by that many or `window_seconds` (default :data:`WINDOW_SECONDS`) have passed since
+    the first run (compiles before it do not use up the window); None traces until
+    :func:`finish`.
     Before the window closes, `settle(ended)` waits until the counted runs have finished
     executing (JAX counts calls, which return before their runs under async dispatch; it
     returns early once `ended` is set); then `snapshot()` is kept in ``snapshot_at_stop``.
@@ -152,7 +156,15 @@ def start(
         if window_runs is not None and runs is not None:
             _running._watchdog = threading.Thread(
                 target=_watch,
-                args=(_running, runs, runs(), window_runs, window_seconds, snapshot, settle),
+                args=(
+                    _running,
+                    runs,
+                    runs(),
+                    window_runs,
+                    WINDOW_SECONDS if window_seconds is None else window_seconds,
+                    snapshot,
+                    settle,
+                ),
                 name="xlanb-trace-window",
                 daemon=True,
             )
@@ -169,11 +181,15 @@ def _watch(
     snapshot: Callable[[], Any] | None,
     settle: Callable[[threading.Event], None] | None,
 ) -> None:
-    """Close `trace`'s window after `limit` more runs or `seconds`, unless it ends first."""
+    """Close `trace`'s window after `limit` more runs or `seconds` from the first one, unless
+    it ends first."""
     try:
-        deadline = time.monotonic() + seconds
+        deadline = math.inf
         while not trace._done.wait(POLL_SECONDS):
-            if runs() - base >= limit or time.monotonic() >= deadline:
+            count = runs() - base
+            if count and deadline == math.inf:
+                deadline = time.monotonic() + seconds
+            if count >= limit or time.monotonic() >= deadline:
                 if settle is not None:
                     settle(trace._done)
                     if trace._done.is_set():
