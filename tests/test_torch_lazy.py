@@ -276,8 +276,18 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
     assert os.path.getsize(switches.value("LTC_SAVE_TENSORS_FILE")) == 0
 
 
-def test_torch_version_is_the_pinned_one():
-    assert torch.__version__.startswith("2.13.0")
+def test_torch_is_a_release_the_gate_supports(run, shell):
+    """`make test` runs these tests on torch 2.13.0 (.venv), 2.14.1 and 2.8.0 (the ends of
+    the range); each is inside the gate, so every feature is on and nothing is said."""
+    from xlanb.capture import versions
+
+    gate = versions.gate("torch_lazy")
+    assert gate.version == torch.__version__ and gate.supported and gate.note is None
+    run("%%xla_profile -q --var prof\n(torch.ones(3, device=dev) * 2).sum().item()")
+    prof = shell.user_ns["prof"]
+    assert prof.environment["torch"] == torch.__version__
+    assert not any("outside xlanb's supported range" in note for note in prof.notes)
+    assert len(prof.compiles) == 1  # the sync timer and the graphs file are on
 
 
 def test_line_compiling_a_different_graph_every_step_is_a_finding(run, shell):

@@ -79,7 +79,7 @@ import threading
 import time
 from typing import Any
 
-from xlanb.capture import device_trace, peak
+from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
@@ -162,9 +162,7 @@ def begin(options: CaptureOptions) -> Token:
         if note:
             notes.append(note)
         elif token.trace is not None:
-            missing = hooks.profiler_session().note
-            if missing:
-                notes.append(missing)
+            notes.extend(versions.tell_once([hooks.profiler_session().note]))
     token.started_at = time.time()
     STATE.activate(token)
     return token
