@@ -290,6 +290,37 @@ def test_torch_is_a_release_the_gate_supports(run, shell):
     assert len(prof.compiles) == 1  # the sync timer and the graphs file are on
 
 
+def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(
+    run, shell, monkeypatch
+):
+    """The gate read as torch 2.7.1: mark_step is not wrapped (no SyncTime, no estimated
+    compile times) and the runtime's metrics text is not parsed; the counters (public
+    torch._lazy.metrics) still count the syncs; one note on the first profile only."""
+    from xlanb.capture import versions
+
+    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.1"))
+    cell = (
+        "for i in range(3):\n    y = (torch.ones(3, device=dev) * i).sum()\n"
+        "    torch._lazy.mark_step()"
+    )
+    run(f"%%xla_profile -q --var old_first\n{cell}")
+    run(f"%%xla_profile -q --var old_second\n{cell}")
+    first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
+    outside = [note for note in first.notes if "outside xlanb's supported range" in note]
+    assert outside == [
+        "torch_lazy: torch 2.7.1 is outside xlanb's supported range (2.8 to 2.14.x), so sync "
+        "times (cached / uncached), graphs and sync locations, runtime metrics are off; "
+        "counters and fallbacks still work."
+    ]
+    assert not any("outside" in note for note in second.notes)
+    for prof in (first, second):
+        assert "SyncTime" not in set(prof.metrics["name"])
+        assert prof.counters.set_index("name").loc["MarkStep", "delta"] == 3
+    monkeypatch.undo()
+    run(f"%%xla_profile -q --var back\n{cell}")
+    assert "SyncTime" in set(shell.user_ns["back"].metrics["name"])
+
+
 def test_line_compiling_a_different_graph_every_step_is_a_finding(run, shell):
     run("""%%xla_profile --var prof
 base = torch.randn(3, 3, device=dev)

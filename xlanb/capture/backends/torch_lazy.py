@@ -9,6 +9,7 @@ graphs and Python stacks of every sync come from ``LTC_SAVE_TENSORS_FILE``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -158,8 +159,21 @@ def begin(options: CaptureOptions) -> _Token:
     gate = versions.gate(NAME)
     token.notes = versions.tell_once([gate.note])
     if gate.allows(SYNC_FEATURE):
-        _hook_mark_step(token.syncs)
+        if _mark_step_found():
+            _hook_mark_step(token.syncs)
+        else:
+            token.notes += versions.tell_once(
+                [f"{NAME}: no sync times (torch._C._lazy._mark_step not found)."]
+            )
     return token
+
+
+@functools.cache
+def _mark_step_found() -> bool:
+    """The private entry whose wrapper times each sync exists (checked once)."""
+    import torch._C._lazy as lazy_c
+
+    return callable(getattr(lazy_c, "_mark_step", None))
 
 
 def _hook_mark_step(syncs: list[_Sync]) -> None:
