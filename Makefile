@@ -16,7 +16,8 @@ PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
 COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup test test-fast test-main test-xla test-compat demo bench lint clean
+.PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-xla \
+	test-compat-lazy demo bench lint clean
 
 setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
 
@@ -71,9 +72,15 @@ test-xla: $(VENV_XLA)/.ready
 # The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), then
 # torch_xla 2.8 and torch._lazy on torch 2.8 (two processes: torch_xla replaces the lazy
 # TorchScript backend once imported).
-test-compat: $(VENV_JAX_OLD)/.ready $(VENV_XLA_OLD)/.ready
+test-compat: test-compat-jax test-compat-xla test-compat-lazy
+
+test-compat-jax: $(VENV_JAX_OLD)/.ready
 	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py
+
+test-compat-xla: $(VENV_XLA_OLD)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla
+
+test-compat-lazy: $(VENV_XLA_OLD)/.ready
 	$(PY_XLA_OLD) -m pytest -q tests/test_torch_lazy.py
 
 test: setup lint test-fast test-main test-xla test-compat

@@ -282,12 +282,17 @@ def test_torch_is_a_release_the_gate_supports(run, shell):
     from xlanb.capture import versions
 
     gate = versions.gate("torch_lazy")
-    assert gate.version == torch.__version__ and gate.supported and gate.note is None
-    run("%%xla_profile -q --var prof\n(torch.ones(3, device=dev) * 2).sum().item()")
+    # the package metadata may lack the build's local tag (2.14.1 for 2.14.1+cu130)
+    assert versions.parse_version(gate.version) == versions.parse_version(torch.__version__)
+    assert gate.supported and gate.note is None
+    run(
+        "%%xla_profile -q --var prof\ny = (torch.ones(5, 7, device=dev) * 3).sum()\n"
+        "torch._lazy.mark_step()"
+    )
     prof = shell.user_ns["prof"]
     assert prof.environment["torch"] == torch.__version__
     assert not any("outside xlanb's supported range" in note for note in prof.notes)
-    assert len(prof.compiles) == 1  # the sync timer and the graphs file are on
+    assert "SyncTime" in set(prof.metrics["name"])  # the sync timer is on
 
 
 def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(

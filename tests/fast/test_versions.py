@@ -5,6 +5,7 @@ pyproject extras) agreeing with it. No runtime is imported."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 from pathlib import Path
 
@@ -142,3 +143,20 @@ def test_pyproject_extras_are_the_supported_ranges():
         oldest, below = ".".join(map(str, gate.oldest)), ".".join(map(str, gate.below))
         assert f"{name}>={oldest},<{below}" in extras[extra], (extra, extras[extra])
     assert "==" not in str(extras)
+
+
+def test_the_profilers_noise_on_fd_2_is_dropped_and_every_other_line_kept(capfd):
+    """jaxlib 0.6 writes this line to fd 2 at each profiler start and stop (C++, not Python
+    logging); anything else written meanwhile reaches stderr unchanged."""
+    from xlanb.capture.runtime_stderr import runtime_noise_dropped
+
+    noise = (
+        b"2026-11-25 21:53:07.449167: E external/xla/xla/python/profiler/internal/"
+        b"python_hooks.cc:412] Can't import tensorflow.python.profiler.trace\n"
+    )
+    with runtime_noise_dropped():
+        os.write(2, noise)
+        os.write(2, b"the user's own line\n")
+        os.write(2, noise)
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "the user's own line\nafter\n"
