@@ -1,13 +1,23 @@
 # Two environments: .venv (torch 2.13 CPU + JAX, the embedded default runtimes) and
-# .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch).
+# .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch); and two at the other ends
+# of the supported ranges (xlanb/capture/versions.py), running only the runtime-specific
+# tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.14.1, the newest torch._lazy) and
+# .venv-xla-old (torch_xla 2.8 + torch 2.8, the oldest torch_xla and torch._lazy).
 PYTHON ?= python3
 VENV := .venv
 VENV_XLA := .venv-xla
+VENV_JAX_OLD := .venv-jax-old
+VENV_XLA_OLD := .venv-xla-old
 PY := $(VENV)/bin/python
 PY_XLA := $(VENV_XLA)/bin/python
+PY_JAX_OLD := $(VENV_JAX_OLD)/bin/python
+PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
+# What the runtime-specific tests need in the extra environments (no browser, no Jupyter server).
+COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: setup test test-fast test-main test-xla demo bench lint clean
+.PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-xla \
+	test-compat-lazy demo bench lint clean
 
 setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
 
@@ -29,6 +39,18 @@ $(VENV_XLA)/.ready: pyproject.toml
 	$(PY_XLA) -m pip install -q -e '.[notebook,test]'
 	touch $@
 
+$(VENV_JAX_OLD)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV_JAX_OLD)
+	$(PY_JAX_OLD) -m pip install -q jax==0.6.1 jaxlib==0.6.1 torch==2.14.1
+	$(PY_JAX_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
+	touch $@
+
+$(VENV_XLA_OLD)/.ready: pyproject.toml
+	$(PYTHON) -m venv $(VENV_XLA_OLD)
+	$(PY_XLA_OLD) -m pip install -q torch==2.8.0 torch-xla==2.8.0
+	$(PY_XLA_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
+	touch $@
+
 # ruff, and the import contract (.importlinter): layers import only downwards.
 lint: $(VENV)/.ready
 	$(VENV)/bin/ruff check xlanb tests bench notebooks tools
@@ -47,7 +69,21 @@ test-main: $(VENV)/.ready $(CHROMIUM)
 test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
 
-test: setup lint test-fast test-main test-xla
+# The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), then
+# torch_xla 2.8 and torch._lazy on torch 2.8 (two processes: torch_xla replaces the lazy
+# TorchScript backend once imported).
+test-compat: test-compat-jax test-compat-xla test-compat-lazy
+
+test-compat-jax: $(VENV_JAX_OLD)/.ready
+	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py
+
+test-compat-xla: $(VENV_XLA_OLD)/.ready
+	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla
+
+test-compat-lazy: $(VENV_XLA_OLD)/.ready
+	$(PY_XLA_OLD) -m pytest -q tests/test_torch_lazy.py
+
+test: setup lint test-fast test-main test-xla test-compat
 
 demo: $(VENV)/.ready
 	$(VENV)/bin/xlanb kernel install --sys-prefix --name xlanb
@@ -65,4 +101,4 @@ bench: setup
 	$(PY) bench/graph_viewer.py
 
 clean:
-	rm -rf $(VENV) $(VENV_XLA)
+	rm -rf $(VENV) $(VENV_XLA) $(VENV_JAX_OLD) $(VENV_XLA_OLD)

@@ -15,12 +15,18 @@ import pytest
 
 import xlanb
 from tests.helpers import outputs_of, packed_graphs, run_notebook, scan_callback_source
-from xlanb.capture import backends
+from xlanb.capture import backends, versions
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
 from xlanb.views.summary import headline
 
 jax = pytest.importorskip("jax")
+
+#: JAX 0.6 (the oldest supported release, run by `make test-compat`) writes HLO metadata
+#: without ``op_type`` and stack frames (a callback is a ``custom-call.N``, its primitive only
+#: in ``op_name``), explains a static argument without its position, and names
+#: ``jax.debug.print``'s primitive ``debug_callback``.
+JAX_06 = versions.parse_version(jax.__version__) < (0, 7)
 
 SETUP = """
 import jax, jax.numpy as jnp, numpy as np
@@ -146,7 +152,7 @@ def test_an_identity_hashed_static_object_is_named_with_its_place(run, shell):
     assert (
         list(prof.compiles["cause"])
         == [
-            "static argument changed: a new JtConfig object at args[1] "
+            f"static argument changed: a new JtConfig object{'' if JAX_06 else ' at args[1]'} "
             "(hashed by identity: each new object compiles again)"
         ]
         * 3
@@ -295,6 +301,11 @@ def test_a_callback_in_a_scan_is_counted_per_iteration(run, shell):
     assert row["count"] == 40  # 10 iterations a run, counted by the device trace
 
 
+@pytest.mark.xfail(
+    JAX_06,
+    strict=True,
+    reason="JAX 0.6 names a callback's instruction custom-call.N: the trace cannot tell it",
+)
 def test_a_callback_compiled_before_any_capture_is_found_by_the_trace(run, shell):
     """A function with a callback in a scan, compiled and run in a cell without profiling: in
     a profiled cell its callback runs are found by the device trace's events named after the
@@ -326,7 +337,8 @@ out = jt_print(xa)
 """)
     prof = shell.user_ns["prof"]
     assert prof.graphs.empty and len(prof.compiles) == 1
-    assert list(prof.fallbacks["op"]) == ["debug_print in jit(jt_print)"]
+    primitive = "debug_callback" if JAX_06 else "debug_print"
+    assert list(prof.fallbacks["op"]) == [f"{primitive} in jit(jt_print)"]
     assert list(prof.fallbacks["cell_line"]) == [4]
     assert "sum=16" in capfd.readouterr().out
 
@@ -341,7 +353,9 @@ def test_grad_of_a_jitted_function(run, shell):
     # function; the first explained by JAX, the second derived from it.
     assert list(compiles["graph"]) == ["jit(jt_loss)", "jit(jt_loss)"]
     assert list(compiles["cause"]) == ["never seen function", jax_backend.DERIVED]
-    assert list(compiles["trigger"]) == ["transformation", "transformation"]
+    # JAX 0.6 records a jaxpr trace of the function for the forward pass (a "jit" trigger)
+    first = "jit" if JAX_06 else "transformation"
+    assert list(compiles["trigger"]) == [first, "transformation"]
     assert list(compiles["cell_line"]) == [2, 2]
     assert len(prof.graphs[prof.graphs["kind"] == "hlo_optimized"]) == 2
     assert shell.user_ns["grads"].shape == (4, 3)
@@ -760,6 +774,9 @@ tc_done = tc_loss_value.block_until_ready()
 """
 
 
+@pytest.mark.xfail(
+    JAX_06, strict=True, reason="JAX 0.6's op metadata names a source file per op: 315 kB"
+)
 def test_a_recompiling_transformer_cell_shows_in_under_300_kb(run, shell):
     """A 6-layer transformer step compiled for 4 shapes, 160 runs: the cell's output (summary,
     graph viewers, charts with their SVG twins) stays under 300 kB and holds no graph text (it
@@ -844,7 +861,13 @@ def test_static_memory_of_each_program_matches_jax(run, shell):
     assert memory["outputs"] == stats.output_size_in_bytes == 64 * 256 * 4
     assert memory["intermediates"] == stats.temp_size_in_bytes
     assert memory["aliased"] == stats.alias_size_in_bytes
-    assert memory["peak"] == stats.peak_memory_in_bytes
+    peak = getattr(stats, "peak_memory_in_bytes", None) or (  # JAX 0.6 does not say
+        stats.argument_size_in_bytes
+        + stats.output_size_in_bytes
+        + stats.temp_size_in_bytes
+        - stats.alias_size_in_bytes
+    )
+    assert memory["peak"] == peak
     assert "<th>peak_memory</th>" in prof._repr_html_()
 
 

@@ -276,8 +276,54 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
     assert os.path.getsize(switches.value("LTC_SAVE_TENSORS_FILE")) == 0
 
 
-def test_torch_version_is_the_pinned_one():
-    assert torch.__version__.startswith("2.13.0")
+def test_torch_is_a_release_the_gate_supports(run, shell):
+    """`make test` runs these tests on torch 2.13.0 (.venv), 2.14.1 and 2.8.0 (the ends of
+    the range); each is inside the gate, so every feature is on and nothing is said."""
+    from xlanb.capture import versions
+
+    gate = versions.gate("torch_lazy")
+    # the package metadata may lack the build's local tag (2.14.1 for 2.14.1+cu130)
+    assert versions.parse_version(gate.version) == versions.parse_version(torch.__version__)
+    assert gate.supported and gate.note is None
+    run(
+        "%%xla_profile -q --var prof\ny = (torch.ones(5, 7, device=dev) * 3).sum()\n"
+        "torch._lazy.mark_step()"
+    )
+    prof = shell.user_ns["prof"]
+    assert prof.environment["torch"] == torch.__version__
+    assert not any("outside xlanb's supported range" in note for note in prof.notes)
+    assert "SyncTime" in set(prof.metrics["name"])  # the sync timer is on
+
+
+def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(
+    run, shell, monkeypatch
+):
+    """The gate read as torch 2.7.1: mark_step is not wrapped (no SyncTime, no estimated
+    compile times) and the runtime's metrics text is not parsed; the counters (public
+    torch._lazy.metrics) still count the syncs; one note on the first profile only."""
+    from xlanb.capture import versions
+
+    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.1"))
+    cell = (
+        "for i in range(3):\n    y = (torch.ones(3, device=dev) * i).sum()\n"
+        "    torch._lazy.mark_step()"
+    )
+    run(f"%%xla_profile -q --var old_first\n{cell}")
+    run(f"%%xla_profile -q --var old_second\n{cell}")
+    first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
+    outside = [note for note in first.notes if "outside xlanb's supported range" in note]
+    assert outside == [
+        "torch_lazy: torch 2.7.1 is outside xlanb's supported range (2.8 to 2.14.x), so sync "
+        "times (cached / uncached), graphs and sync locations, runtime metrics are off; "
+        "counters and fallbacks still work."
+    ]
+    assert not any("outside" in note for note in second.notes)
+    for prof in (first, second):
+        assert "SyncTime" not in set(prof.metrics["name"])
+        assert prof.counters.set_index("name").loc["MarkStep", "delta"] == 3
+    monkeypatch.undo()
+    run(f"%%xla_profile -q --var back\n{cell}")
+    assert "SyncTime" in set(shell.user_ns["back"].metrics["name"])
 
 
 def test_line_compiling_a_different_graph_every_step_is_a_finding(run, shell):

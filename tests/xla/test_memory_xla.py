@@ -11,11 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from xlanb.capture import versions
+
 pytest.importorskip("torch_xla")
 
 WORKER = Path(__file__).parent.parent / "workers" / "out_of_memory.py"
 
 
+@pytest.mark.xfail(
+    versions.parse_version(versions.installed_version("torch_xla") or "0") < (2, 9),
+    strict=True,
+    reason="torch_xla 2.8 aborts the process on out of memory (a fatal check in "
+    "PjRtComputationClient::TransferFromDevice): there is no Python error to keep",
+)
 def test_torch_xla_out_of_memory_keeps_a_failed_profile_with_the_programs_needs():
     """torch_xla 2.9 runs a graph asynchronously: `torch_xla.sync()` returns, and the next
     read of a value raises RuntimeError "Error dispatching computation: Error preparing

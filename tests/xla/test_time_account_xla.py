@@ -123,3 +123,26 @@ def test_a_long_compile_does_not_use_up_the_traces_window(run, shell, monkeypatc
     assert not prof.ops.empty
     device = prof.spans[prof.spans["lane"] == "device"]
     assert (~device["estimated"]).any()  # the first run at least was traced
+
+
+def test_outside_the_supported_range_the_trace_is_off_and_it_is_said_once(run, shell, monkeypatch):
+    """The gate read as torch_xla 2.7.0: no device trace (no per-op times), the runtime's
+    counters and metrics still measured; one note on the first profile only."""
+    from xlanb.capture import versions
+
+    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.0"))
+    cell = "for _ in range(3):\n    ta_step()"
+    run(f"%%xla_profile -b torch_xla -q --var old_first\n{cell}")
+    run(f"%%xla_profile -b torch_xla -q --var old_second\n{cell}")
+    first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
+    outside = [note for note in first.notes if "outside xlanb's supported range" in note]
+    assert len(outside) == 1 and "\n" not in outside[0]
+    assert outside[0].startswith("torch_xla: torch_xla 2.7.0 is outside xlanb's supported")
+    assert "device trace (per-op device times)" in outside[0]
+    assert not any("outside" in note for note in second.notes)
+    for prof in (first, second):
+        assert prof.ops.empty
+        assert prof.metrics.set_index("name").loc["ExecuteTime", "count"] == 3
+    monkeypatch.undo()
+    run(f"%%xla_profile -b torch_xla -q --var back\n{cell}")
+    assert not shell.user_ns["back"].ops.empty

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from xlanb.capture import workdir
+from xlanb.capture.runtime_stderr import runtime_noise_dropped
 from xlanb.core.schema import WHOLE_TRACE
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
 from xlanb.graphs.ops import thunk_category
@@ -101,7 +102,8 @@ class Trace:
             self.yielded = True
             self.stopped_at = time.time()
             try:
-                self.early_data = self.stop()
+                with runtime_noise_dropped():
+                    self.early_data = self.stop()
             except Exception as error:
                 self.notes.append(f"{self.runtime}: the device trace failed: {error!r}.")
             if note:
@@ -137,7 +139,8 @@ def start(
         directory = os.path.join(workdir.path(), f"trace-{os.getpid()}-{_counter}")
         try:
             os.makedirs(directory, exist_ok=True)
-            stop = begin(directory)
+            with runtime_noise_dropped():
+                stop = begin(directory)
         except Exception as error:
             shutil.rmtree(directory, ignore_errors=True)
             first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
@@ -219,7 +222,11 @@ def finish(trace: Trace) -> Any:
         try:
             _end_watch(trace)
             with trace._stop_lock:
-                data = trace.early_data if trace.yielded else trace.stop()
+                if trace.yielded:
+                    data = trace.early_data
+                else:
+                    with runtime_noise_dropped():
+                        data = trace.stop()
         finally:
             with _lock:
                 _running = None
@@ -472,6 +479,9 @@ RUN_GAP_NS = 100_000
 #: (nested executors of called computations run on the worker pool and are not runs).
 EXECUTE_SPAN = "ThunkExecutor::Execute"
 WAIT_SPAN = "ThunkExecutor::Execute (wait for completion)"
+#: The launch of a run in XLA releases without the executor's launch span (jaxlib 0.6: its
+#: runs' thunks come before their wait span, inside this one).
+LEGACY_EXECUTE_SPAN = "TfrtCpuExecutable::Execute"
 #: A launch and its wait closer than this are one run.
 LAUNCH_GAP_NS = 50_000
 
@@ -481,7 +491,8 @@ def _execution_windows(events: pd.DataFrame) -> np.ndarray:
     run on a thread that waits for its runs (its wait merged into it)."""
     host = events[events["hlo_op"].isna()]
     runner_lines = set(host.loc[host["name"] == WAIT_SPAN, "line"])
-    spans = host[host["line"].isin(runner_lines) & host["name"].isin([EXECUTE_SPAN, WAIT_SPAN])]
+    launches = [EXECUTE_SPAN, WAIT_SPAN, LEGACY_EXECUTE_SPAN]
+    spans = host[host["line"].isin(runner_lines) & host["name"].isin(launches)]
     starts = np.sort(spans["start_ns"].to_numpy(dtype=float))
     ends = np.sort((spans["start_ns"] + spans["duration_ns"]).to_numpy(dtype=float))
     windows: list[float] = []

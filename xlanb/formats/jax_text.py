@@ -112,6 +112,10 @@ def explanation_cause(message: str) -> str:
                 if pair not in pairs:
                     pairs.append(pair)
         return f"{NEW_TYPES}: {', '.join(pairs)}" if pairs else NEW_TYPES
+    if "different value of static" in message:  # JAX before 0.7
+        pairs = list(dict.fromkeys(_old_static_changes(message)))
+        if pairs:
+            return f"{STATIC_CHANGED}: {', '.join(pairs)}"
     if "different input pytree" in message:
         statics = [
             (line, found) for line in message.splitlines() if (found := _STATIC_DIFF.search(line))
@@ -136,6 +140,29 @@ def _type_text(text: str) -> str:
     False}https://...`` (a hint glued to the last line) is ``f32[4,4]``."""
     text = text.split("https://", 1)[0].replace("({})", "")
     return text.replace("{weak_type=False}", "")
+
+
+_OLD_STATIC = re.compile(r"^\s+now (?P<new>.*?) and before (?P<old>.*)$")
+_ONE_KWARG = re.compile(r"\{(?P<name>\w+): (?P<value>.*)\}")
+
+
+def _old_static_changes(message: str) -> list[str]:
+    """``2 -> 3`` of each ``key with different value of static args|kwargs:`` block, as JAX
+    before 0.7 wrote them (``now 3 and before 2``; ``now {mode: 'b'} and before {mode: 'a'}``)."""
+    changes = []
+    lines = message.splitlines()
+    for index, line in enumerate(lines[:-1]):
+        if "different value of static" not in line:
+            continue
+        found = _OLD_STATIC.match(lines[index + 1])
+        if not found or not found["old"]:
+            continue
+        old, new = found["old"], found["new"]
+        old_kwarg, new_kwarg = _ONE_KWARG.fullmatch(old), _ONE_KWARG.fullmatch(new)
+        if old_kwarg and new_kwarg and old_kwarg["name"] == new_kwarg["name"]:
+            old, new = old_kwarg["value"], new_kwarg["value"]
+        changes.append(_static_change("", old, new))
+    return changes
 
 
 def _static_change(line: str, old: str, new: str) -> str:
@@ -208,6 +235,8 @@ def count_stablehlo_ops(text: str) -> int:
 _CALLBACK_LINE = re.compile(r'custom_call_target="(?P<target>[^"]+)"')
 _OP_TYPE = re.compile(r'op_type="(?P<op>[^"]+)"')
 _STACK_ID = re.compile(r"stack_frame_id=(?P<id>\d+)")
+_OP_NAME_TAIL = re.compile(r'op_name="(?:[^"]*/)?(?P<op>[^"/]+)"')
+_SOURCE = re.compile(r'source_file="(?P<file>[^"]+)" source_line=(?P<line>\d+)')
 _INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+)\s*=")
 
 
@@ -218,9 +247,15 @@ def callback_instructions(hlo_text: str) -> list[CallbackOp]:
         target = _CALLBACK_LINE.search(line)
         if not target or target["target"] not in _CALLBACK_TARGETS:
             continue
-        op = _OP_TYPE.search(line)
+        # JAX before 0.7 writes no op_type and no stack frame id: the primitive is the last
+        # part of op_name, the place source_file and source_line.
+        op = _OP_TYPE.search(line) or _OP_NAME_TAIL.search(line)
         stack = _STACK_ID.search(line)
-        frames = frames_of(int(stack["id"])) if stack else []
+        if stack:
+            frames = frames_of(int(stack["id"]))
+        else:
+            source = _SOURCE.search(line)
+            frames = [("", source["file"], int(source["line"]))] if source else []
         name = _INSTRUCTION.match(line)
         ops.append(CallbackOp(op["op"] if op else "callback", frames, name["name"] if name else ""))
     return ops

@@ -9,6 +9,7 @@ graphs and Python stacks of every sync come from ``LTC_SAVE_TENSORS_FILE``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.util
 import math
@@ -18,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.capture import switches, workdir
+from xlanb.capture import switches, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -38,6 +39,9 @@ INSTALL_HINT = (
 )
 LATE_LOSS = "no graphs or source lines of syncs"
 SYNC_METRIC = "SyncTime"  # xlanb's own timing of each mark_step
+#: The features of :data:`xlanb.capture.versions.RUNTIMES` this module switches.
+SYNC_FEATURE = "sync times (cached / uncached)"
+GRAPHS_FEATURE = "graphs and sync locations"
 
 _SYNC_COUNTERS = ("UncachedCompile", "CachedCompile")
 _history = CompileHistory()
@@ -77,6 +81,8 @@ switches_read = has_started
 
 
 def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
+    if not versions.gate(NAME).allows(GRAPHS_FEATURE):
+        return {}  # its text format is checked only on the supported releases
     return {
         "LTC_SAVE_TENSORS_FILE": os.path.join(workdir, "ltc_graphs.txt"),
         "LTC_SAVE_TENSORS_FMT": "text",
@@ -84,14 +90,16 @@ def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
 
 
 def _counters() -> dict[str, int]:
-    import torch._C._lazy as lazy_c
+    import torch._lazy.metrics as metrics
 
-    return {name: lazy_c._counter_value(name) for name in lazy_c._counter_names()}
+    return {name: metrics.counter_value(name) for name in metrics.counter_names()}
 
 
 def _report_metrics() -> dict[str, tuple[int, float, str]]:
     import torch._C._lazy as lazy_c
 
+    if not versions.gate(NAME).supported:
+        return {}
     try:
         text = lazy_c._metrics_report()
     except RuntimeError:  # "Lazy tensor backend not registered" until ts_backend.init()
@@ -115,6 +123,7 @@ class _Token:
     report_metrics: dict[str, tuple[int, float, str]]
     graphs_file: workdir.AppendedFile
     syncs: list[_Sync] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 #: The latest cached mark_step time of each graph: the execute estimate of its next compile.
@@ -147,8 +156,24 @@ def begin(options: CaptureOptions) -> _Token:
     graphs_file = workdir.AppendedFile(switches.value("LTC_SAVE_TENSORS_FILE"))
     graphs_file.start()
     token = _Token(time.time(), _counters(), _report_metrics(), graphs_file)
-    _hook_mark_step(token.syncs)
+    gate = versions.gate(NAME)
+    token.notes = versions.tell_once([gate.note])
+    if gate.allows(SYNC_FEATURE):
+        if _mark_step_found():
+            _hook_mark_step(token.syncs)
+        else:
+            token.notes += versions.tell_once(
+                [f"{NAME}: no sync times (torch._C._lazy._mark_step not found)."]
+            )
     return token
+
+
+@functools.cache
+def _mark_step_found() -> bool:
+    """The private entry whose wrapper times each sync exists (checked once)."""
+    import torch._C._lazy as lazy_c
+
+    return callable(getattr(lazy_c, "_mark_step", None))
 
 
 def _hook_mark_step(syncs: list[_Sync]) -> None:
@@ -265,7 +290,7 @@ def parse_saved_graphs(text: str) -> list[_Entry]:
 
 def end(token: _Token, options: CaptureOptions) -> Capture:
     _unhook_mark_step(token.syncs)
-    capture = Capture()
+    capture = Capture(notes=list(token.notes))
     counter_deltas = counter_rows(NAME, token.counters, _counters())
     capture.rows["counters"] = counter_deltas
     capture.rows["fallbacks"] = fallback_rows(NAME, counter_deltas)
@@ -391,7 +416,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                     "nodes": count_ir_nodes(entry.text),
                 },
             )
-    if not switches.value("LTC_SAVE_TENSORS_FILE"):
+    if not switches.value("LTC_SAVE_TENSORS_FILE") and versions.gate(NAME).supported:
         capture.notes.append(
             "torch_lazy: graphs and sync locations need LTC_SAVE_TENSORS_FILE "
             "set before the first sync (load xlanb first)."

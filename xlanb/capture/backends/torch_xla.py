@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.capture import device_trace, switches, workdir
+from xlanb.capture import device_trace, switches, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -40,6 +40,9 @@ INSTALL_HINT = (
     "(or `pip install 'xlanb[xla]'`), then run with PJRT_DEVICE=CPU or your device."
 )
 LATE_LOSS = "no compile causes, source lines or HLO"
+#: The features of :data:`xlanb.capture.versions.RUNTIMES` this module switches.
+CAUSES_FEATURE = "compile and execution causes, source lines"
+TRACE_FEATURE = "device trace (per-op device times)"
 
 _BYTE_METRICS = {"InboundData", "OutboundData"}
 _COUNT_METRICS = {"TensorsGraphSize", "InputOutputAliasCount"}
@@ -95,6 +98,9 @@ def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
     ``bench/switches.py``)."""
     dump_dir = os.path.join(workdir, "xla_dump")
     os.makedirs(dump_dir, exist_ok=True)
+    if not versions.gate(NAME).allows(CAUSES_FEATURE):
+        # the debug file's wording is checked only on the supported releases
+        return {"XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"}
     switches = {
         # Level 1 writes one analysis per compile; level 2 adds one per execution (deep).
         "PT_XLA_DEBUG_LEVEL": "2" if deep else "1",
@@ -165,7 +171,9 @@ def begin(options: CaptureOptions) -> _Token:
         if data is not None:
             totals[name] = (data[0], data[1])
     token = _Token(time.time(), _counters(metrics), totals, debug_file, dump_dir, seen)
-    if options.device_trace:
+    gate = versions.gate(NAME)
+    token.notes.extend(versions.tell_once([gate.note]))
+    if options.device_trace and gate.allows(TRACE_FEATURE):
         token.trace, note = device_trace.start(
             NAME,
             _start_trace,

@@ -18,8 +18,9 @@ How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
   nothing unless a capture is active. The ``cause`` is JAX's own tracing-cache-miss
   explanation: ``jax_explain_cache_misses`` is switched on (thread-locally) for the capture
   only, and the ``TRACING CACHE MISS`` records of the ``jax._src.interpreters.partial_eval``
-  logger are taken by a logging filter added once to that logger; while xlanb switched the
-  option on, the records it caused are not passed on, so nothing new is printed. Causes:
+  logger (``jax._src.pjit`` before JAX 0.9) are taken by a logging filter added once to both;
+  while xlanb switched the option on, the records it caused are not passed on, so nothing new
+  is printed. Causes:
   ``never seen function``, ``different input types: f32[4,4] -> f32[8,4]``, ``static
   argument changed: 2 -> 3``, ``different input pytree``, ``tracing context changed``, ``eager
   op``, ``derived program ...`` (the forward and backward programs of ``jax.grad`` of a
@@ -79,7 +80,7 @@ import threading
 import time
 from typing import Any
 
-from xlanb.capture import device_trace, peak
+from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
@@ -162,9 +163,7 @@ def begin(options: CaptureOptions) -> Token:
         if note:
             notes.append(note)
         elif token.trace is not None:
-            missing = hooks.profiler_session().note
-            if missing:
-                notes.append(missing)
+            notes.extend(versions.tell_once([hooks.profiler_session().note]))
     token.started_at = time.time()
     STATE.activate(token)
     return token

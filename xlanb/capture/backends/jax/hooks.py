@@ -3,8 +3,11 @@
 Each touch point is checked once, at first use, by a capability check (an import that must
 succeed, ``hasattr``, a signature or layout check), cached with :func:`functools.cache`. A
 touch point this JAX lacks turns its feature off: :func:`switch_on` hands back a one-line note
-per missing one (shown with the capture), and nothing raises into the user's cell. Names were
-checked in ``jax/_src`` of JAX 0.10.2.
+per missing one (shown once per session, with the first capture), and nothing raises into the
+user's cell. Above the checks sits the version gate (:mod:`xlanb.capture.versions`): a JAX
+outside the supported range gets none of these touch points, only the public API (compiles
+from ``jax.monitoring``, live arrays). Names were checked in ``jax/_src`` of JAX 0.10.2 and
+0.6.1.
 
 Touch points (what it is used for; how it is checked):
 
@@ -18,10 +21,11 @@ Touch points (what it is used for; how it is checked):
 2. ``jax._src.config.explain_cache_misses`` (``.value``, ``.swap_local``, ``.set_local``):
    switched on, for the profiling thread, while a capture is active, for the compiles'
    ``cause``. Checked: import and ``hasattr`` of the three. Missing: no compile causes.
-3. The ``jax._src.interpreters.partial_eval`` logger: its ``TRACING CACHE MISS`` records are
-   the explanations, taken by a logging filter added once (records xlanb caused are not passed
-   on) while the logger is raised to WARNING. Checked: the module exists
-   (``importlib.util.find_spec``), together with 2. Missing: no compile causes.
+3. The ``jax._src.interpreters.partial_eval`` logger (``jax._src.pjit`` before JAX 0.9): its
+   ``TRACING CACHE MISS`` records are the explanations, taken by a logging filter added once
+   to both (records xlanb caused are not passed on) while they are raised to WARNING.
+   Checked: one of the modules exists (``importlib.util.find_spec``), together with 2.
+   Missing: no compile causes.
 4. The ``jax._src.compiler`` and ``jax._src.compilation_cache`` loggers: the same filter
    drops the persistent-cache messages that JAX raises to WARNING only because xlanb switched
    the explanations on. Not checked: a filter on a logger no module uses does nothing.
@@ -93,7 +97,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from xlanb.capture import device_trace
+from xlanb.capture import device_trace, versions
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
@@ -117,7 +121,14 @@ _EVENT_KINDS: dict[str, Any] = {
     CACHE_HIT_EVENT: "cache_hit",
 }
 
-EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
+#: The loggers of JAX's cache-miss explanations: ``jax._src.pjit`` before JAX 0.9,
+#: ``jax._src.interpreters.partial_eval`` from 0.9. Both are read and filtered, whichever this
+#: JAX uses; :data:`EXPLAIN_LOGGER` is the one the installed release uses.
+EXPLAIN_LOGGERS = ("jax._src.interpreters.partial_eval", "jax._src.pjit")
+_JAX_VERSION = versions.gate("jax").version
+EXPLAIN_LOGGER = EXPLAIN_LOGGERS[
+    1 if _JAX_VERSION is not None and versions.parse_version(_JAX_VERSION) < (0, 9) else 0
+]
 #: Loggers that raise persistent-cache messages to WARNING while the explain option is on.
 _CACHE_LOGGERS = ("jax._src.compiler", "jax._src.compilation_cache")
 _CACHE_MESSAGES = (
@@ -184,6 +195,13 @@ def _attribute(module: str, path: str) -> tuple[Any, str | None]:
     return found, None
 
 
+def _outside_range() -> Check | None:
+    """The gate's note as a failed check when this JAX is outside the supported range (every
+    private touch point is then off); None inside it."""
+    gate = versions.gate("jax")
+    return None if gate.supported else Check(note=gate.note)
+
+
 def _module_exists(name: str) -> bool:
     try:
         return name in sys.modules or importlib.util.find_spec(name) is not None
@@ -202,7 +220,7 @@ def duration_listener() -> Check:
 @functools.cache
 def source_exclusion() -> Check:
     """Touch point 9 (source locations), registered here once."""
-    return _register(
+    return _outside_range() or _register(
         "jax._src.source_info_util",
         "register_exclusion",
         _CAPTURE_DIR,
@@ -213,7 +231,7 @@ def source_exclusion() -> Check:
 @functools.cache
 def traceback_exclusion() -> Check:
     """Touch point 9 (tracebacks), registered here once."""
-    return _register(
+    return _outside_range() or _register(
         "jax._src.traceback_util",
         "register_exclusion",
         _PACKAGE_DIR,
@@ -237,7 +255,7 @@ def _register(module: str, function: str, argument: Any, loss: str) -> Check:
 def log_filters() -> Check:
     """Touch points 3 and 4: the filter goes on the explain logger and the cache loggers once
     (it does nothing unless a capture is active)."""
-    for name in (EXPLAIN_LOGGER, *_CACHE_LOGGERS):
+    for name in (*EXPLAIN_LOGGERS, *_CACHE_LOGGERS):
         logging.getLogger(name).addFilter(FILTER)
     return Check(True)
 
@@ -245,6 +263,8 @@ def log_filters() -> Check:
 @functools.cache
 def explain_option() -> Check:
     """Touch points 2 and 3."""
+    if outside := _outside_range():
+        return outside
     option, why = _attribute("jax._src.config", "explain_cache_misses")
     if why is None:
         lacking = [
@@ -252,8 +272,8 @@ def explain_option() -> Check:
         ]
         if lacking:
             why = f"jax._src.config.explain_cache_misses has no {', '.join(lacking)}"
-        elif not _module_exists(EXPLAIN_LOGGER):
-            why = f"{EXPLAIN_LOGGER} not found"
+        elif not any(map(_module_exists, EXPLAIN_LOGGERS)):
+            why = f"{' and '.join(EXPLAIN_LOGGERS)} not found"
     return Check(option) if why is None else Check(note=f"jax: no compile causes ({why}).")
 
 
@@ -263,6 +283,8 @@ def compile_entry() -> Check:
     ``host_callbacks`` comes among the entry's arguments after ``backend`` and ``computation``
     (``compile_or_get_cached(backend, computation, devices, compile_options, host_callbacks,
     executable_devices, pgle_profiler)``). First called before the entry is wrapped."""
+    if outside := _outside_range():
+        return outside
     entry, why = _attribute("jax._src.compiler", "compile_or_get_cached")
     if why is None and not callable(entry):
         why = "jax._src.compiler.compile_or_get_cached not callable"
@@ -285,6 +307,8 @@ def _string_attr() -> Any:
 @functools.cache
 def dispatch_target() -> Check:
     """Touch point 7."""
+    if outside := _outside_range():
+        return outside
     function_type, why = _attribute("jax._src.lib", "_jax.PjitFunction")
     if why is None:
         array_type, why = _attribute("jax._src.array", "ArrayImpl")
@@ -308,6 +332,8 @@ def dispatch_target() -> Check:
 @functools.cache
 def profiler_session() -> Check:
     """Touch point 10: ``(jax._src.profiler, ProfilerSession)``."""
+    if outside := _outside_range():
+        return outside
     session_type, why = _attribute("jax._src.lib", "_profiler.ProfilerSession")
     if why is None:
         _start, why = _attribute("jax._src.profiler", "start_trace")
@@ -319,6 +345,8 @@ def profiler_session() -> Check:
 @functools.cache
 def environment_readers() -> Check:
     """Touch point 11: ``(backends_are_initialized, version_str)``."""
+    if outside := _outside_range():
+        return outside
     initialized, why = _attribute("jax._src.xla_bridge", "backends_are_initialized")
     if why is None:
         version, why = _attribute("jax._src.lib", "version_str")
@@ -330,7 +358,8 @@ def environment_readers() -> Check:
 # -- switching on and off --------------------------------------------------------------------
 def switch_on() -> list[str]:
     """Switch the hooks on for the first active capture; returns a note per feature this JAX
-    does not offer (then left out, rather than failing the user's cell)."""
+    does not offer (then left out, rather than failing the user's cell), each said once per
+    session."""
     checks = (
         source_exclusion(),
         traceback_exclusion(),
@@ -347,7 +376,7 @@ def switch_on() -> list[str]:
     _donation_on(restore, notes)
     STATE.restore = restore
     STATE.listening = True
-    return notes
+    return versions.tell_once(notes)
 
 
 def switch_off() -> None:
@@ -363,8 +392,8 @@ def switch_off() -> None:
         compiler = compile_entry().found.compiler
         if compiler.compile_or_get_cached is compile_hook:
             compiler.compile_or_get_cached = restore.compile_fn
-    if restore.logger_level is not None:
-        logging.getLogger(EXPLAIN_LOGGER).setLevel(restore.logger_level)
+    for name, level in restore.logger_levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def _explain_on(restore: Restore, notes: list[str]) -> None:
@@ -374,10 +403,11 @@ def _explain_on(restore: Restore, notes: list[str]) -> None:
     if check.note:
         notes.append(check.note)
         return
-    logger = logging.getLogger(EXPLAIN_LOGGER)
-    if not logger.isEnabledFor(logging.WARNING):
-        restore.logger_level = logger.level
-        logger.setLevel(logging.WARNING)
+    for name in EXPLAIN_LOGGERS:
+        logger = logging.getLogger(name)
+        if not logger.isEnabledFor(logging.WARNING):
+            restore.logger_levels[name] = logger.level
+            logger.setLevel(logging.WARNING)
 
 
 #: JAX's explain option is thread-local: per thread, how many captures switched it on, the
@@ -482,7 +512,10 @@ _READ_KINDS = {
 def _reads_on(restore: Restore, notes: list[str]) -> None:
     """Replace ``ArrayImpl._value`` and ``ArrayImpl.item`` for the capture (touch point 13)."""
     check = dispatch_target()
-    array_type = check.found.array_type if check.found is not None else None
+    if check.note:
+        notes.append(check.note)
+        return
+    array_type = check.found.array_type
     original = getattr(array_type, "__dict__", {}).get("_value")
     if not isinstance(original, property) or original.fget is None:
         notes.append("jax: values read back to the host are not counted (no ArrayImpl._value).")
@@ -591,7 +624,7 @@ class _ExplainFilter(logging.Filter):
             message = record.getMessage()
         except Exception:
             return True
-        if record.name == EXPLAIN_LOGGER:
+        if record.name in EXPLAIN_LOGGERS:
             if not message.startswith("TRACING CACHE MISS"):
                 return True
             STATE.append_event(CacheMiss(message, time.time()))
@@ -1134,6 +1167,8 @@ DONATION_WARNING = "Some donated buffers were not usable"
 @functools.cache
 def lowering_module() -> Check:
     """Touch point 14: ``jax._src.interpreters.mlir``, whose ``warnings`` global is proxied."""
+    if outside := _outside_range():
+        return outside
     module, why = _attribute("jax._src.interpreters", "mlir")
     if why is None and getattr(module, "warnings", None) is not warnings:
         why = "jax._src.interpreters.mlir.warnings is not the warnings module"

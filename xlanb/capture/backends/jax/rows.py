@@ -118,7 +118,8 @@ def _compile_rows(
         elif event.kind == "compile":
             traced = traces.pop(strip_jit(event.name), None)
             if traced:
-                explanation = traced[1]
+                # JAX before 0.9 logs the explanation after the trace (with what it cost)
+                explanation = traced[1] or _take_explanation(explanations, strip_jit(event.name))
             else:
                 explanation = _take_explanation(explanations, strip_jit(event.name))
             lower_seconds = lowers.pop(event.name, math.nan)

@@ -74,7 +74,8 @@ class CallStats:
 class Restore:
     """What switching the capture on changed in JAX, to put back when the last capture ends."""
 
-    logger_level: int | None = None
+    #: Explain loggers raised to WARNING, with the level each had.
+    logger_levels: dict[str, int] = field(default_factory=dict)
     compile_fn: Any = None
     #: Address of ``PjitFunction``'s type flags, None when the dispatch counter is off.
     flags_address: int | None = None

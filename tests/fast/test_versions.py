@@ -1,0 +1,162 @@
+"""The version gate (xlanb/capture/versions.py): declared ranges, what is off outside them,
+said once; and everything generated from it or pinned for it (README table, Makefile,
+pyproject extras) agreeing with it. No runtime is imported."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+from pathlib import Path
+
+import pytest
+import tomllib
+
+from xlanb.capture import versions
+from xlanb.capture.backends import torch_lazy, torch_xla
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _support_tool():
+    spec = importlib.util.spec_from_file_location(
+        "support_table", ROOT / "tools" / "support_table.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_readme_support_table_is_generated_from_the_gate():
+    assert _support_tool().main(["--check"]) == 0, (
+        "README.md is stale: run python tools/support_table.py"
+    )
+
+
+def test_check_fails_on_a_stale_readme(tmp_path):
+    tool = _support_tool()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{tool.BEGIN}\nold table\n{tool.END}\n")
+    assert tool.main(["--check", "--readme", str(readme)]) == 1
+    assert tool.main(["--readme", str(readme)]) == 0
+    text = readme.read_text()
+    assert "| jax | 0.6.1 to 0.10.x |" in text and "old table" not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "release"),
+    [
+        ("0.10.2", (0, 10, 2)),
+        ("2.8.0+cu128", (2, 8, 0)),
+        ("2.9.0rc1", (2, 9, 0)),
+        ("0.6.1.dev20250101", (0, 6, 1)),
+        ("2.14", (2, 14)),
+    ],
+)
+def test_release_numbers(text, release):
+    assert versions.parse_version(text) == release
+
+
+@pytest.mark.parametrize(
+    ("backend", "inside", "outside"),
+    [
+        ("jax", ["0.6.1", "0.8.2", "0.10.2", "0.10.9"], ["0.4.38", "0.6.0", "0.11.0"]),
+        ("torch_lazy", ["2.8.0", "2.13.0", "2.14.1+cpu"], ["2.7.1", "2.15.0"]),
+        ("torch_xla", ["2.8.0", "2.9.0"], ["2.7.0", "2.10.0"]),
+    ],
+)
+def test_gate_in_and_out_of_range(backend, inside, outside):
+    runtime = versions.RUNTIMES[backend]
+    private = [f.name for f in runtime.features if f.private]
+    public = [f.name for f in runtime.features if not f.private]
+    assert private and public
+    for release in inside:
+        gate = versions.check(backend, release)
+        assert gate.supported and gate.note is None
+        assert all(gate.allows(name) for name in private + public)
+    for release in outside:
+        gate = versions.check(backend, release)
+        assert not gate.supported
+        assert not any(gate.allows(name) for name in private)
+        assert all(gate.allows(name) for name in public)
+        # one line naming the runtime, the release, the range and every feature that is off
+        assert gate.note is not None and "\n" not in gate.note
+        assert gate.note.startswith(f"{backend}: {runtime.distribution} {release} is outside")
+        assert runtime.range_text in gate.note
+        assert all(name in gate.note for name in private)
+
+
+def test_a_runtime_not_installed_has_no_note():
+    gate = versions.check("jax", None)
+    assert not gate.supported and gate.note is None
+
+
+def test_an_unknown_feature_is_an_error():
+    with pytest.raises(KeyError):
+        versions.check("jax", "0.10.2").allows("telepathy")
+
+
+def test_the_backends_switch_declared_features():
+    gate = versions.check("torch_xla", "2.9.0")
+    assert gate.allows(torch_xla.CAUSES_FEATURE) and gate.allows(torch_xla.TRACE_FEATURE)
+    gate = versions.check("torch_lazy", "2.13.0")
+    assert gate.allows(torch_lazy.SYNC_FEATURE) and gate.allows(torch_lazy.GRAPHS_FEATURE)
+
+
+def test_each_note_is_told_once_per_session():
+    note = "jax: a feature this test made up is off (told once)."
+    assert versions.tell_once([note, None, note]) == [note]
+    assert versions.tell_once([note]) == []
+    other = note.replace("made up", "also made up")
+    assert versions.tell_once([note, other]) == [other]
+
+
+def _makefile_pins() -> dict[str, set[str]]:
+    text = (ROOT / "Makefile").read_text()
+    pins: dict[str, set[str]] = {}
+    for name, release in re.findall(r"\b([a-z][a-z_-]*)==([0-9][\w.]*)", text):
+        pins.setdefault(name.replace("-", "_"), set()).add(release)
+    return pins
+
+
+def test_make_test_runs_every_tested_release():
+    pins = _makefile_pins()
+    for runtime in versions.RUNTIMES.values():
+        for release in runtime.tested:
+            assert release in pins.get(runtime.distribution.replace("-", "_"), set()), (
+                f"the Makefile installs no {runtime.distribution}=={release}"
+            )
+        # the ends of the range are the ones tested
+        tested = sorted(versions.parse_version(r) for r in runtime.tested)
+        assert tested[0][: len(runtime.oldest)] == runtime.oldest
+        assert tested[-1][: len(runtime.below) - 1] == runtime.below[:-1]
+        assert tested[-1][len(runtime.below) - 1] == runtime.below[-1] - 1
+
+
+def test_pyproject_extras_are_the_supported_ranges():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]
+    for extra, runtime in (("torch", "torch_lazy"), ("xla", "torch_xla"), ("jax", "jax")):
+        gate = versions.RUNTIMES[runtime]
+        name = gate.distribution.replace("_", "-")
+        oldest, below = ".".join(map(str, gate.oldest)), ".".join(map(str, gate.below))
+        assert f"{name}>={oldest},<{below}" in extras[extra], (extra, extras[extra])
+    assert "==" not in str(extras)
+
+
+def test_the_profilers_noise_on_fd_2_is_dropped_and_every_other_line_kept(capfd):
+    """jaxlib 0.6 writes this line to fd 2 at each profiler start and stop (C++, not Python
+    logging); anything else written meanwhile reaches stderr unchanged."""
+    from xlanb.capture.runtime_stderr import runtime_noise_dropped
+
+    noise = (
+        b"2026-11-25 21:53:07.449167: E external/xla/xla/python/profiler/internal/"
+        b"python_hooks.cc:412] Can't import tensorflow.python.profiler.trace\n"
+    )
+    with runtime_noise_dropped():
+        os.write(2, noise)
+        os.write(2, b"the user's own line\n")
+        os.write(2, noise)
+    os.write(2, b"after\n")
+    assert capfd.readouterr().err == "the user's own line\nafter\n"

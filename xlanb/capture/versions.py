@@ -1,0 +1,248 @@
+"""Which runtime releases xlanb supports, and which of its features each one gets.
+
+One gate per runtime: a declared supported range of releases (the oldest and the newest ends
+are the ones ``make test`` runs), checked once against the installed release (read from the
+package metadata, without importing the runtime). Inside the range every feature is on, as
+far as each private touch point's own check allows (JAX's live in
+:mod:`xlanb.capture.backends.jax.hooks`). Outside it, the features that reach into the
+runtime's internals are off, and the user is told once per session, in one line, which
+features and why; the features built on the runtime's public API stay on.
+
+The README's support table is generated from :data:`RUNTIMES` by ``tools/support_table.py``.
+No runtime is imported here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import re
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+Version = tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One thing xlanb measures on a runtime, and what it reads there."""
+
+    name: str
+    #: The runtime's API it relies on (Markdown, shown in the support table).
+    uses: str
+    #: Reaches into the runtime's internals (a private module, a log format, a C type): off
+    #: outside the supported range.
+    private: bool = True
+
+
+@dataclass(frozen=True)
+class Runtime:
+    """A runtime's declared supported range and its features."""
+
+    #: The backend's name (``jax``, ``torch_lazy``, ``torch_xla``).
+    backend: str
+    #: The distribution whose release is gated (``torch`` for torch._lazy).
+    distribution: str
+    #: The oldest supported release.
+    oldest: Version
+    #: The first release series not supported (``(0, 11)``: every 0.10.x is).
+    below: Version
+    #: The releases ``make test`` runs on (its oldest and newest ends at least).
+    tested: tuple[str, ...]
+    features: tuple[Feature, ...]
+    #: Why releases just outside the range are excluded (the README says it).
+    excluded: str = ""
+
+    @property
+    def range_text(self) -> str:
+        newest = ".".join(map(str, self.below[:-1] + (self.below[-1] - 1,)))
+        return f"{_text(self.oldest)} to {newest}.x"
+
+
+def _text(version: Version) -> str:
+    return ".".join(map(str, version))
+
+
+RUNTIMES: dict[str, Runtime] = {
+    "jax": Runtime(
+        backend="jax",
+        distribution="jax",
+        oldest=(0, 6, 1),
+        below=(0, 11),
+        tested=("0.6.1", "0.10.2"),
+        features=(
+            Feature("compiles and their times", "`jax.monitoring` duration events", private=False),
+            Feature(
+                "compile causes",
+                "`jax_explain_cache_misses` and its log records (`jax._src.pjit` before 0.9, "
+                "`jax._src.interpreters.partial_eval` from 0.9)",
+            ),
+            Feature("graphs and host callbacks", "`jax._src.compiler.compile_or_get_cached`"),
+            Feature(
+                "executions and host inputs",
+                "`PjitFunction.__call__` (its vectorcall flag cleared through ctypes)",
+            ),
+            Feature("values read back (syncs)", "`jax._src.array.ArrayImpl._value`"),
+            Feature("unused donations", "the `warnings` global of `jax._src.interpreters.mlir`"),
+            Feature(
+                "device trace (per-op device times)",
+                "`jax._src.lib._profiler.ProfilerSession` (else `jax.profiler.start_trace`)",
+            ),
+            Feature("live arrays and memory", "`jax.live_arrays()`", private=False),
+        ),
+        excluded="JAX 0.6.0 and older are not tested; JAX 0.11 and newer need Python 3.12 or "
+        "newer, which the test machine lacks (the gate is written for them: the explanations "
+        "are read from either logger, and each private touch point is checked on its own).",
+    ),
+    "torch_lazy": Runtime(
+        backend="torch_lazy",
+        distribution="torch",
+        oldest=(2, 8),
+        below=(2, 15),
+        tested=("2.8.0", "2.13.0", "2.14.1"),
+        features=(
+            Feature(
+                "counters and fallbacks",
+                "`torch._lazy.metrics.counter_names` / `counter_value`",
+                private=False,
+            ),
+            Feature("sync times (cached / uncached)", "`torch._C._lazy._mark_step` (wrapped)"),
+            Feature("graphs and sync locations", "`LTC_SAVE_TENSORS_FILE` (its text format)"),
+            Feature("runtime metrics", "`torch._C._lazy._metrics_report` (its text format)"),
+        ),
+        excluded="torch 2.7 and older are not tested (torch_xla 2.8 needs torch 2.8).",
+    ),
+    "torch_xla": Runtime(
+        backend="torch_xla",
+        distribution="torch_xla",
+        oldest=(2, 8),
+        below=(2, 10),
+        tested=("2.8.0", "2.9.0"),
+        features=(
+            Feature(
+                "counters, metrics and their samples", "`torch_xla.debug.metrics`", private=False
+            ),
+            Feature(
+                "compile and execution causes, source lines",
+                "`PT_XLA_DEBUG_FILE` (its wording)",
+            ),
+            Feature("graphs (HLO)", "`XLA_FLAGS=--xla_dump_to`", private=False),
+            Feature(
+                "device trace (per-op device times)",
+                "`torch_xla._XLAC.profiler.TslProfilerSessionWrapper`",
+            ),
+        ),
+        excluded="torch_xla 2.7 was tried and fails 16 of the tests: no per-op CPU trace "
+        "events, different PT_XLA_DEBUG wording, no XLA_METRICS_FILE, no fusion graphs.",
+    ),
+}
+
+
+def parse_version(text: str) -> Version:
+    """The release numbers of a version string: ``2.8.0+cpu`` and ``0.6.1.dev20250101`` are
+    ``(2, 8, 0)`` and ``(0, 6, 1)``."""
+    numbers = []
+    for part in text.split("+", 1)[0].split("."):
+        found = re.match(r"\d+", part)
+        if found is None:
+            break
+        numbers.append(int(found.group()))
+        if found.end() < len(part):  # 2.9.0rc1: the release number ends here
+            break
+    return tuple(numbers)
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The outcome of checking one runtime's installed release against its range."""
+
+    backend: str
+    #: The installed release, None when the runtime is not installed.
+    version: str | None
+    supported: bool
+    #: One line for the user when the release is outside the range.
+    note: str | None = None
+
+    def allows(self, feature: str) -> bool:
+        """Whether the named feature is on (private features need the supported range)."""
+        runtime = RUNTIMES[self.backend]
+        for declared in runtime.features:
+            if declared.name == feature:
+                return self.supported or not declared.private
+        raise KeyError(f"{self.backend} has no feature {feature!r}")
+
+
+def check(backend: str, version: str | None) -> Gate:
+    """`version` of `backend`'s runtime against the declared range (pure: no import)."""
+    runtime = RUNTIMES[backend]
+    if version is None:
+        return Gate(backend, None, False)
+    release = parse_version(version)
+    if runtime.oldest <= release < runtime.below:
+        return Gate(backend, version, True)
+    off = [feature.name for feature in runtime.features if feature.private]
+    kept = [feature.name for feature in runtime.features if not feature.private]
+    note = (
+        f"{backend}: {runtime.distribution} {version} is outside xlanb's supported range "
+        f"({runtime.range_text}), so {', '.join(off)} are off; "
+        f"{', '.join(kept)} still work."
+    )
+    return Gate(backend, version, False, note)
+
+
+def installed_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def gate(backend: str) -> Gate:
+    """The installed release of `backend`'s runtime against its range, checked once."""
+    return check(backend, installed_version(RUNTIMES[backend].distribution))
+
+
+_told: set[str] = set()
+_told_lock = threading.Lock()
+
+
+def tell_once(notes: Iterable[str | None]) -> list[str]:
+    """The notes not told yet in this session (each feature that is off is said once, with
+    the first profile that would have had it, not with every profile)."""
+    fresh = []
+    with _told_lock:
+        for note in notes:
+            if note and note not in _told:
+                _told.add(note)
+                fresh.append(note)
+    return fresh
+
+
+def support_table() -> str:
+    """The README's support table: one row per runtime and feature (Markdown)."""
+    lines = [
+        "| runtime | supported releases | tested in `make test` | feature | reads | "
+        "outside the range |",
+        "|---|---|---|---|---|---|",
+    ]
+    for runtime in RUNTIMES.values():
+        label = "torch._lazy (torch)" if runtime.backend == "torch_lazy" else runtime.distribution
+        for index, feature in enumerate(runtime.features):
+            first = index == 0
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        label if first else "",
+                        runtime.range_text if first else "",
+                        ", ".join(runtime.tested) if first else "",
+                        feature.name,
+                        feature.uses,
+                        "off" if feature.private else "on",
+                    ]
+                )
+                + " |"
+            )
+    return "\n".join(lines)
