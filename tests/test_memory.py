@@ -201,3 +201,20 @@ def test_auto_profiled_cells_are_recognised_run_after_run(run, shell):
     leak = titled(prof, "more live device memory every run")
     assert len(leak) == 1 and "its last 2 runs" in leak.iloc[0]["title"]
     run("mt_cache.clear()")
+
+
+def test_arrays_made_in_place_of_freed_ones_are_left_alive(run, shell):
+    """A cell that frees arrays and keeps as many new ones of the same shape: the new arrays
+    (whose Python objects take the freed ones' addresses) are what it left alive, all of them;
+    the live count stays the same."""
+    run("mt_state = [jnp.ones((64, 64)) * i for i in range(200)]")
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "for i in range(200):\n    mt_state[i] = mt_state[i] + 1.0"
+    )
+    live = shell.user_ns["prof"].live_arrays
+    ends = live.set_index("snapshot")
+    assert ends.loc["after", "count"] == ends.loc["before", "count"]
+    left = live[live["snapshot"] == "left alive"].set_index("shape")
+    assert left.loc["float32[64,64]", "count"] == 200
+    run("del mt_state")

@@ -222,7 +222,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
 def _failure_rows(capture: Capture, token: Token, error: BaseException) -> None:
     """``live_arrays`` ``at failure``: every live array when the cell ran out of memory, by
     shape and dtype, with what held them; the device's memory limit where it keeps one."""
-    for row in hooks.live_at_failure(token.live[0], error):
+    for row in hooks.live_at_failure(token.live, error):
         capture.add("live_arrays", {"backend": NAME, **row})
     capture.environment.update(hooks.device_memory())
 
@@ -230,8 +230,8 @@ def _failure_rows(capture: Capture, token: Token, error: BaseException) -> None:
 def _live_rows(capture: Capture, token: Token) -> None:
     """``live_arrays``: all live arrays before and after the cell, and those it left alive;
     nothing when the cell changed nothing (a cell without JAX work has an empty profile)."""
-    _ids, count_before, bytes_before = token.live
-    left, count_after, bytes_after = hooks.left_alive(token.live[0])
+    count_before, bytes_before = token.live.count, token.live.bytes
+    left, count_after, bytes_after = hooks.left_alive(token.live)
     if not left and (count_before, bytes_before) == (count_after, bytes_after):
         return
     snapshots = [("before", count_before, bytes_before), ("after", count_after, bytes_after)]

@@ -82,12 +82,14 @@ import importlib.util
 import inspect
 import logging
 import math
+import operator
 import os
 import sys
 import threading
 import time
 import types
 import warnings
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -102,7 +104,13 @@ from xlanb.capture.backends.jax.events import (
     Frame,
     UnusedDonation,
 )
-from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
+from xlanb.capture.backends.jax.state import (
+    SAMPLE_LIMIT,
+    STATE,
+    CallStats,
+    LiveSnapshot,
+    Restore,
+)
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -848,55 +856,93 @@ def hlo_text(executable) -> str | None:
             return None
 
 
-def live_arrays() -> tuple[set[int], int, float]:
-    """The ids, count and device bytes of every live ``jax.Array`` (public API; bytes by
-    shape and dtype: an ``nbytes`` per array costs 3 times as much)."""
+#: Newest arrays of a snapshot remembered (weakly) to find where the arrays made after it end.
+NEWEST_KEPT = 64
+
+_NO_SNAPSHOT = LiveSnapshot(0, float("nan"))
+_AVAL = operator.attrgetter("aval")
+
+
+def _listed() -> list[Any]:
+    """Every live ``jax.Array`` of the default backend, newest first (public API: the client's
+    list of its arrays; references, nothing copied)."""
+    import jax
+
+    return jax.live_arrays()
+
+
+def _bytes_of(arrays: list[Any]) -> float:
+    """Device bytes of `arrays`, by abstract value (one ``Counter`` pass in C; an ``nbytes``
+    per array costs ten times as much)."""
+    return float(
+        sum(
+            n * math.prod(aval.shape) * aval.dtype.itemsize
+            for aval, n in Counter(map(_AVAL, arrays)).items()
+        )
+    )
+
+
+def live_arrays() -> LiveSnapshot:
+    """Count and device bytes of every live ``jax.Array``, and weak references to the newest
+    (:data:`NEWEST_KEPT`): counted, never copied."""
     try:
-        import jax
-
-        arrays = jax.live_arrays()
-        groups = Counter((a.shape, a.dtype) for a in arrays)
+        arrays = _listed()
+        return LiveSnapshot(
+            len(arrays), _bytes_of(arrays), tuple(map(weakref.ref, arrays[:NEWEST_KEPT]))
+        )
     except Exception:
-        return set(), 0, float("nan")
-    return {id(a) for a in arrays}, len(arrays), _group_bytes(groups)
+        return _NO_SNAPSHOT
 
 
-def _group_bytes(groups: Counter) -> float:
-    return float(sum(n * math.prod(shape) * dtype.itemsize for (shape, dtype), n in groups.items()))
+def made_since(arrays: list[Any], before: LiveSnapshot) -> list[Any]:
+    """The arrays of `arrays` (a listing, newest first) made after `before`: those listed ahead
+    of the first of its newest arrays still alive. Exact while one of them lives; when none
+    does, the arrays made before that sit ahead are counted too (all of them when
+    `before` had none remembered: then every array is new)."""
+    if before.count == 0:
+        return arrays
+    remembered = {id(array) for array in (ref() for ref in before.newest) if array is not None}
+    if not remembered:
+        return arrays
+    for position, array in enumerate(arrays):
+        if id(array) in remembered:
+            return arrays[:position]
+    return arrays
+
+
+def _shape_text(aval: Any) -> str:
+    return f"{aval.dtype.name}[{','.join(map(str, aval.shape))}]"
 
 
 #: The groups of arrays a cell left alive that are listed (largest first).
 LEFT_ALIVE_GROUPS = 20
 
 
-def left_alive(before: set[int]) -> tuple[list[dict[str, Any]], int, float]:
-    """The arrays alive now that were not in `before` (ids), grouped by shape and dtype, the
+def left_alive(before: LiveSnapshot) -> tuple[list[dict[str, Any]], int, float]:
+    """The arrays alive now that were made after `before`, grouped by shape and dtype, the
     largest groups first; and the count and bytes of every live array now."""
     try:
-        import jax
-
-        arrays = jax.live_arrays()
-        everything = Counter((a.shape, a.dtype) for a in arrays)
-        new = Counter((a.shape, a.dtype) for a in arrays if id(a) not in before)
+        arrays = _listed()
+        new = made_since(arrays, before)
+        groups: Counter = Counter()
+        for aval, n in Counter(map(_AVAL, new)).items():
+            groups[_shape_text(aval), aval.dtype.itemsize * math.prod(aval.shape)] += n
+        count, size = len(arrays), _bytes_of(arrays)
     except Exception:
         return [], 0, float("nan")
     rows = [
-        {
-            "shape": f"{dtype.name}[{','.join(map(str, shape))}]",
-            "count": n,
-            "bytes": float(n * math.prod(shape) * dtype.itemsize),
-        }
-        for (shape, dtype), n in new.items()
+        {"shape": shape, "count": n, "bytes": float(n * itemsize)}
+        for (shape, itemsize), n in groups.items()
     ]
     rows.sort(key=lambda row: -row["bytes"])
-    return rows[:LEFT_ALIVE_GROUPS], len(arrays), _group_bytes(everything)
+    return rows[:LEFT_ALIVE_GROUPS], count, size
 
 
 #: Items of a list, tuple or dict looked into for the arrays it holds, at a failure.
 HOLDER_ITEMS = 10_000
 
 
-def live_at_failure(before: set[int], error: BaseException) -> list[dict[str, Any]]:
+def live_at_failure(before: LiveSnapshot, error: BaseException) -> list[dict[str, Any]]:
     """Every live array when the cell failed, grouped by shape and dtype, the largest groups
     first (after the ``failed result`` groups: arrays whose program failed), with their
     ``origin``: the names that hold them in the failing frames (the cell's namespace, the
@@ -906,7 +952,8 @@ def live_at_failure(before: set[int], error: BaseException) -> list[dict[str, An
     try:
         import jax
 
-        arrays = jax.live_arrays()
+        arrays = _listed()
+        new_ids = {id(array) for array in made_since(arrays, before)}
         holders = _holders(error, jax.Array)
     except Exception:
         return []
@@ -916,7 +963,7 @@ def live_at_failure(before: set[int], error: BaseException) -> list[dict[str, An
     rows = []
     for (shape, dtype, failed), members in groups.items():
         names = list(dict.fromkeys(n for a in members for n in holders.get(id(a), ())))
-        made = sum(id(a) not in before for a in members)
+        made = sum(id(a) in new_ids for a in members)
         origin = (
             [f"held by {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"] if names else []
         )
