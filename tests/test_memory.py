@@ -218,3 +218,34 @@ def test_arrays_made_in_place_of_freed_ones_are_left_alive(run, shell):
     left = live[live["snapshot"] == "left alive"].set_index("shape")
     assert left.loc["float32[64,64]", "count"] == 200
     run("del mt_state")
+
+
+def test_the_largest_temporaries_of_a_program_name_their_op_and_cell_line(run, shell):
+    """A jitted function whose matmul result only feeds the next op: that buffer is the
+    program's temporary (JAX's buffer assignment), named by its HLO op, with its shape, size
+    and the cell line that made it, and as big as JAX's own temp size; the HTML lists it."""
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "def mt_temps(x):\n"
+        "    y = jnp.sin(x).T @ x\n"
+        "    return jnp.tanh(x @ x).sum(0) + y\n"
+        "mt_temps_jit = jax.jit(mt_temps)\n"
+        "mt_temps_jit(jnp.ones((256, 256))).block_until_ready()"
+    )
+    prof = shell.user_ns["prof"]
+    temps = prof.temporaries[prof.temporaries["graph"] == "jit(mt_temps)"]
+    assert len(temps) >= 1, prof.temporaries
+    stats = (
+        shell.user_ns["mt_temps_jit"].lower(jnp_ones(shell, (256, 256))).compile().memory_analysis()
+    )
+    largest = temps.iloc[0]
+    assert largest["bytes"] == 256 * 256 * 4 <= stats.temp_size_in_bytes
+    assert temps["bytes"].is_monotonic_decreasing
+    assert largest["shape"] == "f32[256,256]"
+    assert largest["opcode"] == "dot" and largest["op"].startswith("dot")
+    assert largest["cell_line"] == 3  # `y = jnp.sin(x).T @ x`, the magic's line being 1
+    assert "Largest temporaries" in prof._repr_html_()
+
+
+def jnp_ones(shell, shape):
+    return shell.user_ns["jnp"].ones(shape)

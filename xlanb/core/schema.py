@@ -805,6 +805,38 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         ),
         _rank(),
     ),
+    "temporaries": (
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla")),
+        _r("graph", "str", "", "the program", ("jax", "torch_xla")),
+        _r(
+            "op",
+            "str",
+            "",
+            "the HLO instruction whose result the buffer holds (optimized module)",
+            ("jax", "torch_xla"),
+        ),
+        _r("shape", "str", "", "`f32[256,512]`", ("jax", "torch_xla")),
+        _r(
+            "bytes",
+            "float64",
+            "bytes",
+            "the buffer's size (buffers of one allocation share memory at different times: "
+            "sizes do not add up to the temporaries' total)",
+            ("jax", "torch_xla"),
+        ),
+        _r("source_file", "str", "", "source file of the op (HLO metadata)", ("jax", "torch_xla")),
+        _r(
+            "source_line",
+            "Int64",
+            "line",
+            "source line of the op (HLO metadata)",
+            ("jax", "torch_xla"),
+        ),
+        _r("cell_line", "Int64", "line", "line in the profiled cell", ("jax", "torch_xla")),
+        _c("opcode", "str", "", "the instruction's opcode (`fusion`, `dot`)", ("jax",)),
+        _c("compile_id", "Int64", "", "the `compiles` row's `compile_id`", ("jax",)),
+        _rank(),
+    ),
 }
 
 #: Frames declared above that are not (yet) attributes of :class:`~xlanb.core.profile.Profile`:
@@ -834,6 +866,9 @@ FRAME_ROWS: dict[str, str] = {
     "ops": "per program and HLO op: device time, count, cost and source line",
     "live_arrays": "live device arrays before and after the cell, and those it left alive "
     "(JAX's `jax.live_arrays()`); none when the cell changed nothing",
+    "temporaries": "the 5 largest temporary buffers of each program compiled, from its buffer "
+    "assignment (JAX: the compiled executable's; torch_xla: its dump's "
+    "`*-buffer-assignment.txt`)",
 }
 
 #: Required columns of each Profile frame, in order. Writers may add the optional columns

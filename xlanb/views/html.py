@@ -9,6 +9,7 @@ value is escaped.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import pandas as pd
@@ -266,6 +267,9 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     failure = _alive_at_failure(profile)
     if failure:
         parts.append(failure)
+    temporaries = _temporaries(profile)
+    if temporaries:
+        parts.append(temporaries)
     places = forced_sync_places(profile.executions)
     if not places.empty:
         parts.append(
@@ -428,6 +432,29 @@ def _alive_at_failure(profile: Profile) -> str:
         columns.append("origin")
     return _section(
         "Alive at the failure", int(rows["count"].sum()), table(rows, columns), open_=True
+    )
+
+
+def _temporaries(profile: Profile) -> str:
+    """A closed table of each program's largest temporary buffers (its HLO op, shape, size and
+    source line); "" when the profile has none."""
+    rows = profile.temporaries
+    if rows.empty:
+        return ""
+    rows = with_code(profile, rows).assign(
+        size=[format_bytes(float(b)) for b in rows["bytes"]],
+        source=[
+            f"{os.path.basename(str(f))}:{int(n)}" if isinstance(f, str) and not pd.isna(n) else ""
+            for f, n in zip(rows["source_file"], rows["source_line"], strict=True)
+        ],
+    )
+    columns = ["graph", "op", "shape", "size", "cell_line", "code", "source", "backend"]
+    return _section(
+        "Largest temporaries",
+        len(rows),
+        "<div class='xlanb-note'>the largest buffers each program holds while it runs "
+        "(sizes overlap in time: they do not add up)</div>"
+        + table(rows, _with_rank(rows, columns)),
     )
 
 

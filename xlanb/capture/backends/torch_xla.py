@@ -26,7 +26,9 @@ from xlanb.capture.backends.base import (
     fallback_progress,
     history_location,
     location_fields,
+    temporary_rows,
 )
+from xlanb.formats.buffer_assignment import temporaries_from_text
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
@@ -346,7 +348,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         capture, token, metrics, in_cell.get("ExecuteTime", []), execute_blocks, options
     )
     if options.graphs:
-        _add_graphs(capture, compile_blocks, modules)
+        _add_graphs(capture, compile_blocks, modules, options)
     if trace_events is not None:
         _trace_rows(capture, trace_events, (token.wall_start, ended_at), options)
         if token.trace is not None:
@@ -481,6 +483,7 @@ class _DumpModule:
     name: str
     hlo: str
     hlo_optimized: str
+    buffer_assignment: str = ""
 
 
 def _new_dump_modules(token: _Token) -> list[_DumpModule]:
@@ -514,12 +517,14 @@ def _dump_modules(
                     if f.startswith(prefix) and f.endswith("after_optimizations.txt")
                 ]
                 optimized = os.path.join(dump_dir, candidates[0]) if candidates else ""
+        assignment = optimized[: -len(".txt")] + "-buffer-assignment.txt" if optimized else ""
         modules.append(
             _DumpModule(
                 name.module_id,
                 name.module,
                 _read(os.path.join(dump_dir, filename)),
                 _read(optimized) if optimized else "",
+                _read(assignment) if assignment and os.path.exists(assignment) else "",
             )
         )
     modules.sort(key=lambda m: m.module_id)
@@ -633,9 +638,17 @@ def _add_executions(
             )
 
 
-def _add_graphs(capture: Capture, blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
+def _add_graphs(
+    capture: Capture,
+    blocks: list[AnalysisBlock],
+    modules: list[_DumpModule],
+    options: CaptureOptions,
+) -> None:
     for index, module in enumerate(modules):
         graph = _graph_id(index, blocks, modules)
+        temporaries = temporaries_from_text(module.buffer_assignment)
+        for row in temporary_rows(NAME, graph, temporaries, module.hlo_optimized, options):
+            capture.add("temporaries", row)
         for kind, text in (("hlo", module.hlo), ("hlo_optimized", module.hlo_optimized)):
             if text:
                 capture.add(

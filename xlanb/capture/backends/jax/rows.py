@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from xlanb.capture import device_trace
-from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
+from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields, temporary_rows
 from xlanb.capture.backends.jax import hooks
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
@@ -237,6 +237,8 @@ def _graph_rows(
                 "signature": signature,
             },
         )
+    for row in temporary_rows(NAME, name, hooks.temporaries(executable), hlo_text, options):
+        capture.add("temporaries", {**row, "compile_id": compile_id})
     if hlo_text is not None:
         capture.add(
             "graphs",
