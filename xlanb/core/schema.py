@@ -778,7 +778,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _rank(),
     ),
     "live_arrays": (
-        _r("backend", "str", "", _BACKEND_MEANING, ("jax",)),
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla")),
         _r(
             "snapshot",
             "str",
@@ -789,12 +789,33 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "same cell, oldest first, up to 5: `count` and `bytes` added, negative when it freed), "
             "or `at failure` (every live array when the cell ran out of memory, by shape and "
             "dtype, the 20 largest groups), or `failed result` (arrays whose program failed then: "
-            "never allocated; `bytes` is what they needed)",
-            ("jax",),
+            "never allocated; `bytes` is what they needed). torch_xla: `before`/`after` and "
+            "`earlier run` only",
+            ("jax", "torch_xla"),
         ),
-        _r("shape", "str", "", "`f32[64,256]`; empty on the before/after rows", ("jax",)),
-        _r("count", "int64", "count", "live arrays", ("jax",)),
-        _r("bytes", "float64", "bytes", "their device bytes (`nbytes`)", ("jax",)),
+        _r(
+            "shape",
+            "str",
+            "",
+            "`f32[64,256]`; empty on the before/after rows",
+            ("jax", "torch_xla"),
+        ),
+        _r(
+            "count",
+            "int64",
+            "count",
+            "live arrays (torch_xla: live XLA tensors, its CreateXlaTensor less DestroyXlaTensor "
+            "counters)",
+            ("jax", "torch_xla"),
+        ),
+        _r(
+            "bytes",
+            "float64",
+            "bytes",
+            "their device bytes (`nbytes`); torch_xla: the device allocator's bytes in use "
+            "(`xm.get_memory_info`), NaN where it keeps none (the CPU)",
+            ("jax", "torch_xla"),
+        ),
         _c(
             "origin",
             "str",
@@ -865,7 +886,8 @@ FRAME_ROWS: dict[str, str] = {
     "breakdown": "the capture's wall time split into exclusive buckets",
     "ops": "per program and HLO op: device time, count, cost and source line",
     "live_arrays": "live device arrays before and after the cell, and those it left alive "
-    "(JAX's `jax.live_arrays()`); none when the cell changed nothing",
+    "(JAX's `jax.live_arrays()`; torch_xla: live XLA tensors, counted); none when the cell "
+    "changed nothing",
     "temporaries": "the 5 largest temporary buffers of each program compiled, from its buffer "
     "assignment (JAX: the compiled executable's; torch_xla: its dump's "
     "`*-buffer-assignment.txt`)",

@@ -397,8 +397,9 @@ def _live_arrays(profile: Profile) -> str:
     left = live[live["snapshot"] == "left alive"]
     if int(before["count"]) == int(after["count"]) and left.empty:
         return ""
+    noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
     line = (
-        "<div class='xlanb-note'>live device arrays: "
+        f"<div class='xlanb-note'>live device {noun}: "
         f"{int(before['count']):,} ({escape(format_bytes(float(before['bytes'])))}) before, "
         f"{int(after['count']):,} ({escape(format_bytes(float(after['bytes'])))}) after</div>"
     )

@@ -136,10 +136,61 @@ class _Token:
     dump_seen: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     trace: device_trace.Trace | None = None
+    #: The device allocator's bytes in use when the capture began (NaN where it keeps none).
+    device_bytes: float = math.nan
 
 
 def _counters(metrics) -> dict[str, int]:
     return {name: metrics.counter_value(name) for name in metrics.counter_names()}
+
+
+def _live_tensors(counters: dict[str, int]) -> int:
+    """XLA tensors alive: made less destroyed (the runtime's own counters; a tensor whose value
+    is still a pending graph counts too)."""
+    return int(counters.get("CreateXlaTensor") or 0) - int(counters.get("DestroyXlaTensor") or 0)
+
+
+#: Whether the device's allocator answered ``get_memory_info`` (None: not asked yet). The CPU
+#: client's raises UNIMPLEMENTED: asked once.
+_memory_info: list[bool] = []
+
+
+def _device_bytes() -> float:
+    """Bytes in use in the device's allocator (``xm.get_memory_info``: GPU, TPU); NaN where it
+    keeps no statistics (the CPU)."""
+    if _memory_info and not _memory_info[0]:
+        return math.nan
+    try:
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+
+        used = float(xm.get_memory_info(torch_xla.device())["bytes_used"])
+    except Exception:
+        _memory_info[:] = [False]
+        return math.nan
+    _memory_info[:] = [True]
+    return used
+
+
+def _live_rows(capture: Capture, token: _Token, counters_after: dict[str, int]) -> None:
+    """``live_arrays`` ``before``/``after``: the live XLA tensors, and the allocator's bytes in
+    use where the device keeps them (else NaN: unknown, never a guess); nothing when the cell
+    changed neither."""
+    count_before, count_after = _live_tensors(token.counters), _live_tensors(counters_after)
+    bytes_before, bytes_after = token.device_bytes, _device_bytes()
+    same_bytes = bytes_before == bytes_after or (
+        math.isnan(bytes_before) and math.isnan(bytes_after)
+    )
+    if count_before == count_after and same_bytes:
+        return
+    for snapshot, count, size in (
+        ("before", count_before, bytes_before),
+        ("after", count_after, bytes_after),
+    ):
+        capture.add(
+            "live_arrays",
+            {"backend": NAME, "snapshot": snapshot, "shape": "", "count": count, "bytes": size},
+        )
 
 
 def begin(options: CaptureOptions) -> _Token:
@@ -167,6 +218,7 @@ def begin(options: CaptureOptions) -> _Token:
         if data is not None:
             totals[name] = (data[0], data[1])
     token = _Token(time.time(), _counters(metrics), totals, debug_file, dump_dir, seen)
+    token.device_bytes = _device_bytes()
     if options.device_trace:
         token.trace, note = device_trace.start(
             NAME,
@@ -298,7 +350,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
     metrics = _metrics_module()
     capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
-    counter_deltas = counter_rows(NAME, token.counters, _counters(metrics))
+    counters_after = _counters(metrics)
+    _live_rows(capture, token, counters_after)
+    counter_deltas = counter_rows(NAME, token.counters, counters_after)
     capture.rows["counters"] = counter_deltas
     capture.rows["fallbacks"] = fallback_rows(NAME, counter_deltas)
 
