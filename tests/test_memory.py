@@ -249,3 +249,28 @@ def test_the_largest_temporaries_of_a_program_name_their_op_and_cell_line(run, s
 
 def jnp_ones(shell, shape):
     return shell.user_ns["jnp"].ones(shape)
+
+
+def test_the_timeline_has_a_memory_lane_with_live_memory_and_each_runs_compiled_peak(run, shell):
+    """Under the time lanes: live device memory before and after the cell (as `live_arrays`
+    says) and a marker at each run of a program at its compiled peak, on the plotly figure
+    and on its static SVG twin."""
+    from xlanb.views.charts import figure_svg, timeline_figure
+
+    run("mt_lane = []\nmt_lane_f = jax.jit(lambda x: jnp.tanh(x @ x))")
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "for i in range(4):\n    mt_lane.append(mt_lane_f(jnp.ones((256, 256)) * i))\n"
+        "jax.block_until_ready(mt_lane)"
+    )
+    prof = shell.user_ns["prof"]
+    figure = timeline_figure(prof)
+    lane = {trace["name"]: trace for trace in figure["data"] if trace.get("yaxis") == "y2"}
+    assert figure["layout"]["yaxis2"]["title"]["text"] == "memory (MB)"
+    ends = prof.live_arrays.set_index("snapshot")["bytes"]
+    assert lane["live jax"]["y"] == [ends["before"] / 1e6, ends["after"] / 1e6]
+    peak = prof.compiles.set_index("graph").loc["jit(<lambda>)", "peak_bytes"]
+    runs = prof.spans[(prof.spans["lane"] == "device") & (prof.spans["graph"] == "jit(<lambda>)")]
+    assert lane["program peak"]["y"] == [peak / 1e6] * len(runs) and len(runs) == 4
+    assert "memory (MB)" in figure_svg(figure)
+    run("mt_lane.clear()")

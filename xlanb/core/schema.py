@@ -244,7 +244,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "metric",
             "str",
             "",
-            "the `metrics` row (`name`) the sample belongs to",
+            "the `metrics` row (`name`) the sample belongs to; `DeviceMemoryInUse`: an "
+            "allocator's bytes in use after each allocation or free in the device trace "
+            "(GPU/TPU; no `metrics` row)",
             (*_LIVE, "collectives"),
         ),
         _r("time", "float64", "epoch s", "when the event ended", (*_LIVE, "collectives")),

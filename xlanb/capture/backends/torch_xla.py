@@ -519,6 +519,8 @@ def _trace_rows(
     )
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
+    for sample in device_trace.memory_samples(NAME, events, window):
+        capture.add("samples", sample)
     # at the default debug level the runtime does not say which graph a run ran: the traced
     # runs do (the runs after the trace's window stay unknown)
     device_trace.label_runs(capture.rows.get("executions", []), spans)

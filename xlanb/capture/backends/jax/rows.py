@@ -296,6 +296,8 @@ def _trace_rows(
     )
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(spans)
+    for sample in device_trace.memory_samples(NAME, events, window):
+        capture.add("samples", sample)
 
 
 def _untraced_runs(
