@@ -274,3 +274,27 @@ def test_the_timeline_has_a_memory_lane_with_live_memory_and_each_runs_compiled_
     assert lane["program peak"]["y"] == [peak / 1e6] * len(runs) and len(runs) == 4
     assert "memory (MB)" in figure_svg(figure)
     run("mt_lane.clear()")
+
+
+def test_arrays_left_alive_say_where_they_were_made(run, shell):
+    """JAX keeps the Python stack that made each array: the groups a cell left alive name the
+    cell line that made them (through a helper defined in another cell: the line that called
+    it), in the table and in the finding."""
+    run("mt_made = []\ndef mt_helper(n):\n    return jnp.zeros((n, 250))")
+    run(
+        "%%xla_profile -b jax -q --var prof\n"
+        "for i in range(4):\n"
+        "    mt_made.append(jnp.ones((1000, 1000)) * i)\n"
+        "mt_made.append(mt_helper(8))"
+    )
+    prof = shell.user_ns["prof"]
+    left = prof.live_arrays[prof.live_arrays["snapshot"] == "left alive"].set_index("shape")
+    assert left.loc["float32[1000,1000]", "count"] == 4
+    assert left.loc["float32[1000,1000]", "created_at"] == "cell line 3"
+    assert left.loc["float32[1000,1000]", "cell_line"] == 3
+    assert left.loc["float32[8,250]", "created_at"] == "cell line 4"
+    html = prof._repr_html_()
+    assert "cell line 3" in html and "mt_made.append(jnp.ones((1000, 1000)) * i)" in html
+    grew = prof.findings[prof.findings["title"].str.contains("live device memory grew")]
+    assert "float32[1000,1000] ×4 (cell line 3)" in grew.iloc[0]["detail"]
+    run("mt_made.clear()")

@@ -826,6 +826,22 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "`x in step`) and whether the cell made them",
             ("jax",),
         ),
+        _c(
+            "created_at",
+            "str",
+            "",
+            "`left alive` rows: where the group's newest arrays (up to 4) were made, from the "
+            "Python stack JAX keeps with each array: `cell line 3`, else `file:line`; the most "
+            "common first, `×n` each when they differ",
+            ("jax",),
+        ),
+        _c(
+            "cell_line",
+            "Int64",
+            "line",
+            "`left alive` rows: the cell line that made most of them",
+            ("jax",),
+        ),
         _rank(),
     ),
     "temporaries": (

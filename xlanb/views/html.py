@@ -406,10 +406,14 @@ def _live_arrays(profile: Profile) -> str:
     if left.empty:
         return line
     rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
+    columns = ["shape", "count", "size"]
+    if "created_at" in rows.columns:
+        rows = with_code(profile, rows.assign(created_at=rows["created_at"].fillna("")))
+        columns += ["created_at", "code"]
     return line + _section(
         "Left alive by the cell",
         int(left["count"].sum()),
-        table(rows, ["shape", "count", "size", "backend"]),
+        table(rows, [*columns, "backend"]),
     )
 
 

@@ -16,6 +16,12 @@ from xlanb.formats.oom_text import out_of_memory
 LEAK_RUNS = 2
 
 
+def made_at(row) -> str:
+    """` (cell line 3)`: where a `left alive` group was made, when known."""
+    where = getattr(row, "created_at", None)
+    return f" ({where})" if isinstance(where, str) and where else ""
+
+
 def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
     """(arrays, bytes) grown by each of the last runs of the cell in a row that grew live
     device memory, this run the last; [] when this run did not grow it. Where the runtime
@@ -58,7 +64,9 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         per_run = sum(size for _count, size in runs) / len(runs)
         arrays = sum(count for count, _size in runs)
         left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")].head(3)
-        kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
+        kept = ", ".join(
+            f"{row.shape} ×{row.count}{made_at(row)}" for row in left.itertuples() if row.count
+        )
         noun = "tensor" if backend == "torch_xla" else "array"
         if per_run == per_run:
             grows = f"{format_bytes(per_run)} more live device memory"

@@ -211,7 +211,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
         token.trace if trace_events is not None else None,
     )
     capture.environment = _environment()
-    _live_rows(capture, token)
+    _live_rows(capture, token, options)
     if options.error is not None and out_of_memory(
         f"{type(options.error).__name__}: {options.error}"
     ):
@@ -227,11 +227,13 @@ def _failure_rows(capture: Capture, token: Token, error: BaseException) -> None:
     capture.environment.update(hooks.device_memory())
 
 
-def _live_rows(capture: Capture, token: Token) -> None:
+def _live_rows(capture: Capture, token: Token, options: CaptureOptions) -> None:
     """``live_arrays``: all live arrays before and after the cell, and those it left alive;
     nothing when the cell changed nothing (a cell without JAX work has an empty profile)."""
     count_before, bytes_before = token.live.count, token.live.bytes
-    left, count_after, bytes_after = hooks.left_alive(token.live)
+    left, count_after, bytes_after = hooks.left_alive(
+        token.live, options.cell_filename, options.cell_line_offset
+    )
     if not left and (count_before, bytes_before) == (count_after, bytes_after):
         return
     snapshots = [("before", count_before, bytes_before), ("after", count_after, bytes_after)]

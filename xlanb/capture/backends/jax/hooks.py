@@ -112,6 +112,7 @@ from xlanb.capture.backends.jax.state import (
     Restore,
 )
 from xlanb.formats.buffer_assignment import Temporary, temporaries_from_proto
+from xlanb.formats.python_frames import frame_location
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
@@ -919,15 +920,25 @@ def _shape_text(aval: Any) -> str:
 LEFT_ALIVE_GROUPS = 20
 
 
-def left_alive(before: LiveSnapshot) -> tuple[list[dict[str, Any]], int, float]:
+#: Arrays of each group whose creation stacks are read (the newest first).
+CREATION_SAMPLES = 4
+
+
+def left_alive(
+    before: LiveSnapshot, cell_filename: str | None = None, cell_line_offset: int = 0
+) -> tuple[list[dict[str, Any]], int, float]:
     """The arrays alive now that were made after `before`, grouped by shape and dtype, the
-    largest groups first; and the count and bytes of every live array now."""
+    largest groups first, each with where its newest arrays were made (``created_at``,
+    ``cell_line``: JAX keeps the Python stack that made each array); and the count and bytes
+    of every live array now."""
     try:
         arrays = _listed()
         new = made_since(arrays, before)
         groups: Counter = Counter()
+        key_of = {}
         for aval, n in Counter(map(_AVAL, new)).items():
-            groups[_shape_text(aval), aval.dtype.itemsize * math.prod(aval.shape)] += n
+            key = key_of[aval] = (_shape_text(aval), aval.dtype.itemsize * math.prod(aval.shape))
+            groups[key] += n
         count, size = len(arrays), _bytes_of(arrays)
     except Exception:
         return [], 0, float("nan")
@@ -936,7 +947,64 @@ def left_alive(before: LiveSnapshot) -> tuple[list[dict[str, Any]], int, float]:
         for (shape, itemsize), n in groups.items()
     ]
     rows.sort(key=lambda row: -row["bytes"])
-    return rows[:LEFT_ALIVE_GROUPS], count, size
+    rows = rows[:LEFT_ALIVE_GROUPS]
+    _creation_sites(rows, new, key_of, cell_filename, cell_line_offset)
+    return rows, count, size
+
+
+def _creation_sites(
+    rows: list[dict[str, Any]],
+    new: list[Any],
+    key_of: dict[Any, tuple[str, int]],
+    cell_filename: str | None,
+    cell_line_offset: int,
+) -> None:
+    """Add to each row (a group of `new` arrays) ``created_at`` (the cell line or file:line
+    that made its newest :data:`CREATION_SAMPLES` arrays, the most common first, `×n` when
+    they differ) and ``cell_line`` (the most common cell line), from the Python stack JAX
+    keeps with each array (``Array.traceback``; none when JAX's tracebacks are off)."""
+    wanted = {(row["shape"], row["bytes"] / row["count"]): row for row in rows}
+    samples: dict[tuple[str, float], list[Any]] = {key: [] for key in wanted}
+    full = 0
+    for array in new:
+        shape, itemsize = key_of[array.aval]
+        members = samples.get((shape, float(itemsize)))
+        if members is None or len(members) >= CREATION_SAMPLES:
+            continue
+        members.append(array)
+        full += len(members) == CREATION_SAMPLES
+        if full == len(samples):
+            break
+    located: dict[tuple, dict[str, Any]] = {}  # arrays made in a loop share their stack
+    for key, members in samples.items():
+        sites: Counter = Counter()
+        for array in members:
+            try:
+                frames = tuple(
+                    (f.function_name, f.file_name, f.line_num) for f in array.traceback.frames
+                )
+            except Exception:
+                continue
+            place = located.get(frames)
+            if place is None:
+                place = located[frames] = frame_location(frames, cell_filename, cell_line_offset)
+            if place["cell_line"] is not None:
+                sites["cell line", place["cell_line"]] += 1
+            elif place["location"] is not None:
+                sites[place["location"], None] += 1
+        if not sites:
+            continue
+        ranked = sites.most_common()
+        labels = [
+            (f"cell line {line}" if line is not None else str(where))
+            + (f" ×{n}" if len(ranked) > 1 else "")
+            for (where, line), n in ranked
+        ]
+        row = wanted[key]
+        row["created_at"] = ", ".join(labels)
+        lines = [line for (_where, line), _n in ranked if line is not None]
+        if lines:
+            row["cell_line"] = lines[0]
 
 
 #: Items of a list, tuple or dict looked into for the arrays it holds, at a failure.
