@@ -129,3 +129,25 @@ def test_torch_xla_a_cell_that_keeps_more_tensors_each_run_is_a_warning(run, xla
     assert "keeps 3 more live device tensors every run (its last 2 runs)" in leak.iloc[0]["title"]
     assert "loss.item()" in leak.iloc[0]["advice"]
     run("xm_losses.clear()")
+
+
+def test_torch_xla_runs_of_a_graph_compiled_in_an_earlier_cell_keep_its_peak(run, xla_shell):
+    """A graph compiled in one profiled cell and run again in the next: its runs there carry
+    the compiled peak (inputs + outputs + intermediates - aliased of its Post Compilation
+    Analysis), as the compiles row of the first cell says."""
+    cell = (
+        "%%xla_profile -b torch_xla -q --var prof\n"
+        "xm_p = torch.ones(48, 40, device=dev)\n"
+        "xm_q = (xm_p @ xm_p.T).relu().sum()\n"
+        "torch_xla.sync()"
+    )
+    run(cell)
+    compiles = xla_shell.user_ns["prof"].compiles
+    assert len(compiles) >= 1 and compiles["peak_bytes"].notna().all(), compiles
+    peaks = dict(zip(compiles["graph"], compiles["peak_bytes"], strict=True))
+    run(cell)
+    prof = xla_shell.user_ns["prof"]
+    assert prof.compiles.empty
+    runs = prof.executions.dropna(subset=["graph"])
+    assert not runs.empty and set(runs["graph"]) <= set(peaks), prof.executions
+    assert [peaks[g] for g in runs["graph"]] == list(runs["peak_bytes"])

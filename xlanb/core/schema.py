@@ -539,6 +539,15 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _OUTPUTS,
         _STACK,
         _DEBUG_LINE,
+        _c(
+            "peak_bytes",
+            "float64",
+            "bytes",
+            "the compiled peak memory of the row's program (JAX: of the function's latest "
+            "compile seen in a capture; torch_xla: inputs + outputs + intermediates - aliased "
+            "of its Post Compilation Analysis), also when it was compiled in an earlier cell",
+            ("jax", "torch_xla"),
+        ),
         _rank(),
     ),
     "fallbacks": (

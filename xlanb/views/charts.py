@@ -20,6 +20,7 @@ import pandas as pd
 from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, headline_host_kinds
+from xlanb.formats.jax_text import strip_jit
 from xlanb.views.escape import escape
 from xlanb.views.summary import time_unit
 
@@ -313,12 +314,18 @@ def _bytes_unit(largest: float) -> tuple[str, float]:
     return "B", 1.0
 
 
-def memory_lane(profile: Profile, events: pd.DataFrame) -> list[dict[str, Any]]:
+def _program_key(name: str) -> str:
+    """``jit(train step)`` and its HLO module ``jit_train_step`` (the trace's name of a program
+    compiled in an earlier cell) as one key; a torch_xla graph hash as itself."""
+    return re.sub(r"\W", "_", strip_jit(name.removeprefix("jit_")))
+
+
+def memory_lane(profile: Profile) -> list[dict[str, Any]]:
     """The memory lane's series, times in seconds after the cell started: ``live`` (live
     device memory before and after the cell), ``in use`` (the allocators' bytes in use after
     each allocation and free, from the device trace: GPU/TPU), ``peak`` (each program's
-    compiled peak, at each of its runs in the timeline's device rows `events`); [] when the
-    profile knows none of them. Each: name, x, y (bytes), text."""
+    compiled peak, at each of its device runs, also when it was compiled in an earlier cell);
+    [] when the profile knows none of them. Each: name, kind, x, y (bytes), text."""
     series: list[dict[str, Any]] = []
     live = profile.live_arrays
     if not live.empty:
@@ -347,24 +354,33 @@ def memory_lane(profile: Profile, events: pd.DataFrame) -> list[dict[str, Any]]:
                 "text": ["allocator bytes in use"] * len(rows),
             }
         )
-    compiles = profile.compiles
-    if "peak_bytes" in compiles.columns and not events.empty:
-        peaks = compiles.dropna(subset=["peak_bytes"]).drop_duplicates("graph", keep="last")
-        by_row = {
-            f"device {str(g)[:16]}": (str(g), float(p))
-            for g, p in zip(peaks["graph"], peaks["peak_bytes"], strict=True)
-        }
-        runs = events[(events["lane"] == "device") & events["row"].isin(list(by_row))]
-        if not runs.empty:
-            series.append(
-                {
-                    "name": "program peak",
-                    "kind": "peak",
-                    "x": runs["start"].round(6).tolist(),
-                    "y": [by_row[row][1] for row in runs["row"]],
-                    "text": [f"{by_row[row][0]} compiled peak" for row in runs["row"]],
-                }
-            )
+    peaks: dict[str, tuple[str, float]] = {}
+    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
+        if "peak_bytes" in frame.columns:
+            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
+                if isinstance(graph, str) and peak == peak:
+                    peaks[_program_key(graph)] = (graph, float(peak))
+    spans = profile.spans
+    runs = spans[spans["lane"] == "device"] if peaks and not spans.empty else spans.iloc[:0]
+    points: list[tuple[float, str, float]] = []
+    for graph, rows in runs.groupby(runs["graph"].fillna(runs["name"]).astype(str), sort=False):
+        known = peaks.get(_program_key(graph))
+        if known is None:
+            continue
+        starts = (rows["start"] - profile.started_at).to_numpy(dtype=float)
+        step = max(len(starts) // ROW_BARS, 1)  # as many markers as the timeline draws bars
+        points.extend((float(start), known[0], known[1]) for start in starts[::step])
+    if points:
+        points.sort()
+        series.append(
+            {
+                "name": "program peak",
+                "kind": "peak",
+                "x": [round(start, 6) for start, _graph, _peak in points],
+                "y": [peak for _start, _graph, peak in points],
+                "text": [f"{graph} compiled peak" for _start, graph, _peak in points],
+            }
+        )
     return series
 
 
@@ -399,7 +415,7 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
             }
         )
     count = events["row"].nunique()
-    memory = memory_lane(profile, events)
+    memory = memory_lane(profile)
     lane_px = 130 if memory else 0
     layout = _base_layout(height_px=min(150 + 22 * count, 600) + lane_px)
     layout["margin"]["l"] = 170

@@ -204,6 +204,9 @@ def _executions_by_graph(profile: Profile) -> pd.DataFrame:
         for s, c in zip(grouped["seconds"], grouped["count"], strict=True)
     ]
     grouped["seconds"] = [format_seconds(s) for s in grouped["seconds"]]
+    if "peak_bytes" in executions.columns:
+        peaks = executions.groupby(keys, sort=False)["peak_bytes"].max()
+        grouped["peak_memory"] = [format_bytes(v) for v in peaks]
     if "flops_per_second" in executions.columns:
         rates = executions.groupby(keys, sort=False).agg(
             flops=("flops_per_second", "max"), bound=("bound", "first")
@@ -327,6 +330,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                     _with_rank(
                         profile.executions,
                         ["backend", "graph", "count", "seconds", "mean"]
+                        + (["peak_memory"] if "peak_bytes" in profile.executions.columns else [])
                         + (
                             ["GFLOP/s", "bound"]
                             if "flops_per_second" in profile.executions.columns

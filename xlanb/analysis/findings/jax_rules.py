@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
-from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs, made_at
+from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes, format_seconds
 from xlanb.core.words import counted
@@ -241,9 +241,7 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
     if grown < GROWTH_BYTES or len(growing_runs(live, jax_text.BACKEND)) >= LEAK_RUNS:
         return []  # nothing much, or memory_leak_across_cells says more
     left = live[live["snapshot"] == "left alive"].head(3)
-    kept = ", ".join(
-        f"{row.shape} ×{row.count}{made_at(row)}" for row in left.itertuples() if row.count
-    )
+    kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
     arrays = int(totals.loc["after", "count"] - totals.loc["before", "count"])
     return [
         {

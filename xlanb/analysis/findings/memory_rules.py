@@ -16,17 +16,9 @@ from xlanb.formats.oom_text import out_of_memory
 LEAK_RUNS = 2
 
 
-def made_at(row) -> str:
-    """` (cell line 3)`: where a `left alive` group was made, when known."""
-    where = getattr(row, "created_at", None)
-    return f" ({where})" if isinstance(where, str) and where else ""
-
-
 def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
     """(arrays, bytes) grown by each of the last runs of the cell in a row that grew live
-    device memory, this run the last; [] when this run did not grow it. Where the runtime
-    cannot say the bytes (NaN: torch_xla on the CPU), a run grew it when it kept more
-    arrays."""
+    device memory, this run the last; [] when this run did not grow it."""
     rows = live[live["backend"] == backend]
     ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
     if not {"before", "after"} <= set(ends.index):
@@ -43,7 +35,7 @@ def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
     )
     grown: list[tuple[int, float]] = []
     for count, size in reversed(runs):
-        if count <= 0 or (size == size and not size > 0):
+        if count <= 0 or not size > 0:
             break
         grown.insert(0, (count, size))
     return grown
@@ -64,29 +56,20 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         per_run = sum(size for _count, size in runs) / len(runs)
         arrays = sum(count for count, _size in runs)
         left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")].head(3)
-        kept = ", ".join(
-            f"{row.shape} ×{row.count}{made_at(row)}" for row in left.itertuples() if row.count
-        )
-        noun = "tensor" if backend == "torch_xla" else "array"
-        if per_run == per_run:
-            grows = f"{format_bytes(per_run)} more live device memory"
-            held = f"{counted(arrays, noun)} ({format_bytes(sum(s for _c, s in runs))})"
-        else:  # the runtime counts its tensors but cannot say their bytes
-            grows = f"{counted(round(arrays / len(runs)), 'more live device ' + noun)}"
-            held = counted(arrays, noun)
+        kept = ", ".join(f"{row.shape} ×{row.count}" for row in left.itertuples() if row.count)
         findings.append(
             {
                 "severity": "warning",
-                "title": f"{profile.name} keeps {grows} every run (its last "
-                f"{counted(len(runs), 'run')})",
-                "detail": f"{held} kept by these runs and "
+                "title": f"{profile.name} keeps {format_bytes(per_run)} more live device "
+                f"memory every run (its last {counted(len(runs), 'run')})",
+                "detail": f"{counted(arrays, 'array')} "
+                f"({format_bytes(sum(size for _count, size in runs))}) kept by these runs and "
                 f"still alive. This run kept: {kept or '-'}. Run by run it will run out of "
                 "device memory: results appended to a list, or a cache that only grows, keep "
                 "every step's arrays on the device.",
-                "advice": "Keep host values ("
-                + ("loss.item(), t.cpu()" if noun == "tensor" else "float(loss), jax.device_get(x)")
-                + f") instead of device {noun}s, keep only the latest result, or clear the list "
-                "(del, .clear()) when you no longer need it.",
+                "advice": "Keep host values (float(loss), jax.device_get(x)) instead of device "
+                "arrays, keep only the latest result, or clear the list (del, .clear()) "
+                "when you no longer need it.",
             }
         )
     return findings
@@ -205,3 +188,44 @@ def _static_needs(compiles: pd.DataFrame) -> list[str]:
         ]
         parts.append(f"{row.graph} peak {format_bytes(float(row.peak_bytes))} ({', '.join(sizes)})")
     return parts
+
+
+def tensors_kept_across_cells(profile: Profile) -> list[Finding]:
+    """:func:`memory_leak_across_cells` for a runtime that counts its live tensors but cannot
+    say their bytes (torch_xla on the CPU: ``bytes`` NaN): the same cell kept more live
+    tensors on each of its last profiled runs."""
+    live = profile.live_arrays
+    if live.empty or not (live["snapshot"] == "earlier run").any():
+        return []
+    findings = []
+    for backend in dict.fromkeys(live["backend"].astype(str)):
+        rows = live[live["backend"] == backend]
+        ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
+        if not {"before", "after"} <= set(ends.index) or ends["bytes"].notna().any():
+            continue  # bytes known: memory_leak_across_cells says it
+        runs = [int(n) for n in rows.loc[rows["snapshot"] == "earlier run", "count"]]
+        runs.append(int(ends.loc["after", "count"] - ends.loc["before", "count"]))
+        grown = 0
+        for count in reversed(runs):
+            if count <= 0:
+                break
+            grown += 1
+        if grown < LEAK_RUNS:
+            continue
+        kept = runs[-grown:]
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{profile.name} keeps "
+                f"{counted(round(sum(kept) / grown), 'more live device tensor')} every run "
+                f"(its last {counted(grown, 'run')})",
+                "detail": f"{counted(sum(kept), 'tensor')} kept by these runs and still alive "
+                "(the runtime counts its tensors; on this device it cannot say their bytes). "
+                "Run by run it will run out of device memory: results appended to a list, or "
+                "a cache that only grows, keep every step's tensors on the device.",
+                "advice": "Keep host values (loss.item(), t.cpu()) instead of device tensors, "
+                "keep only the latest result, or clear the list (del, .clear()) when you no "
+                "longer need it.",
+            }
+        )
+    return findings

@@ -273,6 +273,24 @@ def _written_within(path: str, seconds: float) -> bool:
 def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
     for index, module in enumerate(modules):
         _module_graphs[module.name] = _graph_id(index, blocks, modules)
+    for index, block in enumerate(blocks):
+        if block.sizes:
+            _peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
+    while len(_peaks) > PEAKS_KEPT:
+        del _peaks[next(iter(_peaks))]
+
+
+#: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
+_peaks: dict[str, float] = {}
+PEAKS_KEPT = 4096
+
+
+def _execution_peaks(capture: Capture) -> None:
+    """``executions.peak_bytes``: the compiled peak of each run's graph, where known."""
+    for row in capture.rows.get("executions", []):
+        peak = _peaks.get(row["graph"]) if isinstance(row.get("graph"), str) else None
+        if peak is not None:
+            row["peak_bytes"] = peak
 
 
 def _execute_totals(metrics) -> tuple[int, float]:
@@ -413,6 +431,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
             capture.rows["spans"].extend(
                 _untraced_runs(token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at)
             )
+    _execution_peaks(capture)
     if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
     if not switches.value("PT_XLA_DEBUG_FILE"):

@@ -104,13 +104,7 @@ from xlanb.capture.backends.jax.events import (
     Frame,
     UnusedDonation,
 )
-from xlanb.capture.backends.jax.state import (
-    SAMPLE_LIMIT,
-    STATE,
-    CallStats,
-    LiveSnapshot,
-    Restore,
-)
+from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
 from xlanb.formats.buffer_assignment import Temporary, temporaries_from_proto
 from xlanb.formats.python_frames import frame_location
 
@@ -856,6 +850,16 @@ def hlo_text(executable) -> str | None:
             return "\n\n".join(executable.get_hlo_text())
         except Exception:
             return None
+
+
+class LiveSnapshot(NamedTuple):
+    """The live arrays at one moment: their count and device bytes, and weak references to
+    the newest of them (the client lists its arrays newest first: what a cell makes comes
+    before them in a later listing)."""
+
+    count: int
+    bytes: float
+    newest: tuple[weakref.ref, ...] = ()
 
 
 #: Newest arrays of a snapshot remembered (weakly) to find where the arrays made after it end.

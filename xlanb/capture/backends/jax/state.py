@@ -22,11 +22,10 @@ from __future__ import annotations
 import math
 import sys
 import threading
-import weakref
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from xlanb.capture import device_trace
 from xlanb.capture.backends.jax.events import (
@@ -48,16 +47,6 @@ MAX_READ_PLACES = 10_000
 #: Places whose host inputs are told apart; inputs from more places are counted for their
 #: function and type with no stack (the totals stay exact).
 MAX_TRANSFER_PLACES = 10_000
-
-
-class LiveSnapshot(NamedTuple):
-    """The live arrays at one moment: their count and device bytes, and weak references to
-    the newest of them (the client lists its arrays newest first: what a cell makes comes
-    before them in a later listing)."""
-
-    count: int
-    bytes: float
-    newest: tuple[weakref.ref, ...] = ()
 
 
 @dataclass(eq=False, slots=True)
@@ -112,8 +101,8 @@ class Token:
     thread: int = 0
     #: Each place's read count when the capture began.
     reads: dict[tuple, int] = field(default_factory=dict)
-    #: The live arrays when the capture began.
-    live: LiveSnapshot = field(default_factory=lambda: LiveSnapshot(0, float("nan")))
+    #: The live arrays when the capture began (a ``hooks.LiveSnapshot``).
+    live: Any = None
 
 
 @dataclass(eq=False)
@@ -139,6 +128,8 @@ class Session:
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)
+    #: Peak memory of each function's latest compile seen in a capture, for its later runs.
+    peaks: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)
