@@ -39,7 +39,7 @@ def main() -> int:
     from xlanb.capture import cell_memory
     from xlanb.capture.backends.base import Capture
     from xlanb.capture.backends.jax import hooks
-    from xlanb.capture.backends.jax.state import STATE, LiveSnapshot, Restore
+    from xlanb.capture.backends.jax.state import STATE, Restore
 
     figures: dict[str, float] = {}
     source = "%%xla_profile\nfor step in range(100):\n    losses.append(step_fn(x))\n"
@@ -82,7 +82,7 @@ def main() -> int:
         kept.extend(jnp.ones(4) for _ in range(count - len(kept)))
         jax.block_until_ready(kept)
         seconds = median_seconds(
-            lambda: hooks.live_at_failure(LiveSnapshot(0, 0.0), error), args.repeats
+            lambda: hooks.live_at_failure(hooks.LiveSnapshot(0, 0.0), error), args.repeats
         )
         figures[f"out-of-memory report, {count} arrays: ms"] = seconds * 1e3
     for name, value in figures.items():
