@@ -34,3 +34,14 @@ def test_temporaries_come_largest_first_and_not_from_the_used_values_listing():
 def test_no_temporaries_in_what_does_not_parse():
     assert temporaries_from_text("") == []
     assert temporaries_from_proto(b"\xff\xff", b"") == []
+
+
+def test_a_dump_directorys_profile_has_each_programs_temporaries_with_their_source():
+    """`xlanb report DIR` of JAX's dump: jit_step's temporaries, located by the optimized
+    module's metadata (the workload's line 4)."""
+    from xlanb.offline.xla_dump import load_dump_dir
+
+    temps = load_dump_dir(DATA / "jax_dump").temporaries
+    step = temps[(temps["graph"] == "jit_step") & (temps["op"] == "dot_general.1")].iloc[0]
+    assert (step["shape"], step["bytes"]) == ("f32[4,2]", 32.0)
+    assert step["source_file"].endswith("jax_workload.py") and step["source_line"] == 4

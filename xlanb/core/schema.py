@@ -854,33 +854,45 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _rank(),
     ),
     "temporaries": (
-        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla")),
-        _r("graph", "str", "", "the program", ("jax", "torch_xla")),
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla", "xla_dump")),
+        _r("graph", "str", "", "the program", ("jax", "torch_xla", "xla_dump")),
         _r(
             "op",
             "str",
             "",
             "the HLO instruction whose result the buffer holds (optimized module)",
-            ("jax", "torch_xla"),
+            ("jax", "torch_xla", "xla_dump"),
         ),
-        _r("shape", "str", "", "`f32[256,512]`", ("jax", "torch_xla")),
+        _r("shape", "str", "", "`f32[256,512]`", ("jax", "torch_xla", "xla_dump")),
         _r(
             "bytes",
             "float64",
             "bytes",
             "the buffer's size (buffers of one allocation share memory at different times: "
             "sizes do not add up to the temporaries' total)",
-            ("jax", "torch_xla"),
+            ("jax", "torch_xla", "xla_dump"),
         ),
-        _r("source_file", "str", "", "source file of the op (HLO metadata)", ("jax", "torch_xla")),
+        _r(
+            "source_file",
+            "str",
+            "",
+            "source file of the op (HLO metadata)",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
         _r(
             "source_line",
             "Int64",
             "line",
             "source line of the op (HLO metadata)",
-            ("jax", "torch_xla"),
+            ("jax", "torch_xla", "xla_dump"),
         ),
-        _r("cell_line", "Int64", "line", "line in the profiled cell", ("jax", "torch_xla")),
+        _r(
+            "cell_line",
+            "Int64",
+            "line",
+            "line in the profiled cell",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
         _c("opcode", "str", "", "the instruction's opcode (`fusion`, `dot`)", ("jax",)),
         _c("compile_id", "Int64", "", "the `compiles` row's `compile_id`", ("jax",)),
         _rank(),
@@ -916,8 +928,8 @@ FRAME_ROWS: dict[str, str] = {
     "(JAX's `jax.live_arrays()`; torch_xla: live XLA tensors, counted); none when the cell "
     "changed nothing",
     "temporaries": "the 5 largest temporary buffers of each program compiled, from its buffer "
-    "assignment (JAX: the compiled executable's; torch_xla: its dump's "
-    "`*-buffer-assignment.txt`)",
+    "assignment (JAX: the compiled executable's; torch_xla, and `xlanb report` of an XLA "
+    "dump: the dump's `*-buffer-assignment.txt`)",
 }
 
 #: Required columns of each Profile frame, in order. Writers may add the optional columns

@@ -16,7 +16,7 @@ Two sources, one answer (:class:`Temporary` rows, largest first):
 A temporary is a buffer of an allocation that is not an entry parameter, a constant, thread-local
 (scalars of a loop body) or live out (the outputs, and buffers that reuse their memory).
 Buffers of one allocation share its memory at their offsets: their sizes overlap in time, so
-the list says what is big, not what adds up. Imports nothing from ``xlanb`` but text helpers.
+the list says what is big, not what adds up.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
+
+from xlanb.formats.hlo_text import hlo_op_sources
 
 #: Temporaries kept per program (largest first).
 TEMPORARIES_KEPT = 5
@@ -236,3 +238,35 @@ def _shape_at(shape: Any, index: list[int]) -> str:
         return f"({', '.join(_shape_at(part, []) for part in shape.tuple_shapes)})"
     element = _ELEMENT_TYPES.get(shape.element_type, f"type{shape.element_type}")
     return f"{element}[{','.join(map(str, shape.dimensions))}]"
+
+
+def temporary_rows(
+    backend: str,
+    graph: str,
+    temporaries: list[Temporary],
+    hlo_text: str | None,
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+) -> list[dict[str, Any]]:
+    """``temporaries`` rows of one program, each located by its instruction's HLO metadata in
+    `hlo_text` (the optimized module) where it has one (a CPU thunk's ``.clone`` as its
+    instruction); ``cell_line`` where that is the cell (`cell_filename`)."""
+    sources = hlo_op_sources(hlo_text, cell_filename) if hlo_text else {}
+    rows = []
+    for temporary in temporaries:
+        source = sources.get(temporary.op) or sources.get(temporary.op.removesuffix(".clone"))
+        in_cell = source is not None and cell_filename is not None and source.file == cell_filename
+        row: dict[str, Any] = {
+            "backend": backend,
+            "graph": graph,
+            "op": temporary.op,
+            "shape": temporary.shape,
+            "bytes": float(temporary.bytes),
+            "source_file": source.file if source else None,
+            "source_line": source.line if source else None,
+            "cell_line": source.line + cell_line_offset if in_cell and source else None,
+        }
+        if temporary.opcode:
+            row["opcode"] = temporary.opcode
+        rows.append(row)
+    return rows

@@ -23,9 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from xlanb.capture.device_trace import WINDOW_RUNS
-from xlanb.formats.buffer_assignment import Temporary
 from xlanb.formats.counters import fallback_cause
-from xlanb.formats.hlo_text import hlo_op_sources
 from xlanb.formats.python_frames import frame_location
 
 
@@ -123,33 +121,3 @@ def location_fields(
     """``location`` (file:line) and ``cell_line`` (as the editor numbers it, or None) of the
     frame to blame, for this capture's cell."""
     return frame_location(frames, options.cell_filename, options.cell_line_offset)
-
-
-def temporary_rows(
-    backend: str,
-    graph: str,
-    temporaries: Sequence[Temporary],
-    hlo_text: str | None,
-    options: CaptureOptions,
-) -> list[dict[str, Any]]:
-    """``temporaries`` rows of one program, each located by its instruction's HLO metadata
-    in `hlo_text` (the optimized module) where it has one."""
-    sources = hlo_op_sources(hlo_text, options.cell_filename) if hlo_text else {}
-    rows = []
-    for temporary in temporaries:
-        source = sources.get(temporary.op) or sources.get(temporary.op.removesuffix(".clone"))
-        in_cell = source is not None and source.file == options.cell_filename
-        row: dict[str, Any] = {
-            "backend": backend,
-            "graph": graph,
-            "op": temporary.op,
-            "shape": temporary.shape,
-            "bytes": float(temporary.bytes),
-            "source_file": source.file if source else None,
-            "source_line": source.line if source else None,
-            "cell_line": source.line + options.cell_line_offset if in_cell and source else None,
-        }
-        if temporary.opcode:
-            row["opcode"] = temporary.opcode
-        rows.append(row)
-    return rows

@@ -26,9 +26,8 @@ from xlanb.capture.backends.base import (
     fallback_progress,
     history_location,
     location_fields,
-    temporary_rows,
 )
-from xlanb.formats.buffer_assignment import temporaries_from_text
+from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
@@ -722,7 +721,14 @@ def _add_graphs(
     for index, module in enumerate(modules):
         graph = _graph_id(index, blocks, modules)
         temporaries = temporaries_from_text(module.buffer_assignment)
-        for row in temporary_rows(NAME, graph, temporaries, module.hlo_optimized, options):
+        for row in temporary_rows(
+            NAME,
+            graph,
+            temporaries,
+            module.hlo_optimized,
+            options.cell_filename,
+            options.cell_line_offset,
+        ):
             capture.add("temporaries", row)
         for kind, text in (("hlo", module.hlo), ("hlo_optimized", module.hlo_optimized)):
             if text:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from xlanb.capture import device_trace
-from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields, temporary_rows
+from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
 from xlanb.capture.backends.jax import hooks
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
@@ -36,6 +36,7 @@ from xlanb.capture.backends.jax.events import (
 )
 from xlanb.capture.backends.jax.state import Session, Taken
 from xlanb.formats import jax_text
+from xlanb.formats.buffer_assignment import temporary_rows
 from xlanb.formats.counters import metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.jax_text import (
@@ -249,7 +250,10 @@ def _graph_rows(
                 "signature": signature,
             },
         )
-    for row in temporary_rows(NAME, name, hooks.temporaries(executable), hlo_text, options):
+    temporaries = hooks.temporaries(executable)
+    for row in temporary_rows(
+        NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
+    ):
         capture.add("temporaries", {**row, "compile_id": compile_id})
     if hlo_text is not None:
         capture.add(
