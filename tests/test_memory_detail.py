@@ -16,10 +16,12 @@ def jax_runtime(shell):
 
 
 def test_arrays_made_in_place_of_freed_ones_are_left_alive(run, shell):
-    """A cell that frees arrays and keeps as many new ones of the same shape: the new arrays
-    (whose Python objects take the freed ones' addresses) are what it left alive, all of them;
-    the live count stays the same."""
-    run("mt_state = [jnp.ones((64, 64)) * i for i in range(200)]")
+    """A cell that frees arrays and keeps as many new ones of the same shape (a step replacing
+    its parameters): the new arrays (whose Python objects take the freed ones' addresses) are
+    what it left alive, all of them and only them (not the older arrays of the same shape
+    still alive); the live count stays the same."""
+    run("mt_older = [jnp.ones((64, 64)) for i in range(50)]")  # alive, same shape, not made
+    run("mt_state = [jnp.ones((64, 64)) * i for i in range(200)]")  # the 200 newest arrays
     run(
         "%%xla_profile -b jax -q --var prof\n"
         "for i in range(200):\n    mt_state[i] = mt_state[i] + 1.0"
@@ -29,7 +31,7 @@ def test_arrays_made_in_place_of_freed_ones_are_left_alive(run, shell):
     assert ends.loc["after", "count"] == ends.loc["before", "count"]
     left = live[live["snapshot"] == "left alive"].set_index("shape")
     assert left.loc["float32[64,64]", "count"] == 200
-    run("del mt_state")
+    run("del mt_state, mt_older")
 
 
 def test_the_largest_temporaries_of_a_program_name_their_op_and_cell_line(run, shell):

@@ -863,7 +863,7 @@ class LiveSnapshot(NamedTuple):
 
 
 #: Newest arrays of a snapshot remembered (weakly) to find where the arrays made after it end.
-NEWEST_KEPT = 64
+NEWEST_KEPT = 4096
 
 _NO_SNAPSHOT = LiveSnapshot(0, float("nan"))
 _AVAL = operator.attrgetter("aval")
@@ -901,17 +901,22 @@ def live_arrays() -> LiveSnapshot:
 
 
 def made_since(arrays: list[Any], before: LiveSnapshot) -> list[Any]:
-    """The arrays of `arrays` (a listing, newest first) made after `before`: those listed ahead
-    of the first of its newest arrays still alive. Exact while one of them lives; when none
-    does, the arrays made before that sit ahead are counted too (all of them when
-    `before` had none remembered: then every array is new)."""
+    """The arrays of `arrays` (a listing, newest first) made after `before`. JAX lists an array
+    ahead of every older one, and a freed array leaves the others in order: the arrays made
+    since are exactly those ahead of the newest array of `before` still alive, the first of
+    its remembered newest (weak references: a dead one never matches a new array at its
+    address). Exact while one of the :data:`NEWEST_KEPT` newest lives; when a cell freed all of
+    them (every array is counted new then), or `before` had none."""
     if before.count == 0:
         return arrays
-    remembered = {id(array) for array in (ref() for ref in before.newest) if array is not None}
-    if not remembered:
+    for ref in before.newest:
+        boundary = ref()
+        if boundary is not None:
+            break
+    else:
         return arrays
     for position, array in enumerate(arrays):
-        if id(array) in remembered:
+        if array is boundary:
             return arrays[:position]
     return arrays
 
