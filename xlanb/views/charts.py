@@ -331,7 +331,10 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
     if not live.empty:
         ends = live[live["snapshot"].isin(("before", "after"))]
         for backend, rows in ends.groupby(ends["backend"].astype(str), sort=False):
-            sizes = rows.set_index("snapshot")["bytes"]
+            # all ranks of a merged run together, unknown (NaN) when one does not say
+            sizes = rows.groupby("snapshot")["bytes"].agg(
+                lambda b: float(b.sum()) if b.notna().all() else math.nan
+            )
             if {"before", "after"} <= set(sizes.index) and sizes.notna().all():
                 series.append(
                     {

@@ -149,8 +149,8 @@ def _live_tensors(counters: dict[str, int]) -> int:
     return int(counters.get("CreateXlaTensor") or 0) - int(counters.get("DestroyXlaTensor") or 0)
 
 
-#: Whether the device's allocator answered ``get_memory_info`` (None: not asked yet). The CPU
-#: client's raises UNIMPLEMENTED: asked once.
+#: Whether the device's allocator answered ``get_memory_info`` (empty: not asked yet). The
+#: CPU client's raises UNIMPLEMENTED: asked once.
 _memory_info: list[bool] = []
 
 

@@ -957,7 +957,10 @@ def left_alive(
     ]
     rows.sort(key=lambda row: -row["bytes"])
     rows = rows[:LEFT_ALIVE_GROUPS]
-    _creation_sites(rows, new, key_of, cell_filename, cell_line_offset)
+    try:
+        _creation_sites(rows, new, key_of, cell_filename, cell_line_offset)
+    except Exception:
+        pass  # where they were made is a detail: the counts stand without it
     return rows, count, size
 
 
