@@ -411,9 +411,12 @@ def _live_arrays(profile: Profile) -> str:
         return line
     rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
     columns = ["shape", "count", "size"]
-    if "created_at" in rows.columns:
-        rows = with_code(profile, rows.assign(created_at=rows["created_at"].fillna("")))
-        columns += ["created_at", "code"]
+    if "created_at" in rows.columns:  # where they were made: in the cell, or a file's line
+        rows = rows.assign(created_at=rows["created_at"].fillna(""))
+        columns.append("created_at")
+        if "cell_line" in rows.columns:
+            rows = with_code(profile, rows)
+            columns.append("code")
     return line + _section(
         "Left alive by the cell",
         int(left["count"].sum()),
