@@ -136,7 +136,7 @@ class _Token:
     notes: list[str] = field(default_factory=list)
     trace: device_trace.Trace | None = None
     #: The device allocator's bytes in use when the capture began (NaN where it keeps none).
-    device_bytes: float = math.nan
+    device_bytes: float = field(default_factory=lambda: _device_bytes())
 
 
 def _counters(metrics) -> dict[str, int]:
@@ -217,7 +217,6 @@ def begin(options: CaptureOptions) -> _Token:
         if data is not None:
             totals[name] = (data[0], data[1])
     token = _Token(time.time(), _counters(metrics), totals, debug_file, dump_dir, seen)
-    token.device_bytes = _device_bytes()
     if options.device_trace:
         token.trace, note = device_trace.start(
             NAME,
