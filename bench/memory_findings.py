@@ -81,7 +81,9 @@ def main() -> int:
     for count in (1_000, 10_000):
         kept.extend(jnp.ones(4) for _ in range(count - len(kept)))
         jax.block_until_ready(kept)
-        seconds = median_seconds(lambda: hooks.live_at_failure(set(), error), args.repeats)
+        seconds = median_seconds(
+            lambda: hooks.live_at_failure(hooks.LiveSnapshot(0, 0.0), error), args.repeats
+        )
         figures[f"out-of-memory report, {count} arrays: ms"] = seconds * 1e3
     for name, value in figures.items():
         print(f"{name:>48}: {value:.3f}")

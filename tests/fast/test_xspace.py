@@ -443,3 +443,11 @@ def test_matches_jax_profile_data(jax_space):
     ]
     assert len(ours) == len(expected) > 100
     assert sorted(ours, key=repr) == sorted(expected, key=repr)
+
+
+@pytest.mark.parametrize("pb", [JAX_PB, XLA_PB], ids=["jax", "torch_xla"])
+def test_cpu_traces_have_no_memory_events(pb):
+    """XLA:CPU records no allocator events: the memory frame is empty, with its columns (the
+    reader of GPU/TPU allocators' MemoryAllocation events has no real trace to check here)."""
+    memory = X.read_xspace(pb).memory
+    assert memory.empty and tuple(memory.columns) == X.MEMORY_COLUMNS

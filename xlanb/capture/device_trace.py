@@ -355,6 +355,26 @@ def is_running() -> bool:
     return _running is not None
 
 
+#: The ``samples`` metric of the allocators' bytes in use from the trace's memory events.
+MEMORY_METRIC = "DeviceMemoryInUse"
+
+
+def memory_samples(backend: str, events: Any, window: tuple[float, float]) -> list[dict[str, Any]]:
+    """``samples`` rows of :data:`MEMORY_METRIC`: the bytes in use after each allocation or
+    free the trace recorded inside `window` (epoch seconds); none where the runtime records
+    no memory events (XLA:CPU)."""
+    memory = getattr(events, "memory", None)
+    if memory is None or memory.empty:
+        return []
+    inside = memory[
+        (memory["start_ns"] >= window[0] * 1e9) & (memory["start_ns"] <= window[1] * 1e9)
+    ]
+    return [
+        {"backend": backend, "metric": MEMORY_METRIC, "time": start / 1e9, "value": in_use}
+        for start, in_use in zip(inside["start_ns"], inside["bytes_in_use"], strict=True)
+    ]
+
+
 def rows(
     backend: str,
     events: Any,

@@ -68,6 +68,7 @@ class Profile:
     breakdown: pd.DataFrame = field(default_factory=lambda: empty_frame("breakdown"))
     step_times: pd.DataFrame = field(default_factory=lambda: empty_frame("step_times"))
     live_arrays: pd.DataFrame = field(default_factory=lambda: empty_frame("live_arrays"))
+    temporaries: pd.DataFrame = field(default_factory=lambda: empty_frame("temporaries"))
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """All frames by name."""

@@ -244,7 +244,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "metric",
             "str",
             "",
-            "the `metrics` row (`name`) the sample belongs to",
+            "the `metrics` row (`name`) the sample belongs to; `DeviceMemoryInUse`: an "
+            "allocator's bytes in use after each allocation or free in the device trace "
+            "(GPU/TPU; no `metrics` row)",
             (*_LIVE, "collectives"),
         ),
         _r("time", "float64", "epoch s", "when the event ended", (*_LIVE, "collectives")),
@@ -537,6 +539,15 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _OUTPUTS,
         _STACK,
         _DEBUG_LINE,
+        _c(
+            "peak_bytes",
+            "float64",
+            "bytes",
+            "the compiled peak memory of the row's program (JAX: of the function's latest "
+            "compile seen in a capture; torch_xla: inputs + outputs + intermediates - aliased "
+            "of its Post Compilation Analysis), also when it was compiled in an earlier cell",
+            ("jax", "torch_xla"),
+        ),
         _rank(),
     ),
     "fallbacks": (
@@ -785,7 +796,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _rank(),
     ),
     "live_arrays": (
-        _r("backend", "str", "", _BACKEND_MEANING, ("jax",)),
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla")),
         _r(
             "snapshot",
             "str",
@@ -796,12 +807,33 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "same cell, oldest first, up to 5: `count` and `bytes` added, negative when it freed), "
             "or `at failure` (every live array when the cell ran out of memory, by shape and "
             "dtype, the 20 largest groups), or `failed result` (arrays whose program failed then: "
-            "never allocated; `bytes` is what they needed)",
-            ("jax",),
+            "never allocated; `bytes` is what they needed). torch_xla: `before`/`after` and "
+            "`earlier run` only",
+            ("jax", "torch_xla"),
         ),
-        _r("shape", "str", "", "`f32[64,256]`; empty on the before/after rows", ("jax",)),
-        _r("count", "int64", "count", "live arrays", ("jax",)),
-        _r("bytes", "float64", "bytes", "their device bytes (`nbytes`)", ("jax",)),
+        _r(
+            "shape",
+            "str",
+            "",
+            "`f32[64,256]`; empty on the before/after rows",
+            ("jax", "torch_xla"),
+        ),
+        _r(
+            "count",
+            "int64",
+            "count",
+            "live arrays (torch_xla: live XLA tensors, its CreateXlaTensor less DestroyXlaTensor "
+            "counters)",
+            ("jax", "torch_xla"),
+        ),
+        _r(
+            "bytes",
+            "float64",
+            "bytes",
+            "their device bytes (`nbytes`); torch_xla: the device allocator's bytes in use "
+            "(`xm.get_memory_info`), NaN where it keeps none (the CPU)",
+            ("jax", "torch_xla"),
+        ),
         _c(
             "origin",
             "str",
@@ -810,6 +842,66 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "`x in step`) and whether the cell made them",
             ("jax",),
         ),
+        _c(
+            "created_at",
+            "str",
+            "",
+            "`left alive` rows: where the group's newest arrays (up to 4) were made, from the "
+            "Python stack JAX keeps with each array: `cell line 3`, else `file:line`; the most "
+            "common first, `×n` each when they differ",
+            ("jax",),
+        ),
+        _c(
+            "cell_line",
+            "Int64",
+            "line",
+            "`left alive` rows: the cell line that made most of them",
+            ("jax",),
+        ),
+        _rank(),
+    ),
+    "temporaries": (
+        _r("backend", "str", "", _BACKEND_MEANING, ("jax", "torch_xla", "xla_dump")),
+        _r("graph", "str", "", "the program", ("jax", "torch_xla", "xla_dump")),
+        _r(
+            "op",
+            "str",
+            "",
+            "the HLO instruction whose result the buffer holds (optimized module)",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
+        _r("shape", "str", "", "`f32[256,512]`", ("jax", "torch_xla", "xla_dump")),
+        _r(
+            "bytes",
+            "float64",
+            "bytes",
+            "the buffer's size (buffers of one allocation share memory at different times: "
+            "sizes do not add up to the temporaries' total)",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
+        _r(
+            "source_file",
+            "str",
+            "",
+            "source file of the op (HLO metadata)",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
+        _r(
+            "source_line",
+            "Int64",
+            "line",
+            "source line of the op (HLO metadata)",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
+        _r(
+            "cell_line",
+            "Int64",
+            "line",
+            "line in the profiled cell",
+            ("jax", "torch_xla", "xla_dump"),
+        ),
+        _c("opcode", "str", "", "the instruction's opcode (`fusion`, `dot`)", ("jax",)),
+        _c("compile_id", "Int64", "", "the `compiles` row's `compile_id`", ("jax",)),
         _rank(),
     ),
 }
@@ -840,7 +932,11 @@ FRAME_ROWS: dict[str, str] = {
     "breakdown": "the capture's wall time split into exclusive buckets",
     "ops": "per program and HLO op: device time, count, cost and source line",
     "live_arrays": "live device arrays before and after the cell, and those it left alive "
-    "(JAX's `jax.live_arrays()`); none when the cell changed nothing",
+    "(JAX's `jax.live_arrays()`; torch_xla: live XLA tensors, counted); none when the cell "
+    "changed nothing",
+    "temporaries": "the 5 largest temporary buffers of each program compiled, from its buffer "
+    "assignment (JAX: the compiled executable's; torch_xla, and `xlanb report` of an XLA "
+    "dump: the dump's `*-buffer-assignment.txt`)",
 }
 
 #: Required columns of each Profile frame, in order. Writers may add the optional columns

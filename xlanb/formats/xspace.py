@@ -320,6 +320,11 @@ EVENT_COLUMNS = (
     "kind",
 )
 
+#: Events an allocator records on each allocation and free while tracing (tsl's BFC allocator,
+#: GPU/TPU clients), with the bytes it holds in use after it in the ``bytes_allocated`` stat.
+MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
+MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
+
 # Stat name -> events column.
 _STAT_COLUMNS = {
     "hlo_op": "hlo_op",
@@ -362,6 +367,10 @@ class XSpaceEvents:
     profile_stop_ns: int | None = None
     #: True when line timestamps were relative to ``profile_start_ns`` and were shifted.
     normalized: bool = False
+    #: The allocators' memory events (:func:`memory_events`): ``start_ns``, ``allocator``,
+    #: ``bytes_in_use`` after the event, ``peak_bytes_in_use``; empty when the trace has none
+    #: (XLA:CPU writes none).
+    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS))
 
     @property
     def planes(self) -> list[str]:
@@ -558,6 +567,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
         stat_values,
     )
     return XSpaceEvents(
+        memory=memory_events(space, start),
         path=source,
         events=events,
         hostnames=list(space.hostnames),
@@ -568,6 +578,48 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
         profile_stop_ns=stop,
         normalized=normalized,
     )
+
+
+def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
+    """The ``MemoryAllocation``/``MemoryDeallocation`` events of a parsed XSpace (GPU/TPU
+    allocators; none on XLA:CPU), in time order: when (epoch ns, line timestamps relative to
+    `start` shifted as for the events), which allocator, the bytes it holds in use after the
+    event (``bytes_allocated``) and its peak so far (``peak_bytes_in_use``). Written from the
+    allocator's stat names (tsl ``bfc_allocator.cc``); not checked against a real GPU/TPU
+    trace: this machine has none."""
+    rows: list[tuple[int, str, float, float]] = []
+    for plane in space.planes:
+        memory_ids = {
+            mid for mid, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES
+        }
+        if not memory_ids:
+            continue
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for line in plane.lines:
+            ts = line.timestamp_ns
+            if start is not None and ts < start // 2:
+                ts += start
+            for event in line.events:
+                if event.metadata_id not in memory_ids:
+                    continue
+                stats = {
+                    stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
+                    for stat in event.stats
+                }
+                in_use = stats.get("bytes_allocated")
+                if not isinstance(in_use, int | float):
+                    continue
+                peak = stats.get("peak_bytes_in_use")
+                rows.append(
+                    (
+                        ts + event.offset_ps // 1000,
+                        str(stats.get("allocator_name") or line.name or plane.name),
+                        float(in_use),
+                        float(peak) if isinstance(peak, int | float) else np.nan,
+                    )
+                )
+    rows.sort()
+    return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
 
 
 def _events_frame(

@@ -31,6 +31,7 @@ from typing import Any
 
 from xlanb.core.errors import FormatError
 from xlanb.core.profile import Profile, make_frame
+from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
@@ -188,6 +189,19 @@ def load_dump_dir(path: str | os.PathLike) -> Profile:
         compiles.append(row)
     profile.graphs = make_frame("graphs", graphs)
     profile.compiles = make_frame("compiles", compiles)
+    profile.temporaries = make_frame(
+        "temporaries",
+        [
+            row
+            for module in modules
+            for row in temporary_rows(
+                backend,
+                module.name,
+                temporaries_from_text(module.buffer_assignment or ""),
+                module.optimized,
+            )
+        ],
+    )
     if backend != "jax":
         return finish(profile, [])
     # diagnose's live shape rule skips JAX (it reads JAX's own explanations): say it here.

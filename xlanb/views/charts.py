@@ -20,6 +20,7 @@ import pandas as pd
 from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, headline_host_kinds
+from xlanb.formats.jax_text import strip_jit
 from xlanb.views.escape import escape
 from xlanb.views.summary import time_unit
 
@@ -300,6 +301,92 @@ def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
     )
 
 
+#: Colours of the memory lane's traces.
+MEMORY_COLORS = {"live": "#1565c0", "in use": "#0277bd", "peak": "#c62828"}
+#: The ``samples`` metric of the device trace's memory events (``device_trace.MEMORY_METRIC``).
+MEMORY_METRIC = "DeviceMemoryInUse"
+
+
+def _bytes_unit(largest: float) -> tuple[str, float]:
+    for unit, factor in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if largest >= factor:
+            return unit, factor
+    return "B", 1.0
+
+
+def _program_key(name: str) -> str:
+    """``jit(train step)`` and its HLO module ``jit_train_step`` (the trace's name of a program
+    compiled in an earlier cell) as one key; a torch_xla graph hash as itself."""
+    return re.sub(r"\W", "_", strip_jit(name.removeprefix("jit_")))
+
+
+def memory_lane(profile: Profile) -> list[dict[str, Any]]:
+    """The memory lane's series, times in seconds after the cell started: ``live`` (live
+    device memory before and after the cell), ``in use`` (the allocators' bytes in use after
+    each allocation and free, from the device trace: GPU/TPU), ``peak`` (each program's
+    compiled peak, at each of its device runs, also when it was compiled in an earlier cell);
+    [] when the profile knows none of them. Each: name, kind, x, y (bytes), text."""
+    series: list[dict[str, Any]] = []
+    live = profile.live_arrays
+    if not live.empty:
+        ends = live[live["snapshot"].isin(("before", "after"))]
+        for backend, rows in ends.groupby(ends["backend"].astype(str), sort=False):
+            # all ranks of a merged run together, unknown (NaN) when one does not say
+            sizes = rows.groupby("snapshot")["bytes"].agg(
+                lambda b: float(b.sum()) if b.notna().all() else math.nan
+            )
+            if {"before", "after"} <= set(sizes.index) and sizes.notna().all():
+                series.append(
+                    {
+                        "name": f"live {backend}",
+                        "kind": "live",
+                        "x": [0.0, float(profile.wall_seconds)],
+                        "y": [float(sizes["before"]), float(sizes["after"])],
+                        "text": ["before the cell", "after the cell"],
+                    }
+                )
+    samples = profile.samples
+    in_use = samples[samples["metric"] == MEMORY_METRIC] if not samples.empty else samples
+    for backend, rows in in_use.groupby(in_use["backend"].astype(str), sort=False):
+        series.append(
+            {
+                "name": f"in use {backend}",
+                "kind": "in use",
+                "x": (rows["time"] - profile.started_at).round(6).tolist(),
+                "y": rows["value"].astype(float).tolist(),
+                "text": ["allocator bytes in use"] * len(rows),
+            }
+        )
+    peaks: dict[str, tuple[str, float]] = {}
+    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
+        if "peak_bytes" in frame.columns:
+            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
+                if isinstance(graph, str) and peak == peak:
+                    peaks[_program_key(graph)] = (graph, float(peak))
+    spans = profile.spans
+    runs = spans[spans["lane"] == "device"] if peaks and not spans.empty else spans.iloc[:0]
+    points: list[tuple[float, str, float]] = []
+    for graph, rows in runs.groupby(runs["graph"].fillna(runs["name"]).astype(str), sort=False):
+        known = peaks.get(_program_key(graph))
+        if known is None:
+            continue
+        starts = (rows["start"] - profile.started_at).to_numpy(dtype=float)
+        step = max(len(starts) // ROW_BARS, 1)  # as many markers as the timeline draws bars
+        points.extend((float(start), known[0], known[1]) for start in starts[::step])
+    if points:
+        points.sort()
+        series.append(
+            {
+                "name": "program peak",
+                "kind": "peak",
+                "x": [round(start, 6) for start, _graph, _peak in points],
+                "y": [peak for _start, _graph, peak in points],
+                "text": [f"{graph} compiled peak" for _start, graph, _peak in points],
+            }
+        )
+    return series
+
+
 def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
     """Device runs per program, compiles, transfers and waits over the cell's time: the
     intervals the time account is built from (the gaps are Python); under each program, its
@@ -331,7 +418,9 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
             }
         )
     count = events["row"].nunique()
-    layout = _base_layout(height_px=min(150 + 22 * count, 600))
+    memory = memory_lane(profile)
+    lane_px = 130 if memory else 0
+    layout = _base_layout(height_px=min(150 + 22 * count, 600) + lane_px)
     layout["margin"]["l"] = 170
     layout["margin"]["t"] = 60
     layout.update(
@@ -344,6 +433,32 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
             "legend": {"orientation": "h", "y": 1.02, "yanchor": "bottom", "font": {"color": INK}},
         }
     )
+    if memory:
+        share = lane_px / layout["height"]
+        largest = max(max(s["y"]) for s in memory)
+        memory_unit, memory_factor = _bytes_unit(largest)
+        layout["yaxis"]["domain"] = [share + 0.06, 1.0]
+        layout["yaxis2"] = _axis_style(
+            title=f"memory ({memory_unit})", domain=[0.0, share], rangemode="tozero", anchor="x"
+        )
+        for line in memory:
+            mode = {"live": "lines+markers", "in use": "lines", "peak": "markers"}[line["kind"]]
+            data.append(
+                {
+                    "type": "scatter",
+                    "mode": mode,
+                    "name": line["name"],
+                    "xaxis": "x",
+                    "yaxis": "y2",
+                    "x": [x * factor for x in line["x"]],
+                    "y": [round(y / memory_factor, 6) for y in line["y"]],
+                    "customdata": line["text"],
+                    "line": {"color": MEMORY_COLORS[line["kind"]], "shape": "hv"},
+                    "marker": {"color": MEMORY_COLORS[line["kind"]], "size": 5},
+                    "hovertemplate": f"%{{customdata}}<br>%{{y:.4g}} {memory_unit} at "
+                    f"%{{x:.4g}} {unit}<extra></extra>",
+                }
+            )
     return {"data": data, "layout": layout}
 
 
@@ -562,7 +677,8 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
         else:
             xs = [x for t in traces for x in t["x"]]
             ys = [y for t in traces for y in t["y"]]
-            x_lo, x_hi = min(xs), max(xs) or 1
+            # a lane under a timeline shares its time axis (the axis' range)
+            x_lo, x_hi = x_axis.get("range") or (min(xs), max(xs) or 1)
             y_hi = max(ys) or 1.0
             for t in traces:
                 points = [
@@ -573,8 +689,15 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
                     for x, y in zip(t["x"], t["y"], strict=True)
                 ]
                 color = t.get("line", t.get("marker", {})).get("color", INK)
+                path_points = points
+                if t.get("line", {}).get("shape") == "hv":  # steps: level until the next x
+                    path_points = [
+                        corner
+                        for here, after in zip(points, [*points[1:], None], strict=True)
+                        for corner in ([here] if after is None else [here, (after[0], here[1])])
+                    ]
                 if "lines" in t["mode"]:
-                    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+                    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in path_points)
                     parts.append(f'<polyline points="{path}" fill="none" stroke="{color}"/>')
                 if "markers" in t["mode"]:
                     for (px, py), label in zip(

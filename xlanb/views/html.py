@@ -9,6 +9,7 @@ value is escaped.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import pandas as pd
@@ -203,6 +204,9 @@ def _executions_by_graph(profile: Profile) -> pd.DataFrame:
         for s, c in zip(grouped["seconds"], grouped["count"], strict=True)
     ]
     grouped["seconds"] = [format_seconds(s) for s in grouped["seconds"]]
+    if "peak_bytes" in executions.columns:
+        peaks = executions.groupby(keys, sort=False)["peak_bytes"].max()
+        grouped["peak_memory"] = [format_bytes(v) for v in peaks]
     if "flops_per_second" in executions.columns:
         rates = executions.groupby(keys, sort=False).agg(
             flops=("flops_per_second", "max"), bound=("bound", "first")
@@ -266,6 +270,9 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     failure = _alive_at_failure(profile)
     if failure:
         parts.append(failure)
+    temporaries = _temporaries(profile)
+    if temporaries:
+        parts.append(temporaries)
     places = forced_sync_places(profile.executions)
     if not places.empty:
         parts.append(
@@ -323,6 +330,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
                     _with_rank(
                         profile.executions,
                         ["backend", "graph", "count", "seconds", "mean"]
+                        + (["peak_memory"] if "peak_bytes" in profile.executions.columns else [])
                         + (
                             ["GFLOP/s", "bound"]
                             if "flops_per_second" in profile.executions.columns
@@ -393,18 +401,26 @@ def _live_arrays(profile: Profile) -> str:
     left = live[live["snapshot"] == "left alive"]
     if int(before["count"]) == int(after["count"]) and left.empty:
         return ""
+    noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
     line = (
-        "<div class='xlanb-note'>live device arrays: "
+        f"<div class='xlanb-note'>live device {noun}: "
         f"{int(before['count']):,} ({escape(format_bytes(float(before['bytes'])))}) before, "
         f"{int(after['count']):,} ({escape(format_bytes(float(after['bytes'])))}) after</div>"
     )
     if left.empty:
         return line
     rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
+    columns = ["shape", "count", "size"]
+    if "created_at" in rows.columns:  # where they were made: in the cell, or a file's line
+        rows = rows.assign(created_at=rows["created_at"].fillna(""))
+        columns.append("created_at")
+        if "cell_line" in rows.columns:
+            rows = with_code(profile, rows)
+            columns.append("code")
     return line + _section(
         "Left alive by the cell",
         int(left["count"].sum()),
-        table(rows, ["shape", "count", "size", "backend"]),
+        table(rows, [*columns, "backend"]),
     )
 
 
@@ -428,6 +444,29 @@ def _alive_at_failure(profile: Profile) -> str:
         columns.append("origin")
     return _section(
         "Alive at the failure", int(rows["count"].sum()), table(rows, columns), open_=True
+    )
+
+
+def _temporaries(profile: Profile) -> str:
+    """A closed table of each program's largest temporary buffers (its HLO op, shape, size and
+    source line); "" when the profile has none."""
+    rows = profile.temporaries
+    if rows.empty:
+        return ""
+    rows = with_code(profile, rows).assign(
+        size=[format_bytes(float(b)) for b in rows["bytes"]],
+        source=[
+            f"{os.path.basename(str(f))}:{int(n)}" if isinstance(f, str) and not pd.isna(n) else ""
+            for f, n in zip(rows["source_file"], rows["source_line"], strict=True)
+        ],
+    )
+    columns = ["graph", "op", "shape", "size", "cell_line", "code", "source", "backend"]
+    return _section(
+        "Largest temporaries",
+        len(rows),
+        "<div class='xlanb-note'>the largest buffers each program holds while it runs "
+        "(sizes overlap in time: they do not add up)</div>"
+        + table(rows, _with_rank(rows, columns)),
     )
 
 

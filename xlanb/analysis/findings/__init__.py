@@ -25,6 +25,7 @@ from xlanb.analysis.findings.jax_rules import (
 from xlanb.analysis.findings.memory_rules import (
     memory_leak_across_cells,
     out_of_memory_failure,
+    tensors_kept_across_cells,
     unused_donation,
 )
 from xlanb.analysis.findings.rank_rules import (
@@ -61,6 +62,7 @@ __all__ = [
     "rank_health",
     "rank_skew",
     "recompilation",
+    "tensors_kept_across_cells",
     "unused_donation",
 ]
 
@@ -84,6 +86,7 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_eager_compiles,
     jax_memory_growth,
     memory_leak_across_cells,
+    tensors_kept_across_cells,
     unused_donation,
     *RANK_RULES,
 ]

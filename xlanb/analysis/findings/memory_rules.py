@@ -206,3 +206,44 @@ def _static_needs(compiles: pd.DataFrame) -> list[str]:
         ]
         parts.append(f"{row.graph} peak {format_bytes(float(row.peak_bytes))} ({', '.join(sizes)})")
     return parts
+
+
+def tensors_kept_across_cells(profile: Profile) -> list[Finding]:
+    """:func:`memory_leak_across_cells` for a runtime that counts its live tensors but cannot
+    say their bytes (torch_xla on the CPU: ``bytes`` NaN): the same cell kept more live
+    tensors on each of its last profiled runs."""
+    live = profile.live_arrays
+    if live.empty or not (live["snapshot"] == "earlier run").any():
+        return []
+    findings = []
+    for backend in dict.fromkeys(live["backend"].astype(str)):
+        rows = live[live["backend"] == backend]
+        ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
+        if not {"before", "after"} <= set(ends.index) or ends["bytes"].notna().any():
+            continue  # bytes known: memory_leak_across_cells says it
+        runs = [int(n) for n in rows.loc[rows["snapshot"] == "earlier run", "count"]]
+        runs.append(int(ends.loc["after", "count"] - ends.loc["before", "count"]))
+        grown = 0
+        for count in reversed(runs):
+            if count <= 0:
+                break
+            grown += 1
+        if grown < LEAK_RUNS:
+            continue
+        kept = runs[-grown:]
+        findings.append(
+            {
+                "severity": "warning",
+                "title": f"{profile.name} keeps "
+                f"{counted(round(sum(kept) / grown), 'more live device tensor')} every run "
+                f"(its last {counted(grown, 'run')})",
+                "detail": f"{counted(sum(kept), 'tensor')} kept by these runs and still alive "
+                "(the runtime counts its tensors; on this device it cannot say their bytes). "
+                "Run by run it will run out of device memory: results appended to a list, or "
+                "a cache that only grows, keep every step's tensors on the device.",
+                "advice": "Keep host values (loss.item(), t.cpu()) instead of device tensors, "
+                "keep only the latest result, or clear the list (del, .clear()) when you no "
+                "longer need it.",
+            }
+        )
+    return findings

@@ -27,6 +27,7 @@ from xlanb.capture.backends.base import (
     history_location,
     location_fields,
 )
+from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
@@ -140,10 +141,61 @@ class _Token:
     dump_seen: set[str] = field(default_factory=set)
     notes: list[str] = field(default_factory=list)
     trace: device_trace.Trace | None = None
+    #: The device allocator's bytes in use when the capture began (NaN where it keeps none).
+    device_bytes: float = field(default_factory=lambda: _device_bytes())
 
 
 def _counters(metrics) -> dict[str, int]:
     return {name: metrics.counter_value(name) for name in metrics.counter_names()}
+
+
+def _live_tensors(counters: dict[str, int]) -> int:
+    """XLA tensors alive: made less destroyed (the runtime's own counters; a tensor whose value
+    is still a pending graph counts too)."""
+    return int(counters.get("CreateXlaTensor") or 0) - int(counters.get("DestroyXlaTensor") or 0)
+
+
+#: Whether the device's allocator answered ``get_memory_info`` (empty: not asked yet). The
+#: CPU client's raises UNIMPLEMENTED: asked once.
+_memory_info: list[bool] = []
+
+
+def _device_bytes() -> float:
+    """Bytes in use in the device's allocator (``xm.get_memory_info``: GPU, TPU); NaN where it
+    keeps no statistics (the CPU)."""
+    if _memory_info and not _memory_info[0]:
+        return math.nan
+    try:
+        import torch_xla
+        import torch_xla.core.xla_model as xm
+
+        used = float(xm.get_memory_info(torch_xla.device())["bytes_used"])
+    except Exception:
+        _memory_info[:] = [False]
+        return math.nan
+    _memory_info[:] = [True]
+    return used
+
+
+def _live_rows(capture: Capture, token: _Token, counters_after: dict[str, int]) -> None:
+    """``live_arrays`` ``before``/``after``: the live XLA tensors, and the allocator's bytes in
+    use where the device keeps them (else NaN: unknown, never a guess); nothing when the cell
+    changed neither."""
+    count_before, count_after = _live_tensors(token.counters), _live_tensors(counters_after)
+    bytes_before, bytes_after = token.device_bytes, _device_bytes()
+    same_bytes = bytes_before == bytes_after or (
+        math.isnan(bytes_before) and math.isnan(bytes_after)
+    )
+    if count_before == count_after and same_bytes:
+        return
+    for snapshot, count, size in (
+        ("before", count_before, bytes_before),
+        ("after", count_after, bytes_after),
+    ):
+        capture.add(
+            "live_arrays",
+            {"backend": NAME, "snapshot": snapshot, "shape": "", "count": count, "bytes": size},
+        )
 
 
 def begin(options: CaptureOptions) -> _Token:
@@ -227,6 +279,24 @@ def _written_within(path: str, seconds: float) -> bool:
 def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
     for index, module in enumerate(modules):
         _module_graphs[module.name] = _graph_id(index, blocks, modules)
+    for index, block in enumerate(blocks):
+        if block.sizes:
+            _peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
+    while len(_peaks) > PEAKS_KEPT:
+        del _peaks[next(iter(_peaks))]
+
+
+#: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
+_peaks: dict[str, float] = {}
+PEAKS_KEPT = 4096
+
+
+def _execution_peaks(capture: Capture) -> None:
+    """``executions.peak_bytes``: the compiled peak of each run's graph, where known."""
+    for row in capture.rows.get("executions", []):
+        peak = _peaks.get(row["graph"]) if isinstance(row.get("graph"), str) else None
+        if peak is not None:
+            row["peak_bytes"] = peak
 
 
 def _execute_totals(metrics) -> tuple[int, float]:
@@ -304,7 +374,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
     metrics = _metrics_module()
     capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
-    counter_deltas = counter_rows(NAME, token.counters, _counters(metrics))
+    counters_after = _counters(metrics)
+    _live_rows(capture, token, counters_after)
+    counter_deltas = counter_rows(NAME, token.counters, counters_after)
     capture.rows["counters"] = counter_deltas
     capture.rows["fallbacks"] = fallback_rows(NAME, counter_deltas)
 
@@ -354,7 +426,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         capture, token, metrics, in_cell.get("ExecuteTime", []), execute_blocks, options
     )
     if options.graphs:
-        _add_graphs(capture, compile_blocks, modules)
+        _add_graphs(capture, compile_blocks, modules, options)
     if trace_events is not None:
         _trace_rows(capture, trace_events, (token.wall_start, ended_at), options)
         if token.trace is not None:
@@ -365,6 +437,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
             capture.rows["spans"].extend(
                 _untraced_runs(token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at)
             )
+    _execution_peaks(capture)
     if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
     if not switches.value("PT_XLA_DEBUG_FILE"):
@@ -471,6 +544,8 @@ def _trace_rows(
     )
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
+    for sample in device_trace.memory_samples(NAME, events, window):
+        capture.add("samples", sample)
     # at the default debug level the runtime does not say which graph a run ran: the traced
     # runs do (the runs after the trace's window stay unknown)
     device_trace.label_runs(capture.rows.get("executions", []), spans)
@@ -489,6 +564,7 @@ class _DumpModule:
     name: str
     hlo: str
     hlo_optimized: str
+    buffer_assignment: str = ""
 
 
 def _new_dump_modules(token: _Token) -> list[_DumpModule]:
@@ -522,12 +598,14 @@ def _dump_modules(
                     if f.startswith(prefix) and f.endswith("after_optimizations.txt")
                 ]
                 optimized = os.path.join(dump_dir, candidates[0]) if candidates else ""
+        assignment = optimized[: -len(".txt")] + "-buffer-assignment.txt" if optimized else ""
         modules.append(
             _DumpModule(
                 name.module_id,
                 name.module,
                 _read(os.path.join(dump_dir, filename)),
                 _read(optimized) if optimized else "",
+                _read(assignment) if assignment and os.path.exists(assignment) else "",
             )
         )
     modules.sort(key=lambda m: m.module_id)
@@ -641,9 +719,24 @@ def _add_executions(
             )
 
 
-def _add_graphs(capture: Capture, blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
+def _add_graphs(
+    capture: Capture,
+    blocks: list[AnalysisBlock],
+    modules: list[_DumpModule],
+    options: CaptureOptions,
+) -> None:
     for index, module in enumerate(modules):
         graph = _graph_id(index, blocks, modules)
+        temporaries = temporaries_from_text(module.buffer_assignment)
+        for row in temporary_rows(
+            NAME,
+            graph,
+            temporaries,
+            module.hlo_optimized,
+            options.cell_filename,
+            options.cell_line_offset,
+        ):
+            capture.add("temporaries", row)
         for kind, text in (("hlo", module.hlo), ("hlo_optimized", module.hlo_optimized)):
             if text:
                 capture.add(

@@ -222,7 +222,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
         token.trace if trace_events is not None else None,
     )
     capture.environment = _environment()
-    _live_rows(capture, token)
+    _live_rows(capture, token, options)
     if options.error is not None and out_of_memory(
         f"{type(options.error).__name__}: {options.error}"
     ):
@@ -233,16 +233,18 @@ def end(token: Token, options: CaptureOptions) -> Capture:
 def _failure_rows(capture: Capture, token: Token, error: BaseException) -> None:
     """``live_arrays`` ``at failure``: every live array when the cell ran out of memory, by
     shape and dtype, with what held them; the device's memory limit where it keeps one."""
-    for row in hooks.live_at_failure(token.live[0], error):
+    for row in hooks.live_at_failure(token.live, error):
         capture.add("live_arrays", {"backend": NAME, **row})
     capture.environment.update(hooks.device_memory())
 
 
-def _live_rows(capture: Capture, token: Token) -> None:
+def _live_rows(capture: Capture, token: Token, options: CaptureOptions) -> None:
     """``live_arrays``: all live arrays before and after the cell, and those it left alive;
     nothing when the cell changed nothing (a cell without JAX work has an empty profile)."""
-    _ids, count_before, bytes_before = token.live
-    left, count_after, bytes_after = hooks.left_alive(token.live[0])
+    count_before, bytes_before = token.live.count, token.live.bytes
+    left, count_after, bytes_after = hooks.left_alive(
+        token.live, options.cell_filename, options.cell_line_offset
+    )
     if not left and (count_before, bytes_before) == (count_after, bytes_after):
         return
     snapshots = [("before", count_before, bytes_before), ("after", count_after, bytes_after)]

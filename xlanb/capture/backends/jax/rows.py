@@ -36,6 +36,7 @@ from xlanb.capture.backends.jax.events import (
 )
 from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
+from xlanb.formats.buffer_assignment import temporary_rows
 from xlanb.formats.counters import metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions, hlo_module_name, hlo_op_sources
 from xlanb.formats.jax_text import (
@@ -83,12 +84,19 @@ def fill(
                     _untraced_runs(taken, capture.rows["spans"], trace.stopped_at, window[1])
                 )
     executions = _execution_rows(taken.calls)
+    for row in executions:
+        if row["graph"] in session.peaks:
+            row["peak_bytes"] = session.peaks[row["graph"]]
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
     capture.rows["executions"] = executions
     _remember_programs(capture, session)
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
     _read_rows(capture, taken.reads, options)
     _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
+
+
+#: Functions whose compiled peak memory the session remembers (the least recent forgotten).
+PEAKS_KEPT = 4096
 
 
 # -- compiles and graphs ---------------------------------------------------------------------
@@ -197,6 +205,11 @@ def _compile_row(
     if record is not None:
         if not eager:  # a single op's buffers are not worth a row each
             row.update(hooks.memory(record.executable))
+            if "peak_bytes" in row:
+                session.peaks.pop(compiled.name, None)
+                session.peaks[compiled.name] = row["peak_bytes"]
+                while len(session.peaks) > PEAKS_KEPT:
+                    del session.peaks[next(iter(session.peaks))]
         _graph_rows(compiled.name, compile_id, record, options, capture, session)
     return row
 
@@ -239,6 +252,11 @@ def _graph_rows(
                 "signature": signature,
             },
         )
+    temporaries = hooks.temporaries(executable)
+    for row in temporary_rows(
+        NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
+    ):
+        capture.add("temporaries", {**row, "compile_id": compile_id})
     if hlo_text is not None:
         capture.add(
             "graphs",
@@ -327,6 +345,8 @@ def _trace_rows(
         span["graph"] = renamed.get(span["graph"], span["graph"])
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(spans)
+    for sample in device_trace.memory_samples(NAME, events, window):
+        capture.add("samples", sample)
 
 
 def _remember_programs(capture: Capture, session: Session) -> None:
@@ -471,7 +491,10 @@ def _execution_seconds(
     estimated: set[str] = set()
     for span in spans:
         if span["lane"] == "device":
-            key = _program_key(str(span["name"]))
+            # the function the trace's module was compiled from, where known (a lambda's
+            # module `jit__lambda` is not `jit(<lambda>)` by name)
+            graph = span.get("graph")
+            key = _program_key(str(graph if isinstance(graph, str) else span["name"]))
             device[key] = device.get(key, 0.0) + span["seconds"]
             if span["estimated"]:
                 estimated.add(key)

@@ -107,8 +107,8 @@ class Token:
     thread: int = 0
     #: Each place's read count when the capture began.
     reads: dict[tuple, int] = field(default_factory=dict)
-    #: The live arrays when the capture began: (ids, count, bytes).
-    live: tuple[set[int], int, float] = field(default_factory=lambda: (set(), 0, float("nan")))
+    #: The live arrays when the capture began (a ``hooks.LiveSnapshot``).
+    live: Any = None
 
 
 @dataclass(eq=False)
@@ -140,6 +140,8 @@ class Session:
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)
+    #: Peak memory of each function's latest compile seen in a capture, for its later runs.
+    peaks: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)

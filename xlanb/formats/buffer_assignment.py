@@ -1,0 +1,272 @@
+"""The largest temporary buffers of a compiled XLA program, from its buffer assignment.
+
+Two sources, one answer (:class:`Temporary` rows, largest first):
+
+- the text XLA dumps beside the optimized module, ``<module>.cpu_after_optimizations-buffer-
+  assignment.txt`` (torch_xla's dump at the default level; any ``--xla_dump_to`` with
+  ``--xla_dump_hlo_as_text``): ``allocation N: size S, <kinds>:`` then one ``value: <id name
+  @index> (size=..,offset=..): shape`` line per buffer placed in it;
+- the ``BufferAssignmentProto`` JAX hands over with a loaded executable's compiled memory stats
+  (``serialized_buffer_assignment_proto``), whose buffers name their instruction by its 64-bit
+  unique id only: the ``HloModuleProto`` (``as_serialized_hlo_module_proto()``) gives the
+  names (ids are not in the text's order). Decoded with hand-written descriptors of the few
+  fields read (``xla/service/hlo.proto``, observed on jaxlib 0.10.2) in a private pool, as
+  :mod:`xlanb.formats.xspace` does.
+
+A temporary is a buffer of an allocation that is not an entry parameter, a constant, thread-local
+(scalars of a loop body) or live out (the outputs, and buffers that reuse their memory).
+Buffers of one allocation share its memory at their offsets: their sizes overlap in time, so
+the list says what is big, not what adds up.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, NamedTuple
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf.message import DecodeError
+
+from xlanb.formats.hlo_text import hlo_op_sources
+
+#: Temporaries kept per program (largest first).
+TEMPORARIES_KEPT = 5
+
+
+class Temporary(NamedTuple):
+    """One temporary buffer: the HLO instruction that defines it, its shape and size."""
+
+    op: str
+    opcode: str
+    shape: str
+    bytes: int
+
+
+# -- text ------------------------------------------------------------------------------------
+_ALLOCATION = re.compile(r"^allocation (?P<index>\d+): size (?P<size>\d+)(?P<kinds>.*):\s*$")
+_VALUE = re.compile(
+    r"^\s*value: <\d+ (?P<op>[^ >]+)(?:\{[^}]*\})? @(?P<index>[\d,]*)> "
+    r"\(size=(?P<size>\d+),offset=\d+\): (?P<shape>.*)$"
+)
+_NOT_TEMPORARY = ("parameter", "maybe-live-out", "constant", "thread-local", "output shape")
+_LAYOUT = re.compile(r"\{[^{}]*\}")
+
+
+def temporaries_from_text(text: str, limit: int = TEMPORARIES_KEPT) -> list[Temporary]:
+    """The `limit` largest temporaries of a dumped buffer assignment's text (opcode unknown:
+    empty)."""
+    found: list[Temporary] = []
+    temporary = False
+    for line in text.splitlines():
+        allocation = _ALLOCATION.match(line)
+        if allocation is not None:
+            temporary = not any(kind in allocation["kinds"] for kind in _NOT_TEMPORARY)
+            continue
+        if line.startswith("Total bytes used"):
+            break  # the "Used values" listing that follows repeats every buffer
+        value = _VALUE.match(line) if temporary else None
+        if value is not None:
+            shape = _LAYOUT.sub("", value["shape"]).strip()
+            found.append(Temporary(value["op"], "", shape, int(value["size"])))
+    return _largest(found, limit)
+
+
+def _largest(found: list[Temporary], limit: int) -> list[Temporary]:
+    found.sort(key=lambda temporary: -temporary.bytes)
+    return found[:limit]
+
+
+# -- protos ----------------------------------------------------------------------------------
+_PACKAGE = "xlanb.xla"
+_F = descriptor_pb2.FieldDescriptorProto
+
+
+def _build_messages() -> dict[str, Any]:
+    fdp = descriptor_pb2.FileDescriptorProto(
+        name="xlanb/buffer_assignment.proto", package=_PACKAGE, syntax="proto3"
+    )
+    ref = f".{_PACKAGE}."
+    opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+    int64, boolean, string = _F.TYPE_INT64, _F.TYPE_BOOL, _F.TYPE_STRING
+    msg = _F.TYPE_MESSAGE
+
+    def message(name: str, fields: list[tuple]) -> None:
+        described = fdp.message_type.add(name=name)
+        for fname, number, ftype, label, *type_name in fields:
+            field = described.field.add(name=fname, number=number, type=ftype, label=label)
+            if type_name:
+                field.type_name = ref + type_name[0]
+
+    message(
+        "BufferAssignment",
+        [
+            ("logical_buffers", 1, msg, rep, "LogicalBuffer"),
+            ("buffer_allocations", 3, msg, rep, "BufferAllocation"),
+        ],
+    )
+    message(
+        "LogicalBuffer",
+        [("id", 1, int64, opt), ("size", 2, int64, opt), ("defined_at", 3, msg, opt, "Location")],
+    )
+    message("Location", [("shape_index", 3, int64, rep), ("instruction_id", 4, int64, opt)])
+    message(
+        "BufferAllocation",
+        [
+            ("index", 1, int64, opt),
+            ("size", 2, int64, opt),
+            ("is_thread_local", 3, boolean, opt),
+            ("is_entry_computation_parameter", 5, boolean, opt),
+            ("maybe_live_out", 7, boolean, opt),
+            ("assigned", 9, msg, rep, "Assigned"),
+            ("is_constant", 12, boolean, opt),
+        ],
+    )
+    message("Assigned", [("logical_buffer_id", 1, int64, opt), ("size", 3, int64, opt)])
+    message("HloModule", [("computations", 3, msg, rep, "HloComputation")])
+    message("HloComputation", [("instructions", 2, msg, rep, "HloInstruction")])
+    message(
+        "HloInstruction",
+        [
+            ("name", 1, string, opt),
+            ("opcode", 2, string, opt),
+            ("shape", 3, msg, opt, "Shape"),
+            ("id", 35, int64, opt),
+        ],
+    )
+    message(
+        "Shape",
+        [
+            ("element_type", 2, _F.TYPE_INT32, opt),
+            ("dimensions", 3, int64, rep),
+            ("tuple_shapes", 4, msg, rep, "Shape"),
+        ],
+    )
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(fdp)
+    return {
+        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
+        for name in ("BufferAssignment", "HloModule")
+    }
+
+
+_MESSAGES: dict[str, Any] = {}
+
+#: ``xla.PrimitiveType`` numbers -> the dtype names the HLO text uses.
+_ELEMENT_TYPES = {
+    1: "pred",
+    2: "s8",
+    3: "s16",
+    4: "s32",
+    5: "s64",
+    6: "u8",
+    7: "u16",
+    8: "u32",
+    9: "u64",
+    10: "f16",
+    11: "f32",
+    12: "f64",
+    15: "c64",
+    16: "bf16",
+    18: "c128",
+    21: "s4",
+    22: "u4",
+}
+
+
+def temporaries_from_proto(
+    assignment: bytes, module: bytes, limit: int = TEMPORARIES_KEPT
+) -> list[Temporary]:
+    """The `limit` largest temporaries of a serialized ``BufferAssignmentProto``, named through
+    the serialized ``HloModuleProto`` of the same executable; [] when either does not parse."""
+    if not _MESSAGES:
+        _MESSAGES.update(_build_messages())
+    try:
+        buffers = _MESSAGES["BufferAssignment"].FromString(assignment)
+    except DecodeError:
+        return []
+    defined = {buffer.id: buffer for buffer in buffers.logical_buffers}
+    temporary: list[Any] = []
+    for allocation in buffers.buffer_allocations:
+        if (
+            allocation.is_thread_local
+            or allocation.is_entry_computation_parameter
+            or allocation.maybe_live_out
+            or allocation.is_constant
+        ):
+            continue
+        temporary.extend(
+            defined[assigned.logical_buffer_id]
+            for assigned in allocation.assigned
+            if assigned.logical_buffer_id in defined
+        )
+    if not temporary:
+        return []
+    temporary.sort(key=lambda buffer: -buffer.size)
+    temporary = temporary[:limit]
+    wanted = {buffer.defined_at.instruction_id for buffer in temporary}
+    try:
+        instructions = _instructions(module, wanted)
+    except DecodeError:
+        return []
+    found = []
+    for buffer in temporary:
+        instruction = instructions.get(buffer.defined_at.instruction_id)
+        if instruction is None:
+            continue
+        shape = _shape_at(instruction.shape, list(buffer.defined_at.shape_index))
+        found.append(Temporary(instruction.name, instruction.opcode, shape, int(buffer.size)))
+    return found
+
+
+def _instructions(module: bytes, wanted: set[int]) -> dict[int, Any]:
+    """Instruction id -> instruction, for the `wanted` ids."""
+    found = {}
+    for computation in _MESSAGES["HloModule"].FromString(module).computations:
+        for instruction in computation.instructions:
+            if instruction.id in wanted:
+                found[instruction.id] = instruction
+    return found
+
+
+def _shape_at(shape: Any, index: list[int]) -> str:
+    """`f32[256,256]` of the buffer at `index` in an instruction's (maybe tuple) shape."""
+    for position in index:
+        if position >= len(shape.tuple_shapes):
+            return ""
+        shape = shape.tuple_shapes[position]
+    if shape.tuple_shapes:
+        return f"({', '.join(_shape_at(part, []) for part in shape.tuple_shapes)})"
+    element = _ELEMENT_TYPES.get(shape.element_type, f"type{shape.element_type}")
+    return f"{element}[{','.join(map(str, shape.dimensions))}]"
+
+
+def temporary_rows(
+    backend: str,
+    graph: str,
+    temporaries: list[Temporary],
+    hlo_text: str | None,
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+) -> list[dict[str, Any]]:
+    """``temporaries`` rows of one program, each located by its instruction's HLO metadata in
+    `hlo_text` (the optimized module) where it has one (a CPU thunk's ``.clone`` as its
+    instruction); ``cell_line`` where that is the cell (`cell_filename`)."""
+    sources = hlo_op_sources(hlo_text, cell_filename) if hlo_text else {}
+    rows = []
+    for temporary in temporaries:
+        source = sources.get(temporary.op) or sources.get(temporary.op.removesuffix(".clone"))
+        in_cell = source is not None and cell_filename is not None and source.file == cell_filename
+        row: dict[str, Any] = {
+            "backend": backend,
+            "graph": graph,
+            "op": temporary.op,
+            "shape": temporary.shape,
+            "bytes": float(temporary.bytes),
+            "source_file": source.file if source else None,
+            "source_line": source.line if source else None,
+            "cell_line": source.line + cell_line_offset if in_cell and source else None,
+        }
+        if temporary.opcode:
+            row["opcode"] = temporary.opcode
+        rows.append(row)
+    return rows
