@@ -75,7 +75,8 @@ test-xla: $(VENV_XLA)/.ready
 test-compat: test-compat-jax test-compat-xla test-compat-lazy
 
 test-compat-jax: $(VENV_JAX_OLD)/.ready
-	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py
+	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py \
+	  tests/test_time_account.py
 
 test-compat-xla: $(VENV_XLA_OLD)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla

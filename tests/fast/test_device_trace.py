@@ -82,3 +82,30 @@ def test_an_op_holding_other_ops_counts_only_its_own_time():
     device = sum(span["seconds"] for span in spans if span["lane"] == "device")
     assert sum(seconds.values()) <= device * 1.01, (seconds, device)
     assert sum(row["share"] for row in ops) == pytest.approx(1.0)
+
+
+def test_old_jax_runs_are_one_device_span_each_to_their_completion():
+    """jaxlib 0.6's XLA:CPU trace has no ``run_id``: each run's first thunk starts on a client
+    thread, then its ``ThunkExecutor::Execute (wait for completion)`` span holds most of the
+    run (the matmuls' work on the worker pool has no op event of its own). Split at the wait
+    starts, each run was two device spans covering a fraction of its time (the account said
+    Python); each run is one span, from its first thunk to the end of its wait."""
+    import json
+    from pathlib import Path
+
+    from xlanb.formats.xspace import read_xspace
+
+    data = Path(__file__).parent.parent / "data" / "xspace"
+    events = read_xspace(data / "jax06_queued_mm.xplane.pb")
+    info = json.loads((data / "jax06_queued_mm.json").read_text())
+    assert info["runtime"] == "jax 0.6.1" and events.op_events()["run_id"].isna().all()
+    window = (info["before_start_ns"] / 1e9, info["after_stop_ns"] / 1e9)
+    _, spans = device_trace.rows("jax", events, window)
+    runs = sorted((s["start"], s["start"] + s["seconds"]) for s in spans if s["lane"] == "device")
+    assert len(runs) == len(info["calls"]), runs
+    # queued back to back: the device is busy from the first launch until the wait returns
+    first_call, waited = info["calls"][0][0] / 1e9, info["blocked"][1] / 1e9
+    busy = sum(end - start for start, end in runs)
+    assert busy >= 0.9 * (waited - first_call), (busy, waited - first_call)
+    assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False)), runs
+    assert first_call <= runs[0][0] and runs[-1][1] <= waited + 1e-4, (runs, first_call, waited)

@@ -496,39 +496,45 @@ RUN_GAP_NS = 100_000
 
 #: The runtime's spans around one whole program run on XLA:CPU (JAX and torch_xla): the thunk
 #: executor launching it, then waiting for it, on the client thread that runs the program
-#: (nested executors of called computations run on the worker pool and are not runs).
+#: (nested executors of called computations run on the worker pool and are not runs). jaxlib
+#: 0.6 writes no launch span: a run's first thunks start on the client thread, then its wait
+#: holds the rest of the run (async thunks' work on the worker pool has no op event of its own).
 EXECUTE_SPAN = "ThunkExecutor::Execute"
 WAIT_SPAN = "ThunkExecutor::Execute (wait for completion)"
-#: The launch of a run in XLA releases without the executor's launch span (jaxlib 0.6: its
-#: runs' thunks come before their wait span, inside this one).
-LEGACY_EXECUTE_SPAN = "TfrtCpuExecutable::Execute"
-#: A launch and its wait closer than this are one run.
-LAUNCH_GAP_NS = 50_000
 
 
 def _execution_windows(events: pd.DataFrame) -> np.ndarray:
-    """(n, 1) start ns of the runtime's program runs in the trace, sorted: the launch of each
-    run on a thread that waits for its runs (its wait merged into it)."""
-    host = events[events["hlo_op"].isna()]
-    runner_lines = set(host.loc[host["name"] == WAIT_SPAN, "line"])
-    launches = [EXECUTE_SPAN, WAIT_SPAN, LEGACY_EXECUTE_SPAN]
-    spans = host[host["line"].isin(runner_lines) & host["name"].isin(launches)]
-    starts = np.sort(spans["start_ns"].to_numpy(dtype=float))
-    ends = np.sort((spans["start_ns"] + spans["duration_ns"]).to_numpy(dtype=float))
-    windows: list[float] = []
-    last_end = -np.inf
-    for start, end in zip(starts, ends, strict=True):
-        if start > last_end + LAUNCH_GAP_NS:
-            windows.append(start)
-        last_end = max(last_end, end)
-    return np.asarray(windows, dtype=float)
+    """(n, 2) [launch ns, completion ns] of the runtime's program runs in the trace, sorted by
+    launch. On each client thread that waits for its runs, a run is launched by the first
+    launch span or thunk after the previous run's wait, and completes when its own wait ends
+    (NaN: the trace ended before it)."""
+    runner_lines = set(events.loc[events["name"] == WAIT_SPAN, "line"])
+    on_runners = events[
+        events["line"].isin(runner_lines)
+        & (events["hlo_op"].notna() | events["name"].isin([EXECUTE_SPAN, WAIT_SPAN]))
+    ]
+    windows: list[np.ndarray] = []
+    for _, line in on_runners.groupby("line", sort=False):
+        line = line.sort_values("start_ns", kind="stable")
+        starts = line["start_ns"].to_numpy(dtype=float)
+        waits = (line["name"] == WAIT_SPAN).to_numpy(dtype=bool)
+        # each event's run on this line: the number of waits that ended a run before it
+        run = np.cumsum(waits) - waits
+        first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        done = np.full(len(first), np.nan)
+        done[run[waits]] = (starts + line["duration_ns"].to_numpy(dtype=float))[waits]
+        windows.append(np.column_stack([starts[first], done]))
+    if not windows:
+        return np.empty((0, 2))
+    merged = np.concatenate(windows)
+    return merged[np.argsort(merged[:, 0], kind="stable")]
 
 
 def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]]:
     """(start_ns, end_ns) of each run of one program: by ``run_id`` where the runtime sets it
-    (JAX), else by the runtime's run launches (torch_xla: each op belongs to the latest run
-    launched before it), else (a trace without either) the op events merged across gaps
-    shorter than :data:`RUN_GAP_NS`."""
+    (JAX 0.10), else by the runtime's runs (torch_xla, jaxlib 0.6: each op belongs to the latest
+    run launched before it, which spans from its launch to its completion), else (a trace
+    without either) the op events merged across gaps shorter than :data:`RUN_GAP_NS`."""
     starts = ops["start_ns"].to_numpy(dtype=float)
     ends = starts + ops["duration_ns"].to_numpy(dtype=float)
     if ops["run_id"].notna().all():
@@ -536,8 +542,14 @@ def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]
     if len(executions):
         # an op belongs to the latest run launched before it started (a run's last thunks
         # may finish after its wait span, on the worker pool)
-        window = np.maximum(np.searchsorted(executions, starts, side="right") - 1, 0)
-        return _group_extents(window, starts, ends)
+        launches, completions = executions[:, 0], executions[:, 1]
+        window = np.maximum(np.searchsorted(launches, starts, side="right") - 1, 0)
+        keys = np.unique(window)
+        extents = _group_extents(window, starts, ends)
+        return [
+            (min(start, launches[key]), end if math.isnan(done) else max(end, done))
+            for key, (start, end), done in zip(keys, extents, completions[keys], strict=True)
+        ]
     runs: list[tuple[float, float]] = []
     for start, end in sorted(zip(starts, ends, strict=True)):
         if runs and start - runs[-1][1] <= RUN_GAP_NS:

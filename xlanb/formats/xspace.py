@@ -18,8 +18,9 @@ numbers from tests/data/xspace/make_xspace.py):
   kernels would be on ``/device:GPU:N`` (not seen here).
 - Ops: thunks named after the HLO instruction carry ``hlo_op``/``hlo_module`` (``ref_value``:
   the string is the referenced XStatMetadata's *name*), ``program_id``, ``device_ordinal`` and
-  on JAX only ``run_id`` (one per execution). ``end: <op>`` and zero-length
-  ``ThreadpoolListener::*`` events are markers. hlo_module: ``jit_<fn>`` / ``SyncTensorsGraph.N``.
+  on JAX 0.10 only ``run_id`` (one per execution; jaxlib 0.6.1 writes none). ``end: <op>``
+  and zero-length ``ThreadpoolListener::*`` events are markers. hlo_module: ``jit_<fn>`` /
+  ``SyncTensorsGraph.N``.
 - Host spans (:func:`classify_span`): execute = JAX ``...::ExecuteHelperOnSingleDevice``,
   torch_xla ``PjRtComputationClient::ExecuteComputation`` (launch) and ``ThunkExecutor::Execute``
   (the run); compile = JAX ``backend_compile_and_load`` > ``PjRtCpuClient::Compile``, torch_xla

@@ -1,10 +1,12 @@
 """Record the XSpace fixtures of this directory from the real runtimes (and measure trace costs).
 
-    .venv/bin/python tests/data/xspace/make_xspace.py            # both fixtures
+    .venv/bin/python tests/data/xspace/make_xspace.py            # all fixtures
     .venv/bin/python tests/data/xspace/make_xspace.py --measure  # + trace cost measurements
 
-The JAX part runs under ``.venv/bin/python`` (JAX 0.10.2, CPU), the torch_xla part under
-``.venv-xla/bin/python`` with ``PJRT_DEVICE=CPU`` (torch_xla 2.9); each in its own process.
+The JAX part runs under ``.venv/bin/python`` (JAX 0.10.2, CPU), the old-JAX part under
+``.venv-jax-old/bin/python`` (JAX 0.6.1, ``make test-compat-jax`` builds it), the torch_xla
+part under ``.venv-xla/bin/python`` with ``PJRT_DEVICE=CPU`` (torch_xla 2.9); each in its own
+process.
 
 Fixtures (one ``<host>.xplane.pb`` of one trace each, renamed, plus a JSON of Python-side
 ``time.time_ns()`` marks taken around every step, to test clock alignment):
@@ -15,6 +17,11 @@ Fixtures (one ``<host>.xplane.pb`` of one trace each, renamed, plus a JSON of Py
   the trace.
 - ``jax_fori_loop.xplane.pb`` / ``.json``: a jitted ``lax.fori_loop`` run 3 times (see
   :func:`record_jax_loop`): nested thunks.
+- ``jax06_queued_mm.xplane.pb`` / ``.json``: JAX/jaxlib 0.6.1 (``.venv-jax-old``): a jitted
+  ``tanh(a @ a) @ a`` of 1024x1024 floats called 4 times without waiting, then one
+  ``block_until_ready`` (see :func:`record_jax_queued`): thunks without ``run_id``, each run's
+  thunks launched on a client thread before its ``ThunkExecutor::Execute (wait for
+  completion)`` span, most of the run's work inside that wait.
 - ``torch_xla_mlp.xplane.pb`` / ``.json``: ``torch_xla.debug.profiler.start_trace``; a
   64-128-10 MLP, SGD, 5 training steps each ending in ``torch_xla.sync()``, then
   ``loss.item()``. The first step compiles inside the trace.
@@ -37,6 +44,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 PY_JAX = ROOT / ".venv" / "bin" / "python"
 PY_XLA = ROOT / ".venv-xla" / "bin" / "python"
+PY_JAX_OLD = ROOT / ".venv-jax-old" / "bin" / "python"
 
 
 def _newest_xplane(log_dir: str) -> str:
@@ -332,7 +340,42 @@ def record_jax_loop() -> None:
     _save("jax_fori_loop", log_dir, info)
 
 
+def record_jax_queued() -> None:
+    """``jax06_queued_mm`` (run under JAX 0.6.1): 4 runs of a 1024x1024 matmul program queued
+    without waiting, then one ``block_until_ready``; ``calls`` are the Python-side marks
+    around each call, ``blocked`` those around the wait."""
+    import jax
+    import jax.numpy as jnp
+    import jax.profiler as jp
+
+    @jax.jit
+    def mm(a):
+        return jnp.tanh(a @ a) @ a
+
+    big = jax.random.normal(jax.random.key(0), (1024, 1024))
+    mm(big).block_until_ready()
+    log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
+    before_start = time.time_ns()
+    jp.start_trace(log_dir, profiler_options=_jax_options())
+    calls = []
+    for _ in range(4):
+        started = time.time_ns()
+        out = mm(big)
+        calls.append([started, time.time_ns()])
+    waited = time.time_ns()
+    out.block_until_ready()
+    blocked = [waited, time.time_ns()]
+    jp.stop_trace()
+    info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
+    info |= {"before_start_ns": before_start, "after_stop_ns": time.time_ns()}
+    info |= {"calls": calls, "blocked": blocked}
+    _save("jax06_queued_mm", log_dir, info)
+
+
 def main(argv: list[str]) -> None:
+    if argv and argv[0] == "jax-old":
+        record_jax_queued()
+        return
     if argv and argv[0] in ("jax", "torch_xla"):
         which, measure = argv[0], "--measure" in argv
         if measure:
@@ -348,6 +391,10 @@ def main(argv: list[str]) -> None:
     extra = ["--measure"] if "--measure" in argv else []
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     subprocess.run([str(PY_JAX), __file__, "jax", *extra], env=env, check=True)
+    if not extra and PY_JAX_OLD.exists():
+        subprocess.run([str(PY_JAX_OLD), __file__, "jax-old"], env=env, check=True)
+    elif not extra:
+        print("jax06_queued_mm: not recorded (no .venv-jax-old; make test-compat-jax builds it)")
     subprocess.run(
         [str(PY_XLA), __file__, "torch_xla", *extra],
         env={**os.environ, "PJRT_DEVICE": "CPU"},
