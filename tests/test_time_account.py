@@ -348,3 +348,46 @@ def test_a_bad_trace_window_is_a_usage_error(shell):
     result = shell.run_cell("%%xla_profile -b jax -q --trace-runs -3\nx = 1")
     assert not result.success
     assert "trace_runs must be at least 1" in str(result.error_in_exec)
+
+
+def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
+    """A program of hundreds of thunks a run: once a trace has shown how big its runs are,
+    the next cell's window closes after about WINDOW_EVENTS events (never under 5 runs), and
+    its events are read on the watchdog thread, not at the end of the cell."""
+    from xlanb.capture import device_trace
+
+    run(
+        "@jax.jit\ndef ta_chain(x, w):\n    for _ in range(300):\n"
+        "        x = jnp.sin(x @ w)\n    return x\n"
+        "ta_x = jnp.ones((32, 32)); ta_chain(ta_x, ta_x).block_until_ready()"
+    )
+    cell = (
+        "%%xla_profile -b jax -q --var {var}\nfor _ in range(30):\n"
+        "    out = ta_chain(ta_x, ta_x)\nout.block_until_ready()"
+    )
+    run(cell.format(var="chain_first"))
+    per_run = device_trace._events_per_run["jax"]
+    limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS)
+    assert per_run > device_trace.WINDOW_EVENTS / 30 and 5 <= limit < 30, per_run
+    read_on = []
+    parse = device_trace._parse
+
+    def noting_the_thread(trace, data):
+        import threading
+
+        read_on.append(threading.current_thread().name)
+        return parse(trace, data)
+
+    device_trace._parse = noting_the_thread
+    try:
+        run(cell.format(var="chain_second"))
+    finally:
+        device_trace._parse = parse
+    prof = shell.user_ns["chain_second"]
+    assert read_on == ["xlanb-trace-window"]
+    window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
+    assert window == f"device trace: first {limit} runs"
+    measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]
+    assert len(measured) == limit
+    assert prof.ops["count"].max() == limit
+    assert_adds_up(prof)

@@ -55,6 +55,12 @@ WINDOW_RUNS = 50
 WINDOW_SECONDS = 10.0
 #: How often the watchdog looks at the run count.
 POLL_SECONDS = 0.005
+#: ... or, once the runtime's runs are known to be big (from the traces read before), after
+#: about this many trace events: stopping the profiler and reading its events both cost a few
+#: µs an event (a 12-layer transformer step is ~3,000), so a window of 50 big runs would add
+#: a second to the end of the cell. Never fewer than :data:`MIN_WINDOW_RUNS` runs.
+WINDOW_EVENTS = 20_000
+MIN_WINDOW_RUNS = 5
 
 _lock = threading.Lock()
 _running: Trace | None = None
@@ -63,6 +69,18 @@ _counter = 0
 _unable: dict[str, str] = {}
 #: Size of the last trace read, in bytes (``bench/overhead.py`` reports it per 1,000 steps).
 last_trace_bytes = 0
+#: Trace events per program run of each runtime's last trace (what sizes the next window).
+_events_per_run: dict[str, float] = {}
+
+
+def window_limit(runtime: str, window_runs: int) -> int:
+    """The runs a window of at most `window_runs` traces on `runtime`: fewer when its last
+    trace's runs were big (about :data:`WINDOW_EVENTS` events, at least
+    :data:`MIN_WINDOW_RUNS` runs)."""
+    per_run = _events_per_run.get(runtime)
+    if not per_run:
+        return window_runs
+    return max(min(window_runs, int(WINDOW_EVENTS / per_run)), min(MIN_WINDOW_RUNS, window_runs))
 
 
 @dataclass
@@ -87,6 +105,16 @@ class Trace:
     #: What the capture's `snapshot` callable returned when the window closed (e.g. the
     #: runtime's execute-time totals, to split them into the window and the rest).
     snapshot_at_stop: Any = None
+    #: The runs the window holds at most (None: the whole capture).
+    window_runs: int | None = None
+    #: The runtime's run count (and its value at the start), to size the next window.
+    runs: Callable[[], int] | None = None
+    runs_at_start: int = 0
+    #: Runs traced when the window closed (None while it is open).
+    runs_traced: int | None = None
+    #: The events of a window that closed early, read on the watchdog thread while the cell
+    #: went on (None otherwise).
+    early_events: Any = None
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
@@ -149,10 +177,24 @@ def start(
                 "times are from the runtime's counters."
             )
         _running = Trace(runtime, directory, stop, started_at=time.time())
-        if window_runs is not None and runs is not None:
+        if runs is not None:
+            try:
+                _running.runs, _running.runs_at_start = runs, runs()
+            except Exception:
+                _running.runs = None
+        if window_runs is not None and _running.runs is not None:
+            limit = _running.window_runs = window_limit(runtime, window_runs)
             _running._watchdog = threading.Thread(
                 target=_watch,
-                args=(_running, runs, runs(), window_runs, window_seconds, snapshot, settle),
+                args=(
+                    _running,
+                    runs,
+                    _running.runs_at_start,
+                    limit,
+                    window_seconds,
+                    snapshot,
+                    settle,
+                ),
                 name="xlanb-trace-window",
                 daemon=True,
             )
@@ -179,12 +221,27 @@ def _watch(
                     if trace._done.is_set():
                         return  # the capture ended meanwhile: the trace covers all of it
                 taken = snapshot() if snapshot is not None else None
+                counted = runs() - base
                 if trace.stop_early():
                     trace.window_closed = True
                     trace.snapshot_at_stop = taken
+                    trace.runs_traced = counted
+                    # read the window's events now, while the cell goes on
+                    trace.early_events = _read(trace, trace.early_data)
+                    trace.early_data = None
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
         trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
+
+
+def count_runs(trace: Trace) -> None:
+    """Note the runs `trace` holds, before its capture's counts are gone (a backend whose run
+    count ends with its capture calls this first; :func:`finish` does it otherwise)."""
+    if trace.runs_traced is None and trace.runs is not None and not trace.yielded:
+        try:
+            trace.runs_traced = trace.runs() - trace.runs_at_start
+        except Exception:
+            pass
 
 
 def _end_watch(trace: Trace) -> None:
@@ -196,48 +253,72 @@ def _end_watch(trace: Trace) -> None:
 def finish(trace: Trace) -> Any:
     """Stop `trace` and read its events (an :class:`xlanb.formats.xspace.XSpaceEvents`), or None
     with a note in ``trace.notes``. The trace's files are removed in every case."""
-    global _running, last_trace_bytes
-    from xlanb.formats.xspace import XSpaceError, find_xspace_files, parse_xspace, read_xspace
+    global _running
 
     try:
         try:
             _end_watch(trace)
             with trace._stop_lock:
+                if trace.early_events is not None:
+                    return trace.early_events  # read while the cell ran
+                count_runs(trace)
                 data = trace.early_data if trace.yielded else trace.stop()
         finally:
             with _lock:
                 _running = None
-        if data is not None:
-            last_trace_bytes = len(data)
-            if len(data) > MAX_TRACE_BYTES:
-                trace.notes.append(
-                    f"{trace.runtime}: the device trace is "
-                    f"{len(data) / 2**20:.0f} MB, over xlanb's "
-                    f"{MAX_TRACE_BYTES // 2**20} MB cap; it was not read."
-                )
-                return None
-            return parse_xspace(data, f"{trace.runtime} trace")
-        files = find_xspace_files(trace.directory)
-        if not files:
-            trace.notes.append(f"{trace.runtime}: the device trace wrote no file.")
-            return None
-        size = last_trace_bytes = files[0].stat().st_size
-        if size > MAX_TRACE_BYTES:
-            trace.notes.append(
-                f"{trace.runtime}: the device trace is {size / 2**20:.0f} MB, "
-                f"over xlanb's {MAX_TRACE_BYTES // 2**20} MB cap; it was not "
-                "read (profile fewer steps for per-op times)."
-            )
-            return None
-        return read_xspace(files[0])
+        return _read(trace, data)
+    except Exception as error:
+        trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
+        return None
+    finally:
+        shutil.rmtree(trace.directory, ignore_errors=True)
+
+
+def _read(trace: Trace, data: bytes | None) -> Any:
+    """The events of `trace` (its XSpace `data`, else the file it wrote), or None with a note;
+    learns the runtime's events per run for the next window."""
+    from xlanb.formats.xspace import XSpaceError
+
+    try:
+        events = _parse(trace, data)
     except XSpaceError as error:
         trace.notes.append(f"{trace.runtime}: the device trace could not be read ({error}).")
         return None
     except Exception as error:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
         return None
-    finally:
-        shutil.rmtree(trace.directory, ignore_errors=True)
+    if events is not None and trace.runs_traced:
+        _events_per_run[trace.runtime] = events.event_count / trace.runs_traced
+    return events
+
+
+def _parse(trace: Trace, data: bytes | None) -> Any:
+    global last_trace_bytes
+    from xlanb.formats.xspace import find_xspace_files, parse_xspace, read_xspace
+
+    if data is not None:
+        last_trace_bytes = len(data)
+        if len(data) > MAX_TRACE_BYTES:
+            trace.notes.append(
+                f"{trace.runtime}: the device trace is "
+                f"{len(data) / 2**20:.0f} MB, over xlanb's "
+                f"{MAX_TRACE_BYTES // 2**20} MB cap; it was not read."
+            )
+            return None
+        return parse_xspace(data, f"{trace.runtime} trace", markers=False)
+    files = find_xspace_files(trace.directory)
+    if not files:
+        trace.notes.append(f"{trace.runtime}: the device trace wrote no file.")
+        return None
+    size = last_trace_bytes = files[0].stat().st_size
+    if size > MAX_TRACE_BYTES:
+        trace.notes.append(
+            f"{trace.runtime}: the device trace is {size / 2**20:.0f} MB, "
+            f"over xlanb's {MAX_TRACE_BYTES // 2**20} MB cap; it was not "
+            "read (profile fewer steps for per-op times)."
+        )
+        return None
+    return read_xspace(files[0], markers=False)
 
 
 def yield_to_user() -> None:
@@ -364,9 +445,13 @@ def rows(
         grouped = ops.groupby(["hlo_module", "hlo_op"], sort=False).agg(
             count=("seconds", "size"),
             seconds=("seconds", "sum"),
-            program_id=("program_id", "first"),
         )
-        for (module, op), values in grouped.iterrows():
+        for (module, op), count, seconds in zip(
+            grouped.index,
+            grouped["count"].tolist(),
+            grouped["seconds"].tolist(),
+            strict=True,
+        ):
             source = _source_of(sources.get(str(module), {}), str(op))
             in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
             op_rows.append(
@@ -376,9 +461,9 @@ def rows(
                     "module": str(module),
                     "op": str(op),
                     "category": thunk_category(str(op)),
-                    "count": int(values["count"]),
-                    "seconds": float(values["seconds"]),
-                    "share": float(values["seconds"]) / total,
+                    "count": int(count),
+                    "seconds": float(seconds),
+                    "share": float(seconds) / total,
                     "source_file": source.file if source else None,
                     "source_line": source.line if source else None,
                     "cell_line": (source.line + cell_line_offset) if in_cell and source else None,

@@ -157,8 +157,8 @@ def begin(options: CaptureOptions) -> Token:
             window_runs=options.trace_runs,
             settle=_settle,
         )
-        if token.trace is not None and options.trace_runs is not None:
-            STATE.probe, STATE.probe_at = None, len(STATE.samples) + options.trace_runs
+        if token.trace is not None and token.trace.window_runs is not None:
+            STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
         if note:
             notes.append(note)
         elif token.trace is not None:
@@ -193,6 +193,8 @@ def _settle(ended: threading.Event) -> None:
 def end(token: Token, options: CaptureOptions) -> Capture:
     if token.thread == threading.get_ident():
         hooks.explain_exit()
+    if token.trace is not None:
+        device_trace.count_runs(token.trace)  # the calls are forgotten once closed
     taken = STATE.close(token)
     if taken.last:
         hooks.switch_off()
