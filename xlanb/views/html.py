@@ -17,6 +17,7 @@ from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
+from xlanb.core.words import magic_command
 from xlanb.views.compare import summary_rows
 from xlanb.views.escape import escape
 from xlanb.views.summary import (
@@ -454,7 +455,7 @@ def _diff_commands(profile: Profile) -> list[str]:
     for row, (graph, key) in enumerate(zip(profile.compiles["graph"], keys, strict=True)):
         index = index_of.get((str(graph), int(key)))
         if index is not None and profile.previous_compile(index, entries) is not None:
-            commands[row] = f"%xla_profile diff {profile.name} {index}"
+            commands[row] = magic_command("diff", profile.name, index)
     return commands
 
 
