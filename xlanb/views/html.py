@@ -490,18 +490,28 @@ def _graph_viewers(profile: Profile) -> str:
         return ""
     budget = _ViewerBudget()
     views: list[list[tuple[str, str]]] = []
-    for index, label, nodes in zip(shown["index"], shown["label"], shown["nodes"], strict=True):
-        if views and not budget.fits(nodes):
-            break
+    firsts: list[str] = []
+    for index, label, graph in zip(shown["index"], shown["label"], shown["graph"], strict=True):
+        # the text shown first, unless it is too big (a program's optimized HLO may have
+        # many times the instructions of its HLO): then its smallest text
         kinds = profile.graph_kinds(int(index))
-        fragment = graph_fragment(profile.graph(int(index)), height=460, title=label, packed=True)
-        budget.spend(fragment, nodes)
-        views.append([(KIND_LABELS.get(kinds[0], kinds[0]), fragment)])
+        sizes = {kind: _graph_nodes(profile, str(graph), kind) for kind in kinds}
+        first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
+        if views and not budget.fits(sizes[first]):
+            break
+        fragment = graph_fragment(
+            profile.graph(int(index), kind=first), height=460, title=label, packed=True
+        )
+        if budget.size + len(fragment) > VIEWER_BYTES:  # the first graph too: a small output
+            break
+        budget.spend(fragment, sizes[first])
+        views.append([(KIND_LABELS.get(first, first), fragment)])
+        firsts.append(first)
     # then the programs' other texts, while they fit
-    for view, index, label, graph in zip(
-        views, shown["index"], shown["label"], shown["graph"], strict=False
+    for view, first, index, label, graph in zip(
+        views, firsts, shown["index"], shown["label"], shown["graph"], strict=False
     ):
-        for kind in profile.graph_kinds(int(index))[1:]:
+        for kind in [k for k in profile.graph_kinds(int(index)) if k != first]:
             nodes = _graph_nodes(profile, str(graph), kind)
             if budget.fits(nodes):
                 fragment = graph_fragment(
