@@ -9,7 +9,10 @@ The trace covers a *window*: by default a cell's first :data:`WINDOW_RUNS` progr
 its first :data:`WINDOW_SECONDS`), then a watchdog thread stops it while the cell goes on. The
 XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) and reading the
 events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
-to run; the first runs hold the warm-up and enough steady runs for per-op times. The backends
+to run; the first runs hold the warm-up and enough steady runs for per-op times. Once a
+runtime's runs are known to be big, the window holds about :data:`WINDOW_EVENTS` events
+instead (:func:`window_limit`), and a window that closes is read on the watchdog thread while
+the cell goes on: the end of the cell then neither stops the profiler nor reads. The backends
 account the runs after the window from the runtime's own samples (torch_xla ``ExecuteTime``) or
 from the traced runs' mean device time (JAX, marked estimated). ``runs=None`` traces the whole
 capture.
