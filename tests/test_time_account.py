@@ -369,22 +369,29 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     per_run = device_trace._events_per_run["jax"]
     limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS)
     assert per_run > device_trace.WINDOW_EVENTS / 30 and 5 <= limit < 30, per_run
-    read_on = []
-    parse = device_trace._parse
+    import threading
+
+    read_on, summaries = [], []
+    parse, summarize = device_trace._parse, device_trace.summarize
 
     def noting_the_thread(trace, data):
-        import threading
-
         read_on.append(threading.current_thread().name)
         return parse(trace, data)
 
-    device_trace._parse = noting_the_thread
+    def noting_the_summary(events, start, end):
+        summaries.append((threading.current_thread().name, summarize(events, start, end)))
+        return summaries[-1][1]
+
+    device_trace._parse, device_trace.summarize = noting_the_thread, noting_the_summary
     try:
         run(cell.format(var="chain_second"))
     finally:
-        device_trace._parse = parse
+        device_trace._parse, device_trace.summarize = parse, summarize
     prof = shell.user_ns["chain_second"]
     assert read_on == ["xlanb-trace-window"]
+    # summarized there too; the end of the cell took that summary as it was
+    assert [thread for thread, _ in summaries] == ["xlanb-trace-window", "MainThread"]
+    assert summaries[0][1] is summaries[1][1]
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
     assert window == f"device trace: first {limit} runs"
     measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]

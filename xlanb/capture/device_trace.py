@@ -118,6 +118,9 @@ class Trace:
     #: The events of a window that closed early, read on the watchdog thread while the cell
     #: went on (None otherwise).
     early_events: Any = None
+    #: When the capture started (epoch s; set by its backend): a window read early is
+    #: summarized from there (:func:`summarize`) on the watchdog thread too.
+    capture_start: float | None = None
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
@@ -232,6 +235,11 @@ def _watch(
                     # read the window's events now, while the cell goes on
                     trace.early_events = _read(trace, trace.early_data)
                     trace.early_data = None
+                    if trace.early_events is not None and trace.capture_start is not None:
+                        try:
+                            summarize(trace.early_events, trace.capture_start, float("inf"))
+                        except Exception:
+                            pass  # summarized again, and failing with a note, at the end
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
         trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
@@ -433,15 +441,66 @@ def rows(
     names the graphs of modules compiled before the capture (HLO module name -> graph id)."""
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
+    summary = summarize(events, window[0], window[1])
+    op_rows: list[dict[str, Any]] = []
+    for module, op, count, seconds in summary.ops:
+        source = _source_of(sources.get(module, {}), op)
+        in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
+        op_rows.append(
+            {
+                "backend": backend,
+                "graph": modules.get(module, module),
+                "module": module,
+                "op": op,
+                "category": thunk_category(op),
+                "count": count,
+                "seconds": seconds,
+                "share": seconds / summary.total,
+                "source_file": source.file if source else None,
+                "source_line": source.line if source else None,
+                "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
+            }
+        )
+    op_rows.sort(key=lambda row: -row["seconds"])
+    span_rows = [
+        _span(backend, lane, name, modules.get(module, module) if module else None, start, end)
+        for lane, name, module, start, end in summary.spans
+    ]
+    return op_rows, span_rows
+
+
+@dataclass
+class Summary:
+    """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
+    ``ops`` (HLO module, op, count, seconds), their total seconds, and ``spans`` (lane, name,
+    HLO module or "", start ns, end ns): the longest op events (lane ``op``, for zooming into
+    a run; not part of the time account), one ``device`` span per program run and the main
+    thread's ``transfer`` and ``sync_wait`` spans."""
+
+    ops: list[tuple[str, str, int, float]]
+    total: float
+    spans: list[tuple[str, str, str, float, float]]
+
+
+def summarize(events: Any, start: float, end: float) -> Summary:
+    """The :class:`Summary` of the events inside ``[start, end]`` (epoch s), kept on `events`:
+    a window read on the watchdog thread is summarized there, while the cell goes on (a later
+    `end` covers the same events: the trace stopped before the capture ended)."""
     frame = events.events
-    start_ns, end_ns = window[0] * 1e9, window[1] * 1e9
+    start_ns, end_ns = start * 1e9, end * 1e9
+    # the same events when `end` is past the last one
+    whole = frame.empty or end_ns >= float(frame["start_ns"].max())
+    kept = getattr(events, "summary", None)
+    if kept is not None and whole and kept[0] == start:
+        return kept[1]
     inside = frame[
         (frame["start_ns"] + frame["duration_ns"] >= start_ns) & (frame["start_ns"] <= end_ns)
     ]
     ops = inside[inside["hlo_op"].notna()]
     executions = _execution_windows(inside)
-    op_rows: list[dict[str, Any]] = []
-    span_rows: list[dict[str, Any]] = []
+    op_summary: list[tuple[str, str, int, float]] = []
+    spans: list[tuple[str, str, str, float, float]] = []
+    total = 1.0
     if not ops.empty:
         ops = ops.assign(seconds=ops["duration_ns"] / 1e9)
         total = float(ops["seconds"].sum()) or 1.0
@@ -449,59 +508,27 @@ def rows(
             count=("seconds", "size"),
             seconds=("seconds", "sum"),
         )
-        for (module, op), count, seconds in zip(
-            grouped.index,
-            grouped["count"].tolist(),
-            grouped["seconds"].tolist(),
-            strict=True,
-        ):
-            source = _source_of(sources.get(str(module), {}), str(op))
-            in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
-            op_rows.append(
-                {
-                    "backend": backend,
-                    "graph": modules.get(str(module), str(module)),
-                    "module": str(module),
-                    "op": str(op),
-                    "category": thunk_category(str(op)),
-                    "count": int(count),
-                    "seconds": float(seconds),
-                    "share": float(seconds) / total,
-                    "source_file": source.file if source else None,
-                    "source_line": source.line if source else None,
-                    "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
-                }
+        op_summary = [
+            (str(module), str(op), int(count), float(seconds))
+            for (module, op), count, seconds in zip(
+                grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
             )
-        op_rows.sort(key=lambda row: -row["seconds"])
-        # the longest op events themselves, for zooming into a run (timeline, Chrome trace);
-        # lane "op" is not part of the time account
-        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")[
-            ["hlo_op", "hlo_module", "start_ns", "duration_ns"]
         ]
-        for row in longest.itertuples(index=False):
-            module = str(row.hlo_module)
-            span_rows.append(
-                _span(
-                    backend,
-                    "op",
-                    str(row.hlo_op),
-                    modules.get(module, module),
-                    row.start_ns,
-                    row.start_ns + row.duration_ns,
-                )
+        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
+        starts = longest["start_ns"].to_numpy(dtype=float)
+        spans += [
+            ("op", str(op), str(module), begin, begin + duration)
+            for op, module, begin, duration in zip(
+                longest["hlo_op"].tolist(),
+                longest["hlo_module"].tolist(),
+                starts.tolist(),
+                longest["duration_ns"].to_numpy(dtype=float).tolist(),
+                strict=True,
             )
+        ]
         for module, module_ops in ops.groupby("hlo_module", sort=False):
             for run_start, run_end in _runs(module_ops, executions):
-                span_rows.append(
-                    _span(
-                        backend,
-                        "device",
-                        str(module),
-                        modules.get(str(module), str(module)),
-                        run_start,
-                        run_end,
-                    )
-                )
+                spans.append(("device", str(module), str(module), run_start, run_end))
     # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
     # thread waiting on donation holds while Python traces the next step does not.
     hosts = inside[
@@ -509,11 +536,21 @@ def rows(
         & inside["kind"].isin(["transfer", "sync_wait"])
         & (inside["line"] == MAIN_THREAD)
     ]
-    for row in hosts[["kind", "name", "start_ns", "duration_ns"]].itertuples(index=False):
-        span_rows.append(
-            _span(backend, row.kind, row.name, None, row.start_ns, row.start_ns + row.duration_ns)
+    host_starts = hosts["start_ns"].to_numpy(dtype=float)
+    spans += [
+        (str(kind), str(name), "", begin, begin + duration)
+        for kind, name, begin, duration in zip(
+            hosts["kind"].tolist(),
+            hosts["name"].tolist(),
+            host_starts.tolist(),
+            hosts["duration_ns"].to_numpy(dtype=float).tolist(),
+            strict=True,
         )
-    return op_rows, span_rows
+    ]
+    summary = Summary(op_summary, total, spans)
+    if whole:
+        events.summary = (start, summary)
+    return summary
 
 
 def _programs(

@@ -174,6 +174,8 @@ def begin(options: CaptureOptions) -> _Token:
             snapshot=lambda: _execute_totals(metrics),
             settle=_settler(metrics),
         )
+        if token.trace is not None:
+            token.trace.capture_start = token.wall_start
         if note:
             token.notes.append(note)
     return token

@@ -166,6 +166,8 @@ def begin(options: CaptureOptions) -> Token:
             if missing:
                 notes.append(missing)
     token.started_at = time.time()
+    if token.trace is not None:
+        token.trace.capture_start = token.started_at
     STATE.activate(token)
     return token
 
