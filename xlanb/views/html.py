@@ -460,8 +460,9 @@ def _diff_commands(profile: Profile) -> list[str]:
 
 
 #: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away): at most this
-#: many, of at most this many nodes each, their packed payloads within this many bytes (a
-#: 4,400-node transformer step is ~175 kB; the first graph is drawn whatever its size).
+#: many, of at most this many nodes each, the viewer's script and their packed payloads within
+#: this many bytes (a 4,400-node transformer step is ~175 kB; a first graph over it is not
+#: drawn: its smallest text is, or nothing).
 VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 200_000
 
 
@@ -488,7 +489,8 @@ def _graph_viewers(profile: Profile) -> str:
     shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
     if shown.empty:
         return ""
-    budget = _ViewerBudget()
+    assets = viewer_assets(packed=True)
+    budget = _ViewerBudget(len(assets))
     views: list[list[tuple[str, str]]] = []
     firsts: list[str] = []
     for index, label, graph in zip(shown["index"], shown["label"], shown["graph"], strict=True):
@@ -499,10 +501,19 @@ def _graph_viewers(profile: Profile) -> str:
         first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
         if views and not budget.fits(sizes[first]):
             break
-        fragment = graph_fragment(
-            profile.graph(int(index), kind=first), height=460, title=label, packed=True
-        )
-        if budget.size + len(fragment) > VIEWER_BYTES:  # the first graph too: a small output
+        # the first graph too stays within the budget: on a smaller text if need be
+        fragment = ""
+        for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
+            if sizes[kind] > VIEWER_MAX_NODES:
+                continue
+            fragment = graph_fragment(
+                profile.graph(int(index), kind=kind), height=460, title=label, packed=True
+            )
+            if budget.has_room(fragment):
+                first = kind
+                break
+            fragment = ""
+        if not fragment:
             break
         budget.spend(fragment, sizes[first])
         views.append([(KIND_LABELS.get(first, first), fragment)])
@@ -513,6 +524,7 @@ def _graph_viewers(profile: Profile) -> str:
     ):
         for kind in [k for k in profile.graph_kinds(int(index)) if k != first]:
             nodes = _graph_nodes(profile, str(graph), kind)
+            fragment = ""
             if budget.fits(nodes):
                 fragment = graph_fragment(
                     profile.graph(int(index), kind=kind),
@@ -521,8 +533,11 @@ def _graph_viewers(profile: Profile) -> str:
                     packed=True,
                     lazy=True,
                 )
-                budget.spend(fragment, nodes)
-            else:
+                if budget.has_room(fragment):  # the estimate was right
+                    budget.spend(fragment, nodes)
+                else:
+                    fragment = ""
+            if not fragment:
                 fragment = (
                     f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
                     f"<code>prof.graph({int(index)}, kind=&quot;{escape(kind)}&quot;)</code> "
@@ -541,19 +556,24 @@ def _graph_viewers(profile: Profile) -> str:
     return _section(
         "Graph viewer",
         len(views),
-        viewer_assets(packed=True) + "".join(graph_views(view) for view in views) + more,
+        assets + "".join(graph_views(view) for view in views) + more,
     )
 
 
 class _ViewerBudget:
-    """The bytes of packed payloads a cell's output spends on graphs (:data:`VIEWER_BYTES`): a
-    graph is packed only when the bytes per node so far say it fits."""
+    """The bytes a cell's output spends on graphs (:data:`VIEWER_BYTES`: the viewer's script,
+    `fixed`, and the packed payloads): a graph is packed only when the bytes per node so far
+    say it fits, and kept only when it did."""
 
-    def __init__(self) -> None:
+    def __init__(self, fixed: int = 0) -> None:
+        self.fixed = fixed
         self.size = self.nodes = 0
 
     def fits(self, nodes: float) -> bool:
-        return self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
+        return self.fixed + self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
+
+    def has_room(self, fragment: str) -> bool:
+        return self.fixed + self.size + len(fragment) <= VIEWER_BYTES
 
     def spend(self, fragment: str, nodes: float) -> None:
         self.size += len(fragment)
