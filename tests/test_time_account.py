@@ -351,9 +351,10 @@ def test_a_bad_trace_window_is_a_usage_error(shell):
 
 
 def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
-    """A program of hundreds of thunks a run: once a trace has shown how big its runs are,
-    the next cell's window closes after about WINDOW_EVENTS events (never under 5 runs), and
-    its events are read on the watchdog thread, not at the end of the cell."""
+    """A program of hundreds of thunks a run: once a trace has shown how big the runs of a
+    cell are, the same cell run again has a window of about WINDOW_EVENTS events (never under 5
+    runs), and its events are read on the watchdog thread, not at the end of the cell."""
+    import xlanb
     from xlanb.capture import device_trace
 
     run(
@@ -362,13 +363,16 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
         "ta_x = jnp.ones((32, 32)); ta_chain(ta_x, ta_x).block_until_ready()"
     )
     cell = (
-        "%%xla_profile -b jax -q --var {var}\nfor _ in range(30):\n"
+        "%%xla_profile -b jax -q\nfor _ in range(60):\n"
         "    out = ta_chain(ta_x, ta_x)\nout.block_until_ready()"
     )
-    run(cell.format(var="chain_first"))
-    per_run = device_trace._events_per_run["jax"]
-    limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS)
-    assert per_run > device_trace.WINDOW_EVENTS / 30 and 5 <= limit < 30, per_run
+    run(cell)
+    source = xlanb.last().source
+    per_run = device_trace._events_per_run["jax", source]
+    limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS, source)
+    assert per_run > device_trace.WINDOW_EVENTS / 50 and 5 <= limit < 50, per_run
+    # another cell is sized from its own runs
+    assert device_trace.window_limit("jax", device_trace.WINDOW_RUNS, "x = 1") == 50
     import threading
 
     read_on, summaries = [], []
@@ -384,10 +388,10 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
 
     device_trace._parse, device_trace.summarize = noting_the_thread, noting_the_summary
     try:
-        run(cell.format(var="chain_second"))
+        run(cell)
     finally:
         device_trace._parse, device_trace.summarize = parse, summarize
-    prof = shell.user_ns["chain_second"]
+    prof = xlanb.last()
     assert read_on == ["xlanb-trace-window"]
     # summarized there too; the end of the cell took that summary as it was
     assert [thread for thread, _ in summaries] == ["xlanb-trace-window", "MainThread"]

@@ -9,13 +9,13 @@ The trace covers a *window*: by default a cell's first :data:`WINDOW_RUNS` progr
 its first :data:`WINDOW_SECONDS`), then a watchdog thread stops it while the cell goes on. The
 XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) and reading the
 events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
-to run; the first runs hold the warm-up and enough steady runs for per-op times. Once a
-runtime's runs are known to be big, the window holds about :data:`WINDOW_EVENTS` events
-instead (:func:`window_limit`), and a window that closes is read on the watchdog thread while
-the cell goes on: the end of the cell then neither stops the profiler nor reads. The backends
-account the runs after the window from the runtime's own samples (torch_xla ``ExecuteTime``) or
-from the traced runs' mean device time (JAX, marked estimated). ``runs=None`` traces the whole
-capture.
+to run; the first runs hold the warm-up and enough steady runs for per-op times. Once the
+same code (a cell run again) is known to run big programs, the window holds about
+:data:`WINDOW_EVENTS` events instead (:func:`window_limit`), and a window that closes is
+read on the watchdog thread while the cell goes on: the end of the cell then neither stops
+the profiler nor reads. The backends account the runs after the window from the runtime's
+own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
+marked estimated). ``runs=None`` traces the whole capture.
 
 From the trace a capture gets:
 
@@ -72,15 +72,18 @@ _counter = 0
 _unable: dict[str, str] = {}
 #: Size of the last trace read, in bytes (``bench/overhead.py`` reports it per 1,000 steps).
 last_trace_bytes = 0
-#: Trace events per program run of each runtime's last trace (what sizes the next window).
-_events_per_run: dict[str, float] = {}
+#: Trace events per program run of the last trace of each (runtime, code captured): what sizes
+#: the next window of the same code (a cell run again runs the same programs).
+_events_per_run: dict[tuple[str, str], float] = {}
+#: Codes remembered (the oldest forgotten first).
+KEPT_SIZES = 256
 
 
-def window_limit(runtime: str, window_runs: int) -> int:
-    """The runs a window of at most `window_runs` traces on `runtime`: fewer when its last
-    trace's runs were big (about :data:`WINDOW_EVENTS` events, at least
-    :data:`MIN_WINDOW_RUNS` runs)."""
-    per_run = _events_per_run.get(runtime)
+def window_limit(runtime: str, window_runs: int, source: str = "") -> int:
+    """The runs a window of at most `window_runs` traces on `runtime` for the code `source`:
+    fewer when the last trace of that code had big runs (about :data:`WINDOW_EVENTS` events,
+    at least :data:`MIN_WINDOW_RUNS` runs)."""
+    per_run = _events_per_run.get((runtime, source))
     if not per_run:
         return window_runs
     return max(min(window_runs, int(WINDOW_EVENTS / per_run)), min(MIN_WINDOW_RUNS, window_runs))
@@ -121,6 +124,8 @@ class Trace:
     #: When the capture started (epoch s; set by its backend): a window read early is
     #: summarized from there (:func:`summarize`) on the watchdog thread too.
     capture_start: float | None = None
+    #: The code captured (what the events per run are remembered for).
+    source: str = ""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
@@ -149,6 +154,7 @@ def start(
     window_seconds: float = WINDOW_SECONDS,
     snapshot: Callable[[], Any] | None = None,
     settle: Callable[[threading.Event], None] | None = None,
+    source: str = "",
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
@@ -182,14 +188,14 @@ def start(
                 f"{runtime}: the device trace could not start ({first_line}); "
                 "times are from the runtime's counters."
             )
-        _running = Trace(runtime, directory, stop, started_at=time.time())
+        _running = Trace(runtime, directory, stop, started_at=time.time(), source=source)
         if runs is not None:
             try:
                 _running.runs, _running.runs_at_start = runs, runs()
             except Exception:
                 _running.runs = None
         if window_runs is not None and _running.runs is not None:
-            limit = _running.window_runs = window_limit(runtime, window_runs)
+            limit = _running.window_runs = window_limit(runtime, window_runs, source)
             _running._watchdog = threading.Thread(
                 target=_watch,
                 args=(
@@ -299,7 +305,11 @@ def _read(trace: Trace, data: bytes | None) -> Any:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
         return None
     if events is not None and trace.runs_traced:
-        _events_per_run[trace.runtime] = events.event_count / trace.runs_traced
+        key = (trace.runtime, trace.source)
+        _events_per_run.pop(key, None)
+        _events_per_run[key] = events.event_count / trace.runs_traced
+        while len(_events_per_run) > KEPT_SIZES:
+            del _events_per_run[next(iter(_events_per_run))]
     return events
 
 

@@ -156,6 +156,7 @@ def begin(options: CaptureOptions) -> Token:
             runs=_runs,
             window_runs=options.trace_runs,
             settle=_settle,
+            source=options.source,
         )
         if token.trace is not None and token.trace.window_runs is not None:
             STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
