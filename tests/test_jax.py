@@ -748,6 +748,24 @@ def test_each_jax_compile_of_one_function_is_its_own_graph(run, shell):
         prof.diff(0)
 
 
+def test_commands_for_a_profile_name_with_spaces_are_quoted_and_run(run, shell):
+    import html
+
+    run(
+        '%%xla_profile -q -n "my run" --var spaced\n'
+        "@jax.jit\ndef sp_step(x):\n    return jnp.tanh(x) @ x.T\n"
+        "for n in (3, 5):\n    sp_step(jnp.ones((n, 4))).block_until_ready()"
+    )
+    prof = shell.user_ns["spaced"]
+    assert prof.name == "my run"
+    command = "%xla_profile diff 'my run' 1"
+    assert command in html.unescape(prof._repr_html_())
+    assert f"`{command}`" in " ".join(prof.findings["detail"])
+    result = run(f"sp_diff = {command}")
+    assert result.success and type(shell.user_ns["sp_diff"]).__name__ == "GraphDiff"
+    assert run("%xla_profile compare 'my run' spaced").success
+
+
 TRANSFORMER_CELL = """%%xla_profile -q --var big_cell
 import math
 def tc_layer(p, x):

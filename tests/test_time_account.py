@@ -450,3 +450,57 @@ def test_a_bad_trace_window_is_a_usage_error(shell):
     result = shell.run_cell("%%xla_profile -b jax -q --trace-runs -3\nx = 1")
     assert not result.success
     assert "trace_runs must be at least 1" in str(result.error_in_exec)
+
+
+def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
+    """A program of hundreds of thunks a run: once a trace has shown how big the runs of a
+    cell are, the same cell run again has a window of about WINDOW_EVENTS events (never under 5
+    runs), and its events are read on the watchdog thread, not at the end of the cell."""
+    import xlanb
+    from xlanb.capture import device_trace
+
+    run(
+        "@jax.jit\ndef ta_chain(x, w):\n    for _ in range(300):\n"
+        "        x = jnp.sin(x @ w)\n    return x\n"
+        "ta_x = jnp.ones((32, 32)); ta_chain(ta_x, ta_x).block_until_ready()"
+    )
+    cell = (
+        "%%xla_profile -b jax -q\nfor _ in range(60):\n"
+        "    out = ta_chain(ta_x, ta_x)\nout.block_until_ready()"
+    )
+    run(cell)
+    source = xlanb.last().source
+    per_run = device_trace._events_per_run["jax", source]
+    limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS, source)
+    assert per_run > device_trace.WINDOW_EVENTS / 50 and 5 <= limit < 50, per_run
+    # another cell is sized from its own runs
+    assert device_trace.window_limit("jax", device_trace.WINDOW_RUNS, "x = 1") == 50
+    import threading
+
+    read_on, summaries = [], []
+    parse, summarize = device_trace._parse, device_trace.summarize
+
+    def noting_the_thread(trace, data):
+        read_on.append(threading.current_thread().name)
+        return parse(trace, data)
+
+    def noting_the_summary(events, start, end):
+        summaries.append((threading.current_thread().name, summarize(events, start, end)))
+        return summaries[-1][1]
+
+    device_trace._parse, device_trace.summarize = noting_the_thread, noting_the_summary
+    try:
+        run(cell)
+    finally:
+        device_trace._parse, device_trace.summarize = parse, summarize
+    prof = xlanb.last()
+    assert read_on == ["xlanb-trace-window"]
+    # summarized there too; the end of the cell took that summary as it was
+    assert [thread for thread, _ in summaries] == ["xlanb-trace-window", "MainThread"]
+    assert summaries[0][1] is summaries[1][1]
+    window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
+    assert window == f"device trace: first {limit} runs"
+    measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]
+    assert len(measured) == limit
+    assert prof.ops["count"].max() == limit
+    assert_adds_up(prof)

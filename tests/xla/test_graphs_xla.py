@@ -157,3 +157,57 @@ def test_dump_files_of_a_sync(xla, tmp_path):
         graph = graphs.parse_file(path)
         assert graph.kind == "hlo" and len(graph.nodes) > 3
     del out
+
+
+BIG_MODEL = """
+torch.manual_seed(0)
+big_model = torch.nn.TransformerEncoder(
+    torch.nn.TransformerEncoderLayer(128, 4, 256, batch_first=True, dropout=0.0), 4
+).to(dev)
+big_opt = torch.optim.SGD(big_model.parameters(), lr=1e-3)
+def big_step(x):
+    big_opt.zero_grad()
+    loss = (big_model(x) ** 2).mean()
+    loss.backward()
+    big_opt.step()
+    torch_xla.sync()
+    return loss
+"""
+
+
+def test_a_program_whose_optimized_hlo_is_huge_keeps_the_cell_output_small(xla, run, shell):
+    """A 4-layer transformer's training step: 2,000 HLO instructions, 21,000 once optimized
+    (fusions). With measured device time the viewer opens a program on its optimized HLO; one
+    that large is shown on its HLO instead, and the cell's output stays within 300 kB."""
+    import json
+
+    from IPython.utils.capture import capture_output
+
+    run(BIG_MODEL)
+    cell = "%%xla_profile --var {var}\nbx = torch.randn(6, 16, 128).to(dev)\n" + (
+        "for _ in range(3):\n    loss = big_step(bx)\nloss.item()"
+    )
+    with capture_output() as shown:
+        run(cell.format(var="big_compiled"))
+    compiled = shell.user_ns["big_compiled"]
+    sizes = dict(zip(compiled.graphs["kind"], compiled.graphs["nodes"], strict=True))
+    assert sizes["hlo_optimized"] > 5000 > sizes["hlo"], sizes
+    assert sum(len(json.dumps(o.data, default=str)) for o in shown.outputs) <= 300_000
+    # the same program's device time, from a cell that ran it again (a compiling cell's trace
+    # does not always hold its runs' ops on torch_xla)
+    for _ in range(3):
+        run(cell.replace("bx = torch.randn(6, 16, 128).to(dev)\n", "").format(var="big_again"))
+        if not shell.user_ns["big_again"].ops.empty:
+            break
+    ops = shell.user_ns["big_again"].ops
+    assert set(ops["graph"]) >= set(compiled.graphs["graph"]), ops["graph"].unique()
+    compiled.ops = ops
+    assert compiled.graph_kinds(0)[0] == "hlo_optimized"
+    with capture_output() as shown:
+        shell.display_formatter.active_types = shell.display_formatter.format_types
+        from IPython.display import display
+
+        display(compiled)
+    html = shown.outputs[0].data["text/html"]
+    assert len(json.dumps(shown.outputs[0].data, default=str)) <= 300_000
+    assert "Graph viewer (1)" in html

@@ -9,10 +9,13 @@ The trace covers a *window*: by default a cell's first :data:`WINDOW_RUNS` progr
 its first :data:`WINDOW_SECONDS`), then a watchdog thread stops it while the cell goes on. The
 XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) and reading the
 events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
-to run; the first runs hold the warm-up and enough steady runs for per-op times. The backends
-account the runs after the window from the runtime's own samples (torch_xla ``ExecuteTime``) or
-from the traced runs' mean device time (JAX, marked estimated). ``runs=None`` traces the whole
-capture.
+to run; the first runs hold the warm-up and enough steady runs for per-op times. Once the
+same code (a cell run again) is known to run big programs, the window holds about
+:data:`WINDOW_EVENTS` events instead (:func:`window_limit`), and a window that closes is
+read on the watchdog thread while the cell goes on: the end of the cell then neither stops
+the profiler nor reads. The backends account the runs after the window from the runtime's
+own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
+marked estimated). ``runs=None`` traces the whole capture.
 
 From the trace a capture gets:
 
@@ -58,6 +61,12 @@ WINDOW_RUNS = 50
 WINDOW_SECONDS = 10.0
 #: How often the watchdog looks at the run count.
 POLL_SECONDS = 0.005
+#: ... or, once the runtime's runs are known to be big (from the traces read before), after
+#: about this many trace events: stopping the profiler and reading its events both cost a few
+#: µs an event (a 12-layer transformer step is ~3,000), so a window of 50 big runs would add
+#: a second to the end of the cell. Never fewer than :data:`MIN_WINDOW_RUNS` runs.
+WINDOW_EVENTS = 20_000
+MIN_WINDOW_RUNS = 5
 
 _lock = threading.Lock()
 _running: Trace | None = None
@@ -66,6 +75,21 @@ _counter = 0
 _unable: dict[str, str] = {}
 #: Size of the last trace read, in bytes (``bench/overhead.py`` reports it per 1,000 steps).
 last_trace_bytes = 0
+#: Trace events per program run of the last trace of each (runtime, code captured): what sizes
+#: the next window of the same code (a cell run again runs the same programs).
+_events_per_run: dict[tuple[str, str], float] = {}
+#: Codes remembered (the oldest forgotten first).
+KEPT_SIZES = 256
+
+
+def window_limit(runtime: str, window_runs: int, source: str = "") -> int:
+    """The runs a window of at most `window_runs` traces on `runtime` for the code `source`:
+    fewer when the last trace of that code had big runs (about :data:`WINDOW_EVENTS` events,
+    at least :data:`MIN_WINDOW_RUNS` runs)."""
+    per_run = _events_per_run.get((runtime, source))
+    if not per_run:
+        return window_runs
+    return max(min(window_runs, int(WINDOW_EVENTS / per_run)), min(MIN_WINDOW_RUNS, window_runs))
 
 
 @dataclass
@@ -90,6 +114,21 @@ class Trace:
     #: What the capture's `snapshot` callable returned when the window closed (e.g. the
     #: runtime's execute-time totals, to split them into the window and the rest).
     snapshot_at_stop: Any = None
+    #: The runs the window holds at most (None: the whole capture).
+    window_runs: int | None = None
+    #: The runtime's run count (and its value at the start), to size the next window.
+    runs: Callable[[], int] | None = None
+    runs_at_start: int = 0
+    #: Runs traced when the window closed (None while it is open).
+    runs_traced: int | None = None
+    #: The events of a window that closed early, read on the watchdog thread while the cell
+    #: went on (None otherwise).
+    early_events: Any = None
+    #: When the capture started (epoch s; set by its backend): a window read early is
+    #: summarized from there (:func:`summarize`) on the watchdog thread too.
+    capture_start: float | None = None
+    #: The code captured (what the events per run are remembered for).
+    source: str = ""
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
@@ -119,6 +158,7 @@ def start(
     window_seconds: float | None = None,
     snapshot: Callable[[], Any] | None = None,
     settle: Callable[[threading.Event], None] | None = None,
+    source: str = "",
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
@@ -155,15 +195,21 @@ def start(
                 f"{runtime}: the device trace could not start ({first_line}); "
                 "times are from the runtime's counters."
             )
-        _running = Trace(runtime, directory, stop, started_at=time.time())
-        if window_runs is not None and runs is not None:
+        _running = Trace(runtime, directory, stop, started_at=time.time(), source=source)
+        if runs is not None:
+            try:
+                _running.runs, _running.runs_at_start = runs, runs()
+            except Exception:
+                _running.runs = None
+        if window_runs is not None and _running.runs is not None:
+            limit = _running.window_runs = window_limit(runtime, window_runs, source)
             _running._watchdog = threading.Thread(
                 target=_watch,
                 args=(
                     _running,
                     runs,
-                    runs(),
-                    window_runs,
+                    _running.runs_at_start,
+                    limit,
                     WINDOW_SECONDS if window_seconds is None else window_seconds,
                     snapshot,
                     settle,
@@ -198,12 +244,32 @@ def _watch(
                     if trace._done.is_set():
                         return  # the capture ended meanwhile: the trace covers all of it
                 taken = snapshot() if snapshot is not None else None
+                counted = runs() - base
                 if trace.stop_early():
                     trace.window_closed = True
                     trace.snapshot_at_stop = taken
+                    trace.runs_traced = counted
+                    # read the window's events now, while the cell goes on
+                    trace.early_events = _read(trace, trace.early_data)
+                    trace.early_data = None
+                    if trace.early_events is not None and trace.capture_start is not None:
+                        try:
+                            summarize(trace.early_events, trace.capture_start, float("inf"))
+                        except Exception:
+                            pass  # summarized again, and failing with a note, at the end
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
         trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
+
+
+def count_runs(trace: Trace) -> None:
+    """Note the runs `trace` holds, before its capture's counts are gone (a backend whose run
+    count ends with its capture calls this first; :func:`finish` does it otherwise)."""
+    if trace.runs_traced is None and trace.runs is not None and not trace.yielded:
+        try:
+            trace.runs_traced = trace.runs() - trace.runs_at_start
+        except Exception:
+            pass
 
 
 def _end_watch(trace: Trace) -> None:
@@ -215,13 +281,15 @@ def _end_watch(trace: Trace) -> None:
 def finish(trace: Trace) -> Any:
     """Stop `trace` and read its events (an :class:`xlanb.formats.xspace.XSpaceEvents`), or None
     with a note in ``trace.notes``. The trace's files are removed in every case."""
-    global _running, last_trace_bytes
-    from xlanb.formats.xspace import XSpaceError, find_xspace_files, parse_xspace, read_xspace
+    global _running
 
     try:
         try:
             _end_watch(trace)
             with trace._stop_lock:
+                if trace.early_events is not None:
+                    return trace.early_events  # read while the cell ran
+                count_runs(trace)
                 if trace.yielded:
                     data = trace.early_data
                 else:
@@ -230,37 +298,63 @@ def finish(trace: Trace) -> Any:
         finally:
             with _lock:
                 _running = None
-        if data is not None:
-            last_trace_bytes = len(data)
-            if len(data) > MAX_TRACE_BYTES:
-                trace.notes.append(
-                    f"{trace.runtime}: the device trace is "
-                    f"{len(data) / 2**20:.0f} MB, over xlanb's "
-                    f"{MAX_TRACE_BYTES // 2**20} MB cap; it was not read."
-                )
-                return None
-            return parse_xspace(data, f"{trace.runtime} trace")
-        files = find_xspace_files(trace.directory)
-        if not files:
-            trace.notes.append(f"{trace.runtime}: the device trace wrote no file.")
-            return None
-        size = last_trace_bytes = files[0].stat().st_size
-        if size > MAX_TRACE_BYTES:
-            trace.notes.append(
-                f"{trace.runtime}: the device trace is {size / 2**20:.0f} MB, "
-                f"over xlanb's {MAX_TRACE_BYTES // 2**20} MB cap; it was not "
-                "read (profile fewer steps for per-op times)."
-            )
-            return None
-        return read_xspace(files[0])
+        return _read(trace, data)
+    except Exception as error:
+        trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
+        return None
+    finally:
+        shutil.rmtree(trace.directory, ignore_errors=True)
+
+
+def _read(trace: Trace, data: bytes | None) -> Any:
+    """The events of `trace` (its XSpace `data`, else the file it wrote), or None with a note;
+    learns the runtime's events per run for the next window."""
+    from xlanb.formats.xspace import XSpaceError
+
+    try:
+        events = _parse(trace, data)
     except XSpaceError as error:
         trace.notes.append(f"{trace.runtime}: the device trace could not be read ({error}).")
         return None
     except Exception as error:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
         return None
-    finally:
-        shutil.rmtree(trace.directory, ignore_errors=True)
+    if events is not None and trace.runs_traced:
+        key = (trace.runtime, trace.source)
+        _events_per_run.pop(key, None)
+        _events_per_run[key] = events.event_count / trace.runs_traced
+        while len(_events_per_run) > KEPT_SIZES:
+            del _events_per_run[next(iter(_events_per_run))]
+    return events
+
+
+def _parse(trace: Trace, data: bytes | None) -> Any:
+    global last_trace_bytes
+    from xlanb.formats.xspace import find_xspace_files, parse_xspace, read_xspace
+
+    if data is not None:
+        last_trace_bytes = len(data)
+        if len(data) > MAX_TRACE_BYTES:
+            trace.notes.append(
+                f"{trace.runtime}: the device trace is "
+                f"{len(data) / 2**20:.0f} MB, over xlanb's "
+                f"{MAX_TRACE_BYTES // 2**20} MB cap; it was not read."
+            )
+            return None
+        return parse_xspace(data, f"{trace.runtime} trace", markers=False)
+    files = find_xspace_files(trace.directory)
+    if not files:
+        trace.notes.append(f"{trace.runtime}: the device trace wrote no file.")
+        return None
+    size = last_trace_bytes = files[0].stat().st_size
+    if size > MAX_TRACE_BYTES:
+        trace.notes.append(
+            f"{trace.runtime}: the device trace is {size / 2**20:.0f} MB, "
+            f"over xlanb's {MAX_TRACE_BYTES // 2**20} MB cap; it was not "
+            "read (profile fewer steps for per-op times)."
+        )
+        return None
+    return read_xspace(files[0], markers=False)
 
 
 def yield_to_user() -> None:
@@ -395,71 +489,94 @@ def rows(
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
     sources = {**(known_sources or {}), **sources}
+    summary = summarize(events, window[0], window[1])
+    op_rows: list[dict[str, Any]] = []
+    for module, op, count, seconds in summary.ops:
+        source = _source_of(sources.get(module, {}), op)
+        in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
+        op_rows.append(
+            {
+                "backend": backend,
+                "graph": modules.get(module, module),
+                "module": module,
+                "op": op,
+                "category": thunk_category(op),
+                "count": count,
+                "seconds": seconds,
+                "share": seconds / summary.total,
+                "source_file": source.file if source else None,
+                "source_line": source.line if source else None,
+                "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
+            }
+        )
+    op_rows.sort(key=lambda row: -row["seconds"])
+    span_rows = [
+        _span(backend, lane, name, modules.get(module, module) if module else None, start, end)
+        for lane, name, module, start, end in summary.spans
+    ]
+    return op_rows, span_rows
+
+
+@dataclass
+class Summary:
+    """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
+    ``ops`` (HLO module, op, count, seconds), their total seconds, and ``spans`` (lane, name,
+    HLO module or "", start ns, end ns): the longest op events (lane ``op``, for zooming into
+    a run; not part of the time account), one ``device`` span per program run and the main
+    thread's ``transfer`` and ``sync_wait`` spans."""
+
+    ops: list[tuple[str, str, int, float]]
+    total: float
+    spans: list[tuple[str, str, str, float, float]]
+
+
+def summarize(events: Any, start: float, end: float) -> Summary:
+    """The :class:`Summary` of the events inside ``[start, end]`` (epoch s), kept on `events`:
+    a window read on the watchdog thread is summarized there, while the cell goes on (a later
+    `end` covers the same events: the trace stopped before the capture ended)."""
     frame = events.events
-    start_ns, end_ns = window[0] * 1e9, window[1] * 1e9
+    start_ns, end_ns = start * 1e9, end * 1e9
+    # the same events when `end` is past the last one
+    whole = frame.empty or end_ns >= float(frame["start_ns"].max())
+    kept = getattr(events, "summary", None)
+    if kept is not None and whole and kept[0] == start:
+        return kept[1]
     inside = frame[
         (frame["start_ns"] + frame["duration_ns"] >= start_ns) & (frame["start_ns"] <= end_ns)
     ]
     ops = inside[inside["hlo_op"].notna()]
     executions = _execution_windows(inside)
-    op_rows: list[dict[str, Any]] = []
-    span_rows: list[dict[str, Any]] = []
+    op_summary: list[tuple[str, str, int, float]] = []
+    spans: list[tuple[str, str, str, float, float]] = []
+    total = 1.0
     if not ops.empty:
         ops = ops.assign(seconds=_exclusive_ns(ops) / 1e9)
         total = float(ops["seconds"].sum()) or 1.0
         grouped = ops.groupby(["hlo_module", "hlo_op"], sort=False).agg(
             count=("seconds", "size"),
             seconds=("seconds", "sum"),
-            program_id=("program_id", "first"),
         )
-        for (module, op), values in grouped.iterrows():
-            source = _source_of(sources.get(str(module), {}), str(op))
-            in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
-            op_rows.append(
-                {
-                    "backend": backend,
-                    "graph": modules.get(str(module), str(module)),
-                    "module": str(module),
-                    "op": str(op),
-                    "category": thunk_category(str(op)),
-                    "count": int(values["count"]),
-                    "seconds": float(values["seconds"]),
-                    "share": float(values["seconds"]) / total,
-                    "source_file": source.file if source else None,
-                    "source_line": source.line if source else None,
-                    "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
-                }
+        op_summary = [
+            (str(module), str(op), int(count), float(seconds))
+            for (module, op), count, seconds in zip(
+                grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
             )
-        op_rows.sort(key=lambda row: -row["seconds"])
-        # the longest op events themselves, for zooming into a run (timeline, Chrome trace);
-        # lane "op" is not part of the time account
-        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")[
-            ["hlo_op", "hlo_module", "start_ns", "duration_ns"]
         ]
-        for row in longest.itertuples(index=False):
-            module = str(row.hlo_module)
-            span_rows.append(
-                _span(
-                    backend,
-                    "op",
-                    str(row.hlo_op),
-                    modules.get(module, module),
-                    row.start_ns,
-                    row.start_ns + row.duration_ns,
-                )
+        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
+        starts = longest["start_ns"].to_numpy(dtype=float)
+        spans += [
+            ("op", str(op), str(module), begin, begin + duration)
+            for op, module, begin, duration in zip(
+                longest["hlo_op"].tolist(),
+                longest["hlo_module"].tolist(),
+                starts.tolist(),
+                longest["duration_ns"].to_numpy(dtype=float).tolist(),
+                strict=True,
             )
+        ]
         for module, module_ops in ops.groupby("hlo_module", sort=False):
             for run_start, run_end in _runs(module_ops, executions):
-                span_rows.append(
-                    _span(
-                        backend,
-                        "device",
-                        str(module),
-                        modules.get(str(module), str(module)),
-                        run_start,
-                        run_end,
-                    )
-                )
+                spans.append(("device", str(module), str(module), run_start, run_end))
     # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
     # thread waiting on donation holds while Python traces the next step does not.
     hosts = inside[
@@ -467,11 +584,21 @@ def rows(
         & inside["kind"].isin(["transfer", "sync_wait"])
         & (inside["line"] == MAIN_THREAD)
     ]
-    for row in hosts[["kind", "name", "start_ns", "duration_ns"]].itertuples(index=False):
-        span_rows.append(
-            _span(backend, row.kind, row.name, None, row.start_ns, row.start_ns + row.duration_ns)
+    host_starts = hosts["start_ns"].to_numpy(dtype=float)
+    spans += [
+        (str(kind), str(name), "", begin, begin + duration)
+        for kind, name, begin, duration in zip(
+            hosts["kind"].tolist(),
+            hosts["name"].tolist(),
+            host_starts.tolist(),
+            hosts["duration_ns"].to_numpy(dtype=float).tolist(),
+            strict=True,
         )
-    return op_rows, span_rows
+    ]
+    summary = Summary(op_summary, total, spans)
+    if whole:
+        events.summary = (start, summary)
+    return summary
 
 
 def _programs(

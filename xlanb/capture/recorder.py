@@ -85,6 +85,7 @@ class Recorder:
             cell_filename=cell_filename,
             device_trace=trace,
             trace_runs=trace_runs,
+            source=source,
         )
         self.profile = Profile(
             name=name or f"profile-{_captured + 1}",

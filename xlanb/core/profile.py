@@ -192,7 +192,7 @@ class Profile:
         the Graph's ``measured`` holds those ops (the viewer colours nodes by their time). A
         text that does not parse gives a Graph whose ``error`` says why and whose display
         shows the text."""
-        from xlanb.graphs import Graph, ParseError, parse
+        from xlanb.graphs import Graph, ParseError, parse_once
 
         name, rows, measured = self._graph_rows(name_or_index)
         kinds = list(rows["kind"])
@@ -201,7 +201,7 @@ class Profile:
             raise KeyError(f"graph {name!r} has no {kind!r} text; it has {', '.join(kinds)}")
         text = str(rows[rows["kind"] == chosen]["text"].iloc[0])
         try:
-            parsed = parse(text, chosen)
+            parsed = parse_once(text, chosen)
         except ParseError as error:
             return Graph.unparsed(text, chosen, error, name=name)
         parsed.name = name

@@ -9,3 +9,11 @@ def counted(count: int | float, noun: str, plural: str | None = None) -> str:
     number = int(count)
     word = noun if number == 1 else (plural or f"{noun}s")
     return f"{number} {word}"
+
+
+def magic_command(*words: object) -> str:
+    """``%xla_profile`` with `words` quoted as a shell would need them: a profile named
+    ``my run`` is ``%xla_profile diff 'my run' 2``, which the magic reads back as two words."""
+    import shlex
+
+    return " ".join(["%xla_profile", *(shlex.quote(str(word)) for word in words)])

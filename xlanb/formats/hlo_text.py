@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import NamedTuple
 
@@ -32,13 +33,19 @@ _OP_NAME = re.compile(r'op_name="(?P<op>(?:[^"\\]|\\.)*)"')
 _CALLS = re.compile(r"(?:calls|to_apply)=%?(?P<callee>[\w.\-]+)")
 
 
+#: Module texts whose sources :func:`hlo_op_sources` keeps (a program's trace is read at the end
+#: of every cell that runs it; its text is the same).
+SOURCES_KEPT = 32
+
+
+@functools.lru_cache(maxsize=SOURCES_KEPT)
 def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, HloOpSource]:
     """Instruction name -> its source file and line, from the ``metadata`` of an HLO module's
     text: ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
     ``stack_frame_id`` into the module's stack-frame tables (JAX), where the cell's own frame
     (`cell_filename`) is preferred, else the innermost frame outside installed libraries. A
     fusion or call without a location of its own takes the first located instruction of the
-    computation it calls."""
+    computation it calls. Computed once per text and cell: the dict is shared, read it only."""
     frames_of = stack_tables(text).frames if "StackFrames" in text else None
     sources: dict[str, HloOpSource] = {}
     first_in_computation: dict[str, HloOpSource] = {}

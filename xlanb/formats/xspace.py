@@ -372,6 +372,8 @@ class XSpaceEvents:
     #: ``bytes_in_use`` after the event, ``peak_bytes_in_use``; empty when the trace has none
     #: (XLA:CPU writes none).
     memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS))
+    #: Every event of the space, those left out (markers, aggregated events) included.
+    event_count: int = 0
 
     @property
     def planes(self) -> list[str]:
@@ -423,10 +425,12 @@ def _plane_stats(plane: Any, stat_names: dict[int, str]) -> dict[str, Any]:
     return out
 
 
-def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
+def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) -> XSpaceEvents:
     """:func:`read_xspace` for serialized bytes (e.g. what ``ProfilerSession.stop()`` returns).
 
-    ``source`` names the data in errors.
+    ``source`` names the data in errors; ``markers=False`` leaves ``marker`` events out (two
+    in three events of an XLA:CPU trace, never needed for times: skipping them is cheaper
+    than reading them).
     """
     if not data:
         raise XSpaceError(
@@ -475,6 +479,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
     stat_values: list[list[Any]] = []
     normalized = False
     empty4 = (None, None, None, None)
+    event_count = 0
     for plane in space.planes:
         if not len(plane.lines):
             continue
@@ -488,9 +493,12 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
         n_wanted = len(wanted)
         gids: dict[int, int] = {}
         meta_stats: dict[int, tuple[Any, ...]] = {}
+        skipped: set[int] = set()
         for mid, md in plane.event_metadata.items():
             gids[mid] = len(names)
             names.append(md.name or md.display_name)
+            if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
+                skipped.add(mid)
             if wanted and len(md.stats):
                 base = list(empty4)
                 for stat in md.stats:
@@ -509,6 +517,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
         )
         for line in plane.lines:
             events = line.events
+            event_count += len(events)
             if not len(events):
                 continue
             ts = line.timestamp_ns
@@ -517,10 +526,13 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
                 normalized = True
             first = len(mids)
             for ev in events:
+                mid = ev.metadata_id
+                if mid in skipped:
+                    continue
                 offset = ev.offset_ps
                 if not offset and ev.num_occurrences:
                     continue  # aggregated event: no time
-                mids_append(ev.metadata_id)
+                mids_append(mid)
                 offsets_append(offset)
                 durations_append(ev.duration_ps)
                 if wanted:
@@ -532,7 +544,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
                             idx = wanted.get(stat.metadata_id)
                             if idx is not None:
                                 if values is None:
-                                    values = list(meta_stats.get(ev.metadata_id, empty4))
+                                    values = list(meta_stats.get(mid, empty4))
                                 which = stat.WhichOneof("value")
                                 if which == "ref_value":
                                     values[idx] = stat_names.get(stat.ref_value)
@@ -545,9 +557,9 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
                             stat_rows.append(len(mids) - 1)
                             stat_values.append(values)
                             continue
-                    if meta_stats and ev.metadata_id in meta_stats:
+                    if meta_stats and mid in meta_stats:
                         stat_rows.append(len(mids) - 1)
-                        stat_values.append(list(meta_stats[ev.metadata_id]))
+                        stat_values.append(list(meta_stats[mid]))
             line_planes.append(plane_index)
             line_names.append(line.name or line.display_name or str(line.id))
             line_ts.append(ts)
@@ -578,6 +590,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>") -> XSpaceEvents:
         profile_start_ns=start,
         profile_stop_ns=stop,
         normalized=normalized,
+        event_count=event_count,
     )
 
 
@@ -715,7 +728,7 @@ def _as_str(values: Iterable[Any]) -> list[Any]:
     return out
 
 
-def read_xspace(path: str | os.PathLike[str]) -> XSpaceEvents:
+def read_xspace(path: str | os.PathLike[str], *, markers: bool = True) -> XSpaceEvents:
     """Read one ``*.xplane.pb`` (or the newest one under a trace directory).
 
     Raises :class:`XSpaceError` naming the file when it is missing
@@ -734,4 +747,4 @@ def read_xspace(path: str | os.PathLike[str]) -> XSpaceEvents:
         raise XSpaceNotFoundError(p, "no such XSpace file") from exc
     except OSError as exc:
         raise XSpaceError(p, f"cannot read ({exc})") from exc
-    return parse_xspace(data, source=str(p))
+    return parse_xspace(data, source=str(p), markers=markers)

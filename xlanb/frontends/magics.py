@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -34,6 +35,15 @@ def _unquote(text: str) -> str:
     return text
 
 
+def _words(line: str) -> list[str]:
+    """The words of a magic line as a shell splits them: the commands xlanb prints quote a
+    profile name with spaces (``%xla_profile diff 'my run' 2``)."""
+    try:
+        return shlex.split(line)
+    except ValueError:  # an unmatched quote: the words as written
+        return line.split()
+
+
 @magics_class
 class XlaProfileMagics(Magics):
     @magic_arguments()
@@ -58,8 +68,8 @@ class XlaProfileMagics(Magics):
         type=int,
         default=WINDOW_RUNS,
         metavar="N",
-        help="Trace the cell's first N program runs (default 50, at most 10 s); "
-        "0 traces the whole cell.",
+        help="Trace the cell's first N program runs (default 50, at most 10 s, fewer when "
+        "runs are big: ~20,000 trace events, at least 5 runs); 0 traces the whole cell.",
     )
     @argument(
         "--max-compiles",
@@ -100,7 +110,7 @@ class XlaProfileMagics(Magics):
         that did lazy-tensor work); ``%xla_profile status`` says what is on.
         """
         __tracebackhide__ = True  # IPython hides this frame in the user's traceback
-        words = line.split()
+        words = _words(line)
         if cell is None and words[:1] == ["compare"]:
             comparison = self._compare(words[1:])
             display(comparison)  # the table, then the chart
@@ -126,7 +136,7 @@ class XlaProfileMagics(Magics):
             recorder = profile(
                 backend=args.backend,
                 # named as the cell's In[n], as auto-profiling names its cells
-                name=args.name or f"cell-{cell_number(self.shell)}",
+                name=_unquote(args.name) if args.name else f"cell-{cell_number(self.shell)}",
                 graphs=not args.no_graphs,
                 cell_filename=filename,
                 source=source,

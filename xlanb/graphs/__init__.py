@@ -17,7 +17,7 @@ from xlanb.graphs.diff import GraphDiff, diff
 from xlanb.graphs.dump import dump_files, parse_file
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import EDGE_COLUMNS, NODE_COLUMNS, SCOPE_COLUMNS, Graph
-from xlanb.graphs.parse import KINDS, detect_kind, parse
+from xlanb.graphs.parse import KINDS, detect_kind, parse, parse_once
 
 __all__ = [
     "EDGE_COLUMNS",
@@ -31,5 +31,6 @@ __all__ = [
     "diff",
     "dump_files",
     "parse",
+    "parse_once",
     "parse_file",
 ]

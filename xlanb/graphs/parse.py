@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import replace
 
 from xlanb.graphs import dot, hlo, ir, stablehlo, torchscript
 from xlanb.graphs.errors import ParseError
@@ -56,3 +59,34 @@ def parse(text: str, kind: str | None = None) -> Graph:
     if kind not in _PARSERS:
         raise ValueError(f"unknown graph kind {kind!r}; one of {', '.join(KINDS)}")
     return _PARSERS[kind](text)
+
+
+#: Parsed graphs kept by :func:`parse_once` (the newest first out of the way last): a cell's
+#: display, its report, ``prof.graph(i)`` and ``%xla_profile diff`` read the same texts.
+PARSED_KEPT = 16
+_parsed: OrderedDict[tuple[str, str | None], Graph | ParseError] = OrderedDict()
+_parsed_lock = threading.Lock()
+
+
+def parse_once(text: str, kind: str | None = None) -> Graph:
+    """:func:`parse`, once per text: a text parsed again (the same ``kind``) gives a copy of
+    the Graph parsed before (its frames shared: treat them as read-only; ``name`` and
+    ``measured`` are the copy's own), or raises the same :class:`ParseError`. The last
+    :data:`PARSED_KEPT` texts are kept."""
+    key = (text, kind)
+    with _parsed_lock:
+        found = _parsed.get(key)
+        if found is not None:
+            _parsed.move_to_end(key)
+    if found is None:
+        try:
+            found = parse(text, kind)
+        except ParseError as error:
+            found = error
+        with _parsed_lock:
+            _parsed[key] = found
+            while len(_parsed) > PARSED_KEPT:
+                _parsed.popitem(last=False)
+    if isinstance(found, ParseError):
+        raise found
+    return replace(found)

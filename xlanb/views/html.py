@@ -18,6 +18,7 @@ from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
+from xlanb.core.words import magic_command
 from xlanb.views.compare import summary_rows
 from xlanb.views.escape import escape
 from xlanb.views.summary import (
@@ -493,13 +494,14 @@ def _diff_commands(profile: Profile) -> list[str]:
     for row, (graph, key) in enumerate(zip(profile.compiles["graph"], keys, strict=True)):
         index = index_of.get((str(graph), int(key)))
         if index is not None and profile.previous_compile(index, entries) is not None:
-            commands[row] = f"%xla_profile diff {profile.name} {index}"
+            commands[row] = magic_command("diff", profile.name, index)
     return commands
 
 
 #: Graphs drawn in the cell's display (more are one ``prof.graph(name)`` away): at most this
-#: many, of at most this many nodes each, their packed payloads within this many bytes (a
-#: 4,400-node transformer step is ~175 kB; the first graph is drawn whatever its size).
+#: many, of at most this many nodes each, the viewer's script and their packed payloads within
+#: this many bytes (a 4,400-node transformer step is ~175 kB; a first graph over it is not
+#: drawn: its smallest text is, or nothing).
 VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 200_000
 
 
@@ -518,24 +520,45 @@ def _graph_viewers(profile: Profile) -> str:
     shown = entries[entries["nodes"] <= VIEWER_MAX_NODES].head(VIEWER_GRAPHS)
     if shown.empty:
         return ""
-    budget = _ViewerBudget()
+    assets = viewer_assets(packed=True)
+    budget = _ViewerBudget(len(assets))
     views: list[list[tuple[str, str]]] = []
-    for index, label, nodes in zip(shown["index"], shown["label"], shown["nodes"], strict=True):
-        if views and not budget.fits(nodes):
-            break
+    firsts: list[str] = []
+    for index, label, graph in zip(shown["index"], shown["label"], shown["graph"], strict=True):
+        # the text shown first, unless it is too big (a program's optimized HLO may have
+        # many times the instructions of its HLO): then its smallest text
         kinds = profile.graph_kinds(int(index))
-        fragment = graph_fragment(profile.graph(int(index)), height=460, title=label, packed=True)
-        budget.spend(fragment, nodes)
-        views.append([(KIND_LABELS.get(kinds[0], kinds[0]), fragment)])
+        sizes = {kind: _graph_nodes(profile, str(graph), kind) for kind in kinds}
+        first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
+        if views and not budget.fits(sizes[first]):
+            break
+        # the first graph too stays within the budget: on a smaller text if need be
+        fragment = ""
+        for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
+            if sizes[kind] > VIEWER_MAX_NODES:
+                continue
+            fragment = graph_fragment(
+                profile.graph(int(index), kind=kind), height=460, title=label, packed=True
+            )
+            if budget.has_room(fragment):
+                first = kind
+                break
+            fragment = ""
+        if not fragment:
+            break
+        budget.spend(fragment, sizes[first])
+        views.append([(KIND_LABELS.get(first, first), fragment)])
+        firsts.append(first)
     # then the programs' other texts, and each recompile's changes, while they fit
-    for view, index, label, graph in zip(
-        views, shown["index"], shown["label"], shown["graph"], strict=False
+    for view, first, index, label, graph in zip(
+        views, firsts, shown["index"], shown["label"], shown["graph"], strict=False
     ):
         changes = changes_view(profile, int(index), entries, CHANGES_NODES, budget)
         if changes is not None:
             view.append(changes)
-        for kind in profile.graph_kinds(int(index))[1:]:
+        for kind in [k for k in profile.graph_kinds(int(index)) if k != first]:
             nodes = _graph_nodes(profile, str(graph), kind)
+            fragment = ""
             if budget.fits(nodes):
                 fragment = graph_fragment(
                     profile.graph(int(index), kind=kind),
@@ -544,8 +567,11 @@ def _graph_viewers(profile: Profile) -> str:
                     packed=True,
                     lazy=True,
                 )
-                budget.spend(fragment, nodes)
-            else:
+                if budget.has_room(fragment):  # the estimate was right
+                    budget.spend(fragment, nodes)
+                else:
+                    fragment = ""
+            if not fragment:
                 fragment = (
                     f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
                     f"<code>prof.graph({int(index)}, kind=&quot;{escape(kind)}&quot;)</code> "
@@ -564,7 +590,7 @@ def _graph_viewers(profile: Profile) -> str:
     return _section(
         "Graph viewer",
         len(views),
-        viewer_assets(packed=True) + "".join(graph_views(view) for view in views) + more,
+        assets + "".join(graph_views(view) for view in views) + more,
     )
 
 
@@ -624,10 +650,12 @@ def changes_view(
             packed=True,
             lazy=True,
         )
-        if budget is not None:
+        if budget is None:
+            return tab, fragment
+        if budget.has_room(fragment):
             budget.spend(fragment, nodes)
-        return tab, fragment
-    command = f"%xla_profile diff {profile.name} {index}"
+            return tab, fragment
+    command = magic_command("diff", profile.name, index)
     return tab, (
         "<div class='xlanb-note'>Not embedded, to keep the notebook small: "
         f"<code>{escape(command)}</code> shows it (or <code>xlanb.graphs.diff("
@@ -636,14 +664,19 @@ def changes_view(
 
 
 class _ViewerBudget:
-    """The bytes of packed payloads a cell's output spends on graphs (:data:`VIEWER_BYTES`): a
-    graph is packed only when the bytes per node so far say it fits."""
+    """The bytes a cell's output spends on graphs (:data:`VIEWER_BYTES`: the viewer's script,
+    `fixed`, and the packed payloads): a graph is packed only when the bytes per node so far
+    say it fits, and kept only when it did."""
 
-    def __init__(self) -> None:
+    def __init__(self, fixed: int = 0) -> None:
+        self.fixed = fixed
         self.size = self.nodes = 0
 
     def fits(self, nodes: float) -> bool:
-        return self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
+        return self.fixed + self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
+
+    def has_room(self, fragment: str) -> bool:
+        return self.fixed + self.size + len(fragment) <= VIEWER_BYTES
 
     def spend(self, fragment: str, nodes: float) -> None:
         self.size += len(fragment)

@@ -8,7 +8,7 @@ from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
 from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs, kept_groups
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes, format_seconds
-from xlanb.core.words import counted
+from xlanb.core.words import counted, magic_command
 from xlanb.formats import jax_text
 from xlanb.formats.oom_text import out_of_memory
 
@@ -132,7 +132,8 @@ def _diff_hint(profile: Profile, graph: str, again: pd.DataFrame) -> str:
     if len(matches) != 1:
         return ""
     index = int(entries.index.get_loc(matches[0]))
-    return f" `%xla_profile diff {profile.name} {index}` shows its graph against the previous one."
+    command = magic_command("diff", profile.name, index)
+    return f" `{command}` shows its graph against the previous one."
 
 
 #: A static argument that takes at most this many values is a flag, not a leak.

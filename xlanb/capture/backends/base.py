@@ -40,6 +40,9 @@ class CaptureOptions:
     device_trace: bool = True
     #: Stop the device trace after this many program runs (None: trace the whole capture).
     trace_runs: int | None = WINDOW_RUNS
+    #: The code captured (a cell's source): a window is sized from the last trace of the same
+    #: code (:func:`xlanb.capture.device_trace.window_limit`).
+    source: str = ""
     #: The exception the user's code raised, set by the recorder while the backends end (and
     #: dropped after: it holds the failing frames): what was alive at an out-of-memory error.
     error: BaseException | None = None

@@ -233,7 +233,10 @@ def begin(options: CaptureOptions) -> _Token:
             window_runs=options.trace_runs,
             snapshot=lambda: _execute_totals(metrics),
             settle=_settler(metrics),
+            source=options.source,
         )
+        if token.trace is not None:
+            token.trace.capture_start = token.wall_start
         if note:
             token.notes.append(note)
     return token

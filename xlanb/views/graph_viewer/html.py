@@ -132,11 +132,11 @@ def graph_fragment(
     mapping node id/name -> number) ``"custom"``, with measured device time (``measured``, a
     profile's ``ops`` rows, else ``graph.measured``) ``"time"``: see :func:`.payload.payload`."""
     if isinstance(graph, str):
-        from xlanb.graphs import parse
+        from xlanb.graphs import parse_once
 
         text = graph
         try:
-            graph = parse(text)
+            graph = parse_once(text)
         except ParseError as error:
             return unparsed_html(text, error)
     if graph.error is not None:

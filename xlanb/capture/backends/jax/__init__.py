@@ -157,14 +157,17 @@ def begin(options: CaptureOptions) -> Token:
             runs=_runs,
             window_runs=options.trace_runs,
             settle=_settle,
+            source=options.source,
         )
-        if token.trace is not None and options.trace_runs is not None:
-            STATE.probe, STATE.probe_at = None, len(STATE.samples) + options.trace_runs
+        if token.trace is not None and token.trace.window_runs is not None:
+            STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
         if note:
             notes.append(note)
         elif token.trace is not None:
             notes.extend(versions.tell_once([hooks.profiler_session().note]))
     token.started_at = time.time()
+    if token.trace is not None:
+        token.trace.capture_start = token.started_at
     STATE.activate(token)
     return token
 
@@ -200,6 +203,8 @@ def _settle(ended: threading.Event) -> None:
 def end(token: Token, options: CaptureOptions) -> Capture:
     if token.thread == threading.get_ident():
         hooks.explain_exit()
+    if token.trace is not None:
+        device_trace.count_runs(token.trace)  # the calls are forgotten once closed
     taken = STATE.close(token)
     if taken.last:
         hooks.switch_off()

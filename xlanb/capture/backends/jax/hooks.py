@@ -1254,6 +1254,10 @@ def start_trace(directory: str) -> Callable[[], bytes | None]:
     options = jax.profiler.ProfileOptions()
     options.python_tracer_level = 0
     options.host_tracer_level = 2
+    if hasattr(options, "enable_hlo_proto"):
+        # the HLO of every live executable, at each stop (~30 ms, growing with the programs
+        # compiled): xlanb has the texts of its programs already
+        options.enable_hlo_proto = False
     check = profiler_session()
     if check.found is None:  # a JAX without the private session: the public API writes a file
         jax.profiler.start_trace(directory, profiler_options=options)
