@@ -410,6 +410,23 @@ def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path
     )
 
 
+def open_cell_output_then_report(page, prof, stem):
+    """Open `prof`'s cell output (its graph viewer section opened), then its report, in
+    `page`, each once its first viewer has started; yields the page's kind."""
+    for kind in ("cell", "report"):
+        path = stem.with_name(f"{stem.name}-{kind}.html")
+        if kind == "report":
+            prof.to_html(path)
+        else:
+            body = "<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_()
+            path.write_text(body, "utf-8")
+        page.goto(path.as_uri())
+        if kind == "cell":
+            page.click("summary:has-text('Graph viewer')")
+        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+        yield kind
+
+
 def test_a_programs_stablehlo_is_one_click_away(page, run, shell, tmp_path):
     """A JAX program opens on its optimized HLO, with its StableHLO a tab away (in the cell's
     output and in the report); the StableHLO viewer starts only when its tab is chosen."""
@@ -422,19 +439,7 @@ tabs_step(jnp.ones((8, 8)), jnp.ones((4, 8))).block_until_ready()
     prof = shell.user_ns["tabs_prof"]
     assert prof.graph_kinds(0) == ["hlo_optimized", "stablehlo"]
     stable_ops = set(prof.graph(0, kind="stablehlo").nodes["op"])
-    for name, html in (
-        ("cell.html", "<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_()),
-        ("tabs-report.html", None),
-    ):
-        path = tmp_path / name
-        if html is None:
-            prof.to_html(path)
-        else:
-            path.write_text(html, "utf-8")
-        page.goto(path.as_uri())
-        if html is not None:
-            page.click("summary:has-text('Graph viewer')")
-        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+    for _ in open_cell_output_then_report(page, prof, tmp_path / "tabs"):
         tabs = page.locator(".xg-view-tab")
         assert tabs.all_inner_texts() == ["Optimized HLO", "StableHLO"]
         stable = page.locator(".xg-view[data-view='1'] .xlanb-graph")
@@ -467,19 +472,7 @@ for rows in (4, 6):
     prof = shell.user_ns["changes_prof"]
     entries = prof.graph_entries()
     first, second = entries.loc[entries["graph"] == "jit(<lambda>)", "compile"].tolist()
-    for name, html in (
-        ("changes-cell.html", "<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_()),
-        ("changes-report.html", None),
-    ):
-        path = tmp_path / name
-        if html is None:
-            prof.to_html(path)
-        else:
-            path.write_text(html, "utf-8")
-        page.goto(path.as_uri())
-        if html is not None:
-            page.click("summary:has-text('Graph viewer')")
-        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+    for _ in open_cell_output_then_report(page, prof, tmp_path / "changes"):
         tab = page.locator(f".xg-view-tab:has-text('Changes from compile {first}')")
         assert tab.count() == 1, page.locator(".xg-view-tab").all_inner_texts()
         tab.click()
