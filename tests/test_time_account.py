@@ -499,8 +499,10 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     assert [thread for thread, _ in summaries] == ["xlanb-trace-window", "MainThread"]
     assert summaries[0][1] is summaries[1][1]
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
-    assert window == f"device trace: first {limit} runs"
     measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]
-    assert len(measured) == limit
-    assert prof.ops["count"].max() == limit
+    # the loop never waits: the run queued after the window's last one may start on the
+    # device before the profiler has stopped, and is then traced too
+    assert len(measured) in (limit, limit + 1)
+    assert window == f"device trace: first {len(measured)} runs"
+    assert prof.ops["count"].max() == len(measured)
     assert_adds_up(prof)
