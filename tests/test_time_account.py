@@ -433,7 +433,8 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
     assert prof.ops["count"].max() == len(measured)
     row = prof.executions.set_index("graph").loc["jit(ta_mm)"]
     assert row["count"] == 40 and bool(row["seconds_estimated"])
-    assert row["seconds"] == pytest.approx(measured["seconds"].mean() * 40, rel=0.25), (
+    # rel 0.35: on jaxlib 0.6 (runs spanning launch to wait) a loaded machine gave 0.26 once
+    assert row["seconds"] == pytest.approx(measured["seconds"].mean() * 40, rel=0.35), (
         prof.executions
     )
     text = repr(prof)
