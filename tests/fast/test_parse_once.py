@@ -59,3 +59,18 @@ def test_the_sources_of_a_program_are_read_once_per_text():
     device_trace._programs(graphs, ("hlo_optimized",), "<cell>")
     after = hlo_op_sources.cache_info()
     assert (after.misses - before.misses, after.hits - before.hits) == (1, 1)
+
+
+def test_a_program_s_sources_for_its_cell_and_for_later_cells_read_its_text_once():
+    """A JAX program compiled in a cell is located twice: its ops for that cell (the cell's own
+    frame preferred) and for later cells that run it (the innermost frame outside libraries).
+    Both come from one reading of the text."""
+    from xlanb.formats import hlo_text
+
+    text = _hlo_text() + "\n\n\n"
+    before = hlo_text.parsed_ops.cache_info()
+    for_cell = hlo_op_sources(text, "<cell>")
+    for_later = hlo_op_sources(text, None)
+    after = hlo_text.parsed_ops.cache_info()
+    assert after.misses - before.misses == 1
+    assert for_cell and for_later

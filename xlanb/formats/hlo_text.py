@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 from xlanb.formats.jax_text import _STACK_ID, stack_tables
@@ -38,18 +39,22 @@ _CALLS = re.compile(r"(?:calls|to_apply)=%?(?P<callee>[\w.\-]+)")
 SOURCES_KEPT = 32
 
 
+class ParsedOps(NamedTuple):
+    """What :func:`hlo_op_sources` needs of a module's text, read once for every choice of
+    frame: each instruction with location metadata, in order."""
+
+    #: (instruction, its computation, ``source_file``/``source_line`` or None, its
+    #: ``stack_frame_id`` or None, its ``op_name``, the computation it calls or "").
+    instructions: list[tuple[str, str, tuple[str, int] | None, int | None, str, str]]
+    #: The module's stack-frame tables' lookup (JAX), or None without tables.
+    frames_of: Callable[[int], list[tuple[str, str, int]]] | None
+
+
 @functools.lru_cache(maxsize=SOURCES_KEPT)
-def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, HloOpSource]:
-    """Instruction name -> its source file and line, from the ``metadata`` of an HLO module's
-    text: ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
-    ``stack_frame_id`` into the module's stack-frame tables (JAX), where the cell's own frame
-    (`cell_filename`) is preferred, else the innermost frame outside installed libraries. A
-    fusion or call without a location of its own takes the first located instruction of the
-    computation it calls. Computed once per text and cell: the dict is shared, read it only."""
+def parsed_ops(text: str) -> ParsedOps:
+    """The location metadata of an HLO module text's instructions (one pass over the text)."""
     frames_of = stack_tables(text).frames if "StackFrames" in text else None
-    sources: dict[str, HloOpSource] = {}
-    first_in_computation: dict[str, HloOpSource] = {}
-    callers: dict[str, str] = {}
+    instructions = []
     computation = ""
     for line in text.splitlines():
         instruction = _INSTRUCTION.match(line)
@@ -58,24 +63,53 @@ def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, Hlo
             if header is not None:
                 computation = header["name"]
             continue
-        name = instruction["name"]
         file, number = _SOURCE_FILE.search(line), _SOURCE_LINE.search(line)
-        located: tuple[str, int] | None = None
-        if file is not None and number is not None:
-            located = (unquote(f'"{file["file"]}"'), int(number["line"]))
-        elif frames_of is not None and (stack := _STACK_ID.search(line)) is not None:
-            located = user_frame(frames_of(int(stack["id"])), cell_filename)
-        if located is not None:
-            op_name = _OP_NAME.search(line)
-            source = HloOpSource(
-                located[0], located[1], unquote(f'"{op_name["op"]}"') if op_name else ""
+        direct = (unquote(f'"{file["file"]}"'), int(number["line"])) if file and number else None
+        stack = _STACK_ID.search(line) if direct is None and frames_of is not None else None
+        callee = _CALLS.search(line) if direct is None else None
+        if direct is None and stack is None and callee is None:
+            continue
+        op_name = _OP_NAME.search(line)
+        instructions.append(
+            (
+                instruction["name"],
+                computation,
+                direct,
+                int(stack["id"]) if stack is not None else None,
+                unquote(f'"{op_name["op"]}"') if op_name else "",
+                callee["callee"] if callee is not None else "",
             )
+        )
+    return ParsedOps(instructions, frames_of)
+
+
+@functools.lru_cache(maxsize=SOURCES_KEPT)
+def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, HloOpSource]:
+    """Instruction name -> its source file and line, from the ``metadata`` of an HLO module's
+    text: ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
+    ``stack_frame_id`` into the module's stack-frame tables (JAX), where the cell's own frame
+    (`cell_filename`) is preferred, else the innermost frame outside installed libraries. A
+    fusion or call without a location of its own takes the first located instruction of the
+    computation it calls. Computed once per text and cell (the text itself is read once for
+    every cell): the dict is shared, read it only."""
+    parsed = parsed_ops(text)
+    frames_of = parsed.frames_of
+    sources: dict[str, HloOpSource] = {}
+    first_in_computation: dict[str, HloOpSource] = {}
+    callers: dict[str, str] = {}
+    picked: dict[int, tuple[str, int] | None] = {}  # many instructions share a stack frame
+    for name, computation, direct, stack, op_name, callee in parsed.instructions:
+        located = direct
+        if located is None and stack is not None and frames_of is not None:
+            if stack not in picked:
+                picked[stack] = user_frame(frames_of(stack), cell_filename)
+            located = picked[stack]
+        if located is not None:
+            source = HloOpSource(located[0], located[1], op_name)
             sources[name] = source
             first_in_computation.setdefault(computation, source)
-        else:
-            callee = _CALLS.search(line)
-            if callee is not None:
-                callers[name] = callee["callee"]
+        elif callee:
+            callers[name] = callee
     for name, callee_name in callers.items():
         if callee_name in first_in_computation:
             sources[name] = first_in_computation[callee_name]
