@@ -3,13 +3,24 @@ Jupyter kernel."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
+from types import ModuleType
 
 import nbformat
 from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_tool(name: str) -> ModuleType:
+    """One of the repository's `tools/NAME.py` scripts, as a module (they are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -5,7 +5,6 @@ give is declared."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import math
 import warnings
@@ -15,6 +14,7 @@ import pandas as pd
 import pytest
 
 import xlanb
+from tests.helpers import ROOT, load_tool
 from xlanb.analysis import finish_ranks
 from xlanb.core.errors import SchemaError, XlanbError
 from xlanb.core.schema import (
@@ -32,17 +32,11 @@ from xlanb.core.schema import (
 )
 from xlanb.offline.ranks import merge
 
-ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
 
 
 def _schema_tool():
-    spec = importlib.util.spec_from_file_location(
-        "schema_table", ROOT / "tools" / "schema_table.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("schema_table")
 
 
 # -- the schema itself -------------------------------------------------------------------------

@@ -4,27 +4,19 @@ pyproject extras) agreeing with it. No runtime is imported."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
-from pathlib import Path
 
 import pytest
 import tomllib
 
+from tests.helpers import ROOT, load_tool
 from xlanb.capture import versions
 from xlanb.capture.backends import torch_lazy, torch_xla
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def _support_tool():
-    spec = importlib.util.spec_from_file_location(
-        "support_table", ROOT / "tools" / "support_table.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("support_table")
 
 
 def test_readme_support_table_is_generated_from_the_gate():
