@@ -42,7 +42,14 @@ def test_load_ext_says_what_it_found_and_set(shell):
         shell.run_line_magic("reload_ext", "xlanb")
     line = shown.outputs[0].data["text/plain"]
     assert line.startswith("xlanb ready: %%xla_profile on a cell profiles it. Runtimes: ")
-    assert "jax" in line and "Details: %xla_profile status" in line
+    assert "Details: %xla_profile status" in line
+    # each runtime found with its release, as the gate reads it (torch._lazy is torch's)
+    import importlib.metadata
+
+    jax_release = importlib.metadata.version("jax")
+    torch_release = importlib.metadata.version("torch")
+    assert f"jax {jax_release}" in line
+    assert f"torch_lazy (torch {torch_release})" in line
 
 
 def test_quiet_shows_nothing_and_default_shows_html_and_text(shell):

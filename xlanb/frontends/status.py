@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xlanb.capture import switches, workdir
+from xlanb.capture import switches, versions, workdir
 from xlanb.capture.switches import KNOWN_SWITCHES
 
 
@@ -16,7 +16,8 @@ def status_text(auto_profiling: bool, backends: dict) -> str:
             if backend.is_installed()
             else "not installed"
         )
-        lines.append(f"  {name}: {state}")
+        release = versions.gate(name).version if name in versions.RUNTIMES else None
+        lines.append(f"  {name}: {state}" + (f" ({release})" if release else ""))
     lines.append("debug switches:")
     for name in KNOWN_SWITCHES:
         value = switches.value(name)
@@ -26,12 +27,30 @@ def status_text(auto_profiling: bool, backends: dict) -> str:
     return "\n".join(lines)
 
 
+def _with_release(name: str) -> str:
+    """A runtime's name with its installed release (``jax 0.10.2``, ``torch_lazy (torch
+    2.13.0)``), and whether the release is outside xlanb's supported range."""
+    if name not in versions.RUNTIMES:
+        return name
+    gate, distribution = versions.gate(name), versions.RUNTIMES[name].distribution
+    if gate.version is None:
+        return name
+    release = (
+        f"{name} {gate.version}"
+        if distribution.replace("-", "_") == name
+        else (f"{name} ({distribution} {gate.version})")
+    )
+    return release if gate.supported else f"{release}, outside the supported range"
+
+
 def ready_line(backends: dict) -> str:
-    """What ``%load_ext xlanb`` shows, one line: the runtimes found and the switches set."""
+    """What ``%load_ext xlanb`` shows, one line: the runtimes found with their releases, and
+    the switches set."""
     found = []
     for name, backend in backends.items():
         if backend.is_installed():
-            found.append(f"{name} (imported)" if backend.is_imported() else name)
+            described = _with_release(name)
+            found.append(f"{described} (imported)" if backend.is_imported() else described)
     missing = [name for name, backend in backends.items() if not backend.is_installed()]
     runtimes = ", ".join(found) or "none installed"
     if missing:
