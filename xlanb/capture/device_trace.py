@@ -477,27 +477,37 @@ def rows(
     kinds: tuple[str, ...] = ("hlo_optimized",),
     cell_filename: str | None = None,
     cell_line_offset: int = 0,
-    known_modules: Mapping[str, str] | None = None,
-    known_sources: Mapping[str, dict[str, HloOpSource]] | None = None,
+    known_modules: Mapping[str | int, str] | None = None,
+    known_sources: Mapping[str | int, dict[str, HloOpSource]] | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(``ops`` rows, ``spans`` rows) of the trace events inside `window` (epoch seconds).
 
-    `graphs` are the capture's ``graphs`` rows: those of `kinds` tell which ``graph`` id an
-    HLO module of the trace is, and their metadata where each op came from; `known_modules`
-    names the graphs of modules compiled before the capture (HLO module name -> graph id),
-    `known_sources` where their ops came from."""
+    `graphs` are the capture's ``graphs`` rows: those of `kinds` tell which ``graph`` id a
+    program of the trace is (by its ``module_id``, the trace's program id, where the row has
+    one, else by HLO module name), and their metadata where each op came from; `known_modules`
+    names the graphs of programs compiled before the capture (program id or HLO module name
+    -> graph id), `known_sources` where their ops came from."""
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
     sources = {**(known_sources or {}), **sources}
+
+    def graph_of(module: str, program: int | None) -> str:
+        found = modules.get(program) if program is not None else None
+        return found or modules.get(module, module)
+
+    def sources_of(module: str, program: int | None) -> dict[str, HloOpSource]:
+        found = sources.get(program) if program is not None else None
+        return found if found is not None else sources.get(module, {})
+
     summary = summarize(events, window[0], window[1])
     op_rows: list[dict[str, Any]] = []
-    for module, op, count, seconds in summary.ops:
-        source = _source_of(sources.get(module, {}), op)
+    for module, program, op, count, seconds in summary.ops:
+        source = _source_of(sources_of(module, program), op)
         in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
         op_rows.append(
             {
                 "backend": backend,
-                "graph": modules.get(module, module),
+                "graph": graph_of(module, program),
                 "module": module,
                 "op": op,
                 "category": thunk_category(op),
@@ -511,8 +521,8 @@ def rows(
         )
     op_rows.sort(key=lambda row: -row["seconds"])
     span_rows = [
-        _span(backend, lane, name, modules.get(module, module) if module else None, start, end)
-        for lane, name, module, start, end in summary.spans
+        _span(backend, lane, name, graph_of(module, program) if module else None, start, end)
+        for lane, name, module, program, start, end in summary.spans
     ]
     return op_rows, span_rows
 
@@ -520,14 +530,16 @@ def rows(
 @dataclass
 class Summary:
     """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
-    ``ops`` (HLO module, op, count, seconds), their total seconds, and ``spans`` (lane, name,
-    HLO module or "", start ns, end ns): the longest op events (lane ``op``, for zooming into
-    a run; not part of the time account), one ``device`` span per program run and the main
-    thread's ``transfer`` and ``sync_wait`` spans."""
+    ``ops`` (HLO module, program id, op, count, seconds), their total seconds, and ``spans``
+    (lane, name, HLO module or "", program id, start ns, end ns): the longest op events (lane
+    ``op``, for zooming into a run; not part of the time account), one ``device`` span per
+    program run and the main thread's ``transfer`` and ``sync_wait`` spans. A program id is
+    None where the trace has none; programs of one module name (torch_xla names every
+    program of a line alike) are told apart by it."""
 
-    ops: list[tuple[str, str, int, float]]
+    ops: list[tuple[str, int | None, str, int, float]]
     total: float
-    spans: list[tuple[str, str, str, float, float]]
+    spans: list[tuple[str, str, str, int | None, float, float]]
 
 
 def summarize(events: Any, start: float, end: float) -> Summary:
@@ -546,37 +558,43 @@ def summarize(events: Any, start: float, end: float) -> Summary:
     ]
     ops = inside[inside["hlo_op"].notna()]
     executions = _execution_windows(inside)
-    op_summary: list[tuple[str, str, int, float]] = []
-    spans: list[tuple[str, str, str, float, float]] = []
+    op_summary: list[tuple[str, int | None, str, int, float]] = []
+    spans: list[tuple[str, str, str, int | None, float, float]] = []
     total = 1.0
     if not ops.empty:
-        ops = ops.assign(seconds=_exclusive_ns(ops) / 1e9)
+        ops = ops.assign(
+            seconds=_exclusive_ns(ops) / 1e9,
+            program=ops["program_id"].fillna(NO_PROGRAM).astype("int64"),
+        )
         total = float(ops["seconds"].sum()) or 1.0
-        grouped = ops.groupby(["hlo_module", "hlo_op"], sort=False).agg(
+        grouped = ops.groupby(["hlo_module", "program", "hlo_op"], sort=False).agg(
             count=("seconds", "size"),
             seconds=("seconds", "sum"),
         )
         op_summary = [
-            (str(module), str(op), int(count), float(seconds))
-            for (module, op), count, seconds in zip(
+            (str(module), _program(program), str(op), int(count), float(seconds))
+            for (module, program, op), count, seconds in zip(
                 grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
             )
         ]
         longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
         starts = longest["start_ns"].to_numpy(dtype=float)
         spans += [
-            ("op", str(op), str(module), begin, begin + duration)
-            for op, module, begin, duration in zip(
+            ("op", str(op), str(module), _program(program), begin, begin + duration)
+            for op, module, program, begin, duration in zip(
                 longest["hlo_op"].tolist(),
                 longest["hlo_module"].tolist(),
+                longest["program"].tolist(),
                 starts.tolist(),
                 longest["duration_ns"].to_numpy(dtype=float).tolist(),
                 strict=True,
             )
         ]
-        for module, module_ops in ops.groupby("hlo_module", sort=False):
-            for run_start, run_end in _runs(module_ops, executions):
-                spans.append(("device", str(module), str(module), run_start, run_end))
+        for (module, program), program_ops in ops.groupby(["hlo_module", "program"], sort=False):
+            for run_start, run_end in _runs(program_ops, executions):
+                spans.append(
+                    ("device", str(module), str(module), _program(program), run_start, run_end)
+                )
     # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
     # thread waiting on donation holds while Python traces the next step does not.
     hosts = inside[
@@ -586,7 +604,7 @@ def summarize(events: Any, start: float, end: float) -> Summary:
     ]
     host_starts = hosts["start_ns"].to_numpy(dtype=float)
     spans += [
-        (str(kind), str(name), "", begin, begin + duration)
+        (str(kind), str(name), "", None, begin, begin + duration)
         for kind, name, begin, duration in zip(
             hosts["kind"].tolist(),
             hosts["name"].tolist(),
@@ -601,19 +619,33 @@ def summarize(events: Any, start: float, end: float) -> Summary:
     return summary
 
 
+#: The program id of ops whose trace has none (grouped apart from every real id).
+NO_PROGRAM = -1
+
+
+def _program(program: int) -> int | None:
+    return None if program == NO_PROGRAM else int(program)
+
+
 def _programs(
     graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...], cell_filename: str | None
-) -> tuple[dict[str, str], dict[str, dict[str, HloOpSource]]]:
-    """(HLO module name -> graph id, HLO module name -> its ops' sources) of the `graphs`
-    rows of `kinds` (a later row of a module wins)."""
-    modules: dict[str, str] = {}
-    sources: dict[str, dict[str, HloOpSource]] = {}
+) -> tuple[dict[str | int, str], dict[str | int, dict[str, HloOpSource]]]:
+    """(program -> graph id, program -> its ops' sources) of the `graphs` rows of `kinds`, a
+    program named by its HLO module name and, where the row has its ``module_id`` (the
+    trace's program id), by that too (a later row of a module wins)."""
+    modules: dict[str | int, str] = {}
+    sources: dict[str | int, dict[str, HloOpSource]] = {}
     for row in graphs:
         if row.get("kind") in kinds:
             text = row["text"] or ""
             module = hlo_module_name(text)
-            modules[module] = row["graph"]
-            sources[module] = hlo_op_sources(text, cell_filename)
+            names: list[str | int] = [module]
+            if row.get("module_id") is not None:
+                names.append(int(row["module_id"]))
+            op_sources = hlo_op_sources(text, cell_filename)
+            for name in names:
+                modules[name] = row["graph"]
+                sources[name] = op_sources
     return modules, sources
 
 

@@ -628,7 +628,13 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "input types of the compiled program (`f32[8,4], f32[4]`), compared between ranks",
             ("jax",),
         ),
-        _c("module_id", "int64", "", "module number of the dump's file names", ("xla_dump",)),
+        _c(
+            "module_id",
+            "Int64",
+            "",
+            "module number of the dump's file names, the device trace's program id",
+            ("xla_dump", "torch_xla"),
+        ),
         _c("file", "str", "", "the HLO file read", ("xla_dump",)),
         _c(
             "memory_bytes",

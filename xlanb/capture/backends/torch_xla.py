@@ -49,10 +49,11 @@ _BYTE_METRICS = {"InboundData", "OutboundData"}
 _COUNT_METRICS = {"TensorsGraphSize", "InputOutputAliasCount"}
 
 _history = CompileHistory()
-#: HLO module name -> graph id of every graph compiled in this process that xlanb has seen
-#: (the device trace names a run by its module: a graph compiled in an earlier cell keeps
-#: its hash). A module's name carries XLA's unique id, so it names one compiled graph.
-_module_graphs: dict[str, str] = {}
+#: Program id (the dump's module number) and HLO module name -> graph id of every graph
+#: compiled in this process that xlanb has seen (the device trace names a run by both: a graph
+#: compiled in an earlier cell keeps its hash). Programs of one line share a module name
+#: (``SyncTensorsGraph.10`` for every shape): only the id tells them apart.
+_module_graphs: dict[str | int, str] = {}
 
 
 def is_installed() -> bool:
@@ -281,7 +282,9 @@ def _written_within(path: str, seconds: float) -> bool:
 
 def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
     for index, module in enumerate(modules):
-        _module_graphs[module.name] = _graph_id(index, blocks, modules)
+        _module_graphs[module.name] = _module_graphs[module.module_id] = _graph_id(
+            index, blocks, modules
+        )
     for index, block in enumerate(blocks):
         if block.sizes:
             _peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
@@ -750,6 +753,7 @@ def _add_graphs(
                         "kind": kind,
                         "text": text,
                         "nodes": count_hlo_instructions(text),
+                        "module_id": module.module_id,
                     },
                 )
 
