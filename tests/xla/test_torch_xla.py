@@ -155,6 +155,30 @@ for _ in range(6):
     assert executions["graph"].notna().all(), executions
 
 
+def test_programs_with_one_module_name_keep_their_own_runs_and_ops(run, shell):
+    """torch_xla names every program of a line alike (`SyncTensorsGraph.10` for each shape of
+    `tanh(x @ w)`): the trace tells them apart by program id, which is the dump's module number.
+    Each compile's run and ops are its own (all were the last compile's: its runs 3 of 4)."""
+    run("""w_same = torch.randn(64, 64, device=dev)
+torch_xla.sync()
+def same_name_step(x):
+    y = torch.tanh(x @ w_same)
+    torch_xla.sync()
+    return y
+""")
+    run("""%%xla_profile -q --var prof
+for n in (8, 16, 24, 32):
+    same_name_step(torch.ones(n, 64, device=dev))
+""")
+    prof = shell.user_ns["prof"]
+    compiled = prof.compiles["graph"].tolist()
+    assert len(set(compiled)) == 4, prof.compiles
+    runs = prof.spans[prof.spans["lane"] == "device"].sort_values("start")
+    assert runs["graph"].tolist() == compiled, runs
+    assert set(prof.ops["graph"]) == set(compiled), prof.ops
+    assert prof.executions["graph"].tolist() == compiled, prof.executions
+
+
 def test_masked_indexing_is_placed_by_the_runtimes_stack(run, shell):
     """`x[x > 0]` (a nonzero underneath, which the text does not name): every execution's
     analysis (--deep) places its forced sync on that line, so the dynamic-shape row gets it
