@@ -444,7 +444,26 @@ with xlanb.profile(backend="torch_xla") as steps:
         v = v - 0.01 * h.sum(0)
         torch_xla.sync()
 runs = steps.executions.groupby("graph")["count"].sum()
+# values read inside a library, at either level: placed by their own stacks
+import os, sys, tempfile
+from xlanb.analysis.attribution import forced_sync_places
+library = os.path.join(tempfile.mkdtemp(), "site-packages")
+os.makedirs(os.path.join(library, "masklib"))
+with open(os.path.join(library, "masklib", "__init__.py"), "w") as handle:
+    handle.write(MASK_LIBRARY)
+sys.path.insert(0, library)
+import masklib
+attention = torch.ones(4, 16, device=dev)
+with xlanb.profile(backend="torch_xla") as masked:
+    for _ in range(3):
+        padded = masklib.forward(attention * 2 > 1)
+        torch_xla.sync()
+    print_me = float(attention.sum())
+places = forced_sync_places(masked.executions, masked.fallbacks)
+reads = masked.fallbacks[masked.fallbacks["cause"] == "item"]
 print(json.dumps({
+    "places": places[["read_at", "count"]].values.tolist(),
+    "read_rows": reads[["count", "location"]].values.tolist(),
     "runs": {str(graph): int(count) for graph, count in runs.items()},
     "unlabelled": int(steps.executions["graph"].isna().sum()),
     "set": {n: switches.value(n) for n in ("XLA_IR_DEBUG", "XLA_HLO_DEBUG", "PT_XLA_DEBUG_LEVEL")},
@@ -459,7 +478,8 @@ print(json.dumps({
 @pytest.mark.parametrize("deep", [False, True])
 def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, deep):
     """`%load_ext xlanb` sets only the switches that do not slow tracing (compile analysis,
-    dump); `--deep` (XLANB_DEEP=1) adds XLA_IR_DEBUG/XLA_HLO_DEBUG for every op's line."""
+    dump); `--deep` (XLANB_DEEP=1) adds XLA_IR_DEBUG/XLA_HLO_DEBUG for every op's line.
+    Reads of values are placed at both levels (they had no place at the default level)."""
     import subprocess
     import sys
 
@@ -467,7 +487,7 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
 
     env = clean_env(PJRT_DEVICE="CPU", **({"XLANB_DEEP": "1"} if deep else {}))
     child = tmp_path / "child.py"
-    child.write_text(SWITCHES_CHILD)
+    child.write_text(f"MASK_LIBRARY = {MASK_LIBRARY!r}\n" + SWITCHES_CHILD)
     done = subprocess.run(
         [sys.executable, str(child)], env=env, capture_output=True, text=True, timeout=300
     )
@@ -480,6 +500,11 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     # else by the device trace's runs; a graph compiled before the capture has its hash too
     assert seen["unlabelled"] == 0 and sorted(seen["runs"].values())[-2:] == [6, 6], seen
     assert all(re.fullmatch("[0-9a-f]{32}", graph) for graph in seen["runs"]), seen
+    # a value read inside a library is placed there at either level (by the read's own
+    # stack; --deep's execution analysis agrees), the read after the loop on its line
+    assert seen["places"][0] == ["masklib/__init__.py:5 (_check)", 3], seen["places"]
+    counts = {location.rsplit(":", 1)[-1]: count for count, location in seen["read_rows"]}
+    assert sorted(counts.values()) == [1, 3] and sum(counts.values()) == 4, seen["read_rows"]
     if deep:
         assert seen["set"]["XLA_IR_DEBUG"] == seen["set"]["XLA_HLO_DEBUG"] == "1"
         assert seen["ops_with_lines"] > 0

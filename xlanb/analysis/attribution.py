@@ -106,15 +106,21 @@ def _forced_sync_lines(
     return lines | {int(v) for v in runs["cell_line"].dropna()}
 
 
-def forced_sync_places(executions: pd.DataFrame) -> pd.DataFrame:
-    """Where the runtime's forced syncs read values, from its own stacks: ``backend``,
-    ``read_at`` (the innermost frame outside the runtime), ``cell_line`` (the cell's frame),
-    ``count``, most first; ``library``: the place is in an installed library (a read the
-    user's own code does not show, such as ``clip_grad_norm_``'s finiteness check)."""
+def forced_sync_places(
+    executions: pd.DataFrame, fallbacks: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """Where values were read, from the runtime's own stacks: ``backend``, ``read_at`` (the
+    innermost frame outside the runtime), ``cell_line`` (the cell's frame), ``count``, most
+    first; ``library``: the place is in an installed library (a read the user's own code does
+    not show, such as ``clip_grad_norm_``'s finiteness check). From the runs the runtime
+    placed (its execution analysis: the reads that cut a graph), else from the read rows of
+    `fallbacks` placed by each read's own stack (every read, at any debug level)."""
     columns = ["backend", "read_at", "cell_line", "count", "library"]
-    if executions.empty or "read_at" not in executions.columns:
-        return pd.DataFrame(columns=columns)
-    placed = executions[executions["read_at"].notna()]
+    placed = pd.DataFrame(columns=columns)
+    if not executions.empty and "read_at" in executions.columns:
+        placed = executions[executions["read_at"].notna()]
+    if placed.empty and fallbacks is not None and "read_at" in fallbacks.columns:
+        placed = fallbacks[fallbacks["read_at"].notna()]
     if placed.empty:
         return pd.DataFrame(columns=columns)
     places = (

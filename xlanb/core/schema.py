@@ -571,14 +571,28 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             (*_LIVE, *_REPORTS),
         ),
         _r("advice", "str", "", "how to avoid it", (*_LIVE, *_REPORTS)),
-        _r("location", "str", "", "`file:line` of the user frame (JAX only)", ("jax",)),
+        _r(
+            "location",
+            "str",
+            "",
+            "`file:line` of the user frame (JAX; torch_xla's reads of values)",
+            ("jax", "torch_xla"),
+        ),
         _r(
             "cell_line",
             "Int64",
             "line",
-            "line in the profiled cell: JAX from the program's "
-            "metadata, torch from the op's name in the cell's source",
-            ("jax", "attribution"),
+            "line in the profiled cell: JAX from the program's metadata, a torch_xla read "
+            "from its stack, other torch rows from the op's name in the cell's source",
+            ("jax", "torch_xla", "attribution"),
+        ),
+        _c(
+            "read_at",
+            "str",
+            "",
+            "where a value was read (cause `item`): the innermost frame outside the runtime, an "
+            "installed library's file relative to `site-packages`",
+            ("torch_xla",),
         ),
         _c("graph", "str", "", "the jitted function the callback or transfer belongs to", ("jax",)),
         _c(

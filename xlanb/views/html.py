@@ -274,7 +274,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     temporaries = _temporaries(profile)
     if temporaries:
         parts.append(temporaries)
-    places = forced_sync_places(profile.executions)
+    places = forced_sync_places(profile.executions, profile.fallbacks)
     if not places.empty:
         parts.append(
             "<div class='xlanb-title'>Forced syncs by place "

@@ -85,7 +85,7 @@ LIBRARY_READS = (
 
 
 def _reads_all_in_libraries(profile: Profile) -> bool:
-    places = forced_sync_places(profile.executions)
+    places = forced_sync_places(profile.executions, profile.fallbacks)
     return not places.empty and bool(places["library"].astype(bool).all())
 
 
@@ -96,7 +96,7 @@ def forced_syncs(profile: Profile) -> list[Finding]:
     forced = compiles[compiles["cause"].astype(str).str.startswith(FORCED_SYNC)]
     if forced.empty:
         return []
-    places = forced_sync_places(profile.executions)
+    places = forced_sync_places(profile.executions, profile.fallbacks)
     syncs = max(_reads(profile), len(forced), int(places["count"].sum()))
     repeated = syncs > 1
     advice = FALLBACK_ADVICE["item"] if repeated else ""

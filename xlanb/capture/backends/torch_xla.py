@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.capture import device_trace, switches, versions, workdir
+from xlanb.capture import device_trace, switches, torch_reads, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -144,6 +144,8 @@ class _Token:
     trace: device_trace.Trace | None = None
     #: The device allocator's bytes in use when the capture began (NaN where it keeps none).
     device_bytes: float = field(default_factory=lambda: _device_bytes())
+    #: The values read back in the capture, by place.
+    reads: torch_reads.Reads | None = None
 
 
 def _counters(metrics) -> dict[str, int]:
@@ -240,6 +242,7 @@ def begin(options: CaptureOptions) -> _Token:
             token.trace.capture_start = token.wall_start
         if note:
             token.notes.append(note)
+    token.reads = torch_reads.start("xla")
     return token
 
 
@@ -374,6 +377,7 @@ def peek(token: _Token) -> Progress:
 def end(token: _Token, options: CaptureOptions) -> Capture:
     import torch_xla.core.xla_model as xm
 
+    reads = torch_reads.stop(token.reads) if token.reads is not None else []
     # Executions run asynchronously: wait for the cell's to finish and record their times.
     xm.wait_device_ops()
     ended_at = time.time()
@@ -384,7 +388,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     _live_rows(capture, token, counters_after)
     counter_deltas = counter_rows(NAME, token.counters, counters_after)
     capture.rows["counters"] = counter_deltas
-    capture.rows["fallbacks"] = fallback_rows(NAME, counter_deltas)
+    capture.rows["fallbacks"] = torch_reads.placed_rows(
+        fallback_rows(NAME, counter_deltas), reads, lambda frames: location_fields(frames, options)
+    )
 
     in_cell: dict[str, list[tuple[float, float]]] = {}
     for name in metrics.metric_names():
