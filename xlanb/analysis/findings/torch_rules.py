@@ -165,7 +165,7 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
         noun, happened, severity = _KINDS.get(str(cause), _KINDS["missing_lowering"])
         if cause == "item" and count <= 1:
             severity = "info"
-        ops = ", ".join(f"{op} ×{n}" for op, n in zip(rows["op"], rows["count"], strict=True))
+        ops = ", ".join(_ran(op, group) for op, group in rows.groupby("op", sort=False))
         findings.append(
             {
                 "severity": severity,
@@ -181,6 +181,28 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
             }
         )
     return findings
+
+
+def _ran(op: str, rows: pd.DataFrame) -> str:
+    """``op ×N``, with where it ran when its reads were placed (``8 at
+    transformers/masking_utils.py:255 (sdpa_mask) from cell line 3; 1 on cell line 4``)."""
+    text = f"{op} ×{int(rows['count'].sum())}"
+    if "read_at" not in rows.columns or rows["read_at"].isna().all():
+        return text
+    places = []
+    for read_at, cell_line, count in zip(
+        rows["read_at"], rows["cell_line"], rows["count"], strict=True
+    ):
+        known_line = not pd.isna(cell_line)
+        if pd.isna(read_at):
+            places.append(f"{count} unplaced")
+        elif str(read_at).startswith("<") and known_line:  # in the cell itself
+            places.append(f"{count} on cell line {cell_line}")
+        else:
+            places.append(
+                f"{count} at {read_at}" + (f" from cell line {cell_line}" if known_line else "")
+            )
+    return f"{text} ({'; '.join(places)})"
 
 
 def _advice(rows, cause: str) -> str:
