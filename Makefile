@@ -98,6 +98,7 @@ bench: setup
 	$(PY) bench/overhead.py
 	$(PY) bench/display.py
 	PJRT_DEVICE=CPU $(PY_XLA) bench/parse.py
+	PJRT_DEVICE=CPU $(PY_XLA) bench/torch_reads.py
 	$(PY) bench/merge.py
 	$(PY) bench/graph_viewer.py
 

@@ -60,24 +60,29 @@ _lock = threading.Lock()
 _active: list[Reads] = []
 #: What the wrappers replaced: method name -> (it was the class's own attribute, original).
 _replaced: dict[str, tuple[bool, Any]] = {}
-_reading = threading.local()  # a read inside a read (``float`` calling ``item``) counts once
+#: The device types of the active captures (read on every read without the lock).
+_device_types: frozenset[str] = frozenset()
 
 
 def start(device_type: str) -> Reads:
     """Count the reads of tensors on `device_type` until :func:`stop`."""
+    global _device_types
     reads = Reads(device_type)
     with _lock:
         if not _active:
             _install()
         _active.append(reads)
+        _device_types = frozenset(active.device_type for active in _active)
     return reads
 
 
 def stop(reads: Reads) -> list[Read]:
     """Stop counting for `reads`' capture (the wrappers go with the last capture)."""
+    global _device_types
     with _lock:
         if reads in _active:
             _active.remove(reads)
+        _device_types = frozenset(active.device_type for active in _active)
         if not _active:
             _uninstall()
     return reads.reads()
@@ -110,15 +115,9 @@ def _uninstall() -> None:
 def _counting(original: Callable[..., Any], how: str) -> Callable[..., Any]:
     def read(self, *args, **kwargs):
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
-        if getattr(_reading, "depth", 0):
-            return original(self, *args, **kwargs)
-        _reading.depth = 1
-        try:
-            if _active:
-                _note(self, sys._getframe(1), how)
-            return original(self, *args, **kwargs)
-        finally:
-            _reading.depth = 0
+        if _device_types and not self.is_cpu:
+            _note(self, sys._getframe(1), how)
+        return original(self, *args, **kwargs)
 
     read.__name__ = getattr(original, "__name__", how)
     read.__doc__ = getattr(original, "__doc__", None)
@@ -128,6 +127,8 @@ def _counting(original: Callable[..., Any], how: str) -> Callable[..., Any]:
 def _note(tensor: Any, caller: Any, how: str) -> None:
     try:
         device_type = tensor.device.type
+        if device_type not in _device_types:
+            return
         key: list[Any] = [how]
         frame = caller
         for _ in range(KEY_FRAMES):
