@@ -2,7 +2,7 @@
 # .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch); and two at the other ends
 # of the supported ranges (xlanb/capture/versions.py), running only the runtime-specific
 # tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.14.1, the newest torch._lazy) and
-# .venv-xla-old (torch_xla 2.8 + torch 2.8, the oldest torch_xla and torch._lazy).
+# .venv-xla-old (torch_xla 2.7 + torch 2.7, the oldest torch_xla and torch._lazy).
 PYTHON ?= python3
 VENV := .venv
 VENV_XLA := .venv-xla
@@ -47,7 +47,7 @@ $(VENV_JAX_OLD)/.ready: pyproject.toml
 
 $(VENV_XLA_OLD)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV_XLA_OLD)
-	$(PY_XLA_OLD) -m pip install -q torch==2.8.0 torch-xla==2.8.0
+	$(PY_XLA_OLD) -m pip install -q torch==2.7.0 torch-xla==2.7.0
 	$(PY_XLA_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
 	touch $@
 
@@ -70,7 +70,7 @@ test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
 
 # The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), then
-# torch_xla 2.8 and torch._lazy on torch 2.8 (two processes: torch_xla replaces the lazy
+# torch_xla 2.7 and torch._lazy on torch 2.7 (two processes: torch_xla replaces the lazy
 # TorchScript backend once imported).
 test-compat: test-compat-jax test-compat-xla test-compat-lazy
 

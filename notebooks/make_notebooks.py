@@ -286,6 +286,10 @@ installed (`.venv-xla`).""",
         "code",
         """%%writefile train_job.py
 import torch, torch_xla
+import torch_xla.core.xla_model as xm
+# torch_xla 2.7 appends to XLA_METRICS_FILE at xm.mark_step() only, 2.8 on at sync() too
+old = tuple(int(n) for n in torch_xla.__version__.split(".")[:2]) < (2, 8)
+end_step = xm.mark_step if old else torch_xla.sync
 dev = torch_xla.device()
 torch.manual_seed(0)
 model = torch.nn.Linear(16, 1).to(dev)
@@ -296,7 +300,7 @@ for step, batch in enumerate([32] * 6 + [20] + [32] * 5):  # one short batch at 
     loss = ((model(x) - y) ** 2).mean()
     loss.backward()
     opt.step()
-    torch_xla.sync()""",
+    end_step()""",
     ),
     (
         "code",

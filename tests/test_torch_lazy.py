@@ -277,7 +277,7 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
 
 
 def test_torch_is_a_release_the_gate_supports(run, shell):
-    """`make test` runs these tests on torch 2.13.0 (.venv), 2.14.1 and 2.8.0 (the ends of
+    """`make test` runs these tests on torch 2.13.0 (.venv), 2.14.1 and 2.7.0 (the ends of
     the range); each is inside the gate, so every feature is on and nothing is said."""
     from xlanb.capture import versions
 
@@ -298,12 +298,12 @@ def test_torch_is_a_release_the_gate_supports(run, shell):
 def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(
     run, shell, monkeypatch
 ):
-    """The gate read as torch 2.7.1: mark_step is not wrapped (no SyncTime, no estimated
+    """The gate read as torch 2.6.0: mark_step is not wrapped (no SyncTime, no estimated
     compile times) and the runtime's metrics text is not parsed; the counters (public
     torch._lazy.metrics) still count the syncs; one note on the first profile only."""
     from xlanb.capture import versions
 
-    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.1"))
+    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.6.0"))
     cell = (
         "for i in range(3):\n    y = (torch.ones(3, device=dev) * i).sum()\n"
         "    torch._lazy.mark_step()"
@@ -313,7 +313,7 @@ def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(
     first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
     outside = [note for note in first.notes if "outside xlanb's supported range" in note]
     assert outside == [
-        "torch_lazy: torch 2.7.1 is outside xlanb's supported range (2.8 to 2.14.x), so sync "
+        "torch_lazy: torch 2.6.0 is outside xlanb's supported range (2.7 to 2.14.x), so sync "
         "times (cached / uncached), graphs and sync locations, runtime metrics are off; "
         "counters and fallbacks still work."
     ]

@@ -53,8 +53,8 @@ def test_release_numbers(text, release):
     ("backend", "inside", "outside"),
     [
         ("jax", ["0.6.1", "0.8.2", "0.10.2", "0.10.9"], ["0.4.38", "0.6.0", "0.11.0"]),
-        ("torch_lazy", ["2.8.0", "2.13.0", "2.14.1+cpu"], ["2.7.1", "2.15.0"]),
-        ("torch_xla", ["2.8.0", "2.9.0"], ["2.7.0", "2.10.0"]),
+        ("torch_lazy", ["2.7.0", "2.8.0", "2.13.0", "2.14.1+cpu"], ["2.6.0", "2.15.0"]),
+        ("torch_xla", ["2.8.0", "2.9.0"], ["2.6.0", "2.10.0"]),
     ],
 )
 def test_gate_in_and_out_of_range(backend, inside, outside):
@@ -76,6 +76,26 @@ def test_gate_in_and_out_of_range(backend, inside, outside):
         assert gate.note.startswith(f"{backend}: {runtime.distribution} {release} is outside")
         assert runtime.range_text in gate.note
         assert all(name in gate.note for name in private)
+
+
+def test_a_feature_a_release_of_the_range_lacks_is_off_and_said_in_one_line():
+    """torch_xla 2.7 is inside the range but writes no per-op events into its CPU trace:
+    only the device trace is off, and the note names the release, the feature, why, and the
+    first release that has it."""
+    gate = versions.check("torch_xla", "2.7.0")
+    assert gate.supported and gate.lacked == (torch_xla.TRACE_FEATURE,)
+    assert not gate.allows(torch_xla.TRACE_FEATURE)
+    others = [f.name for f in versions.RUNTIMES["torch_xla"].features]
+    assert all(gate.allows(name) for name in others if name != torch_xla.TRACE_FEATURE)
+    assert gate.note == (
+        "torch_xla: torch_xla 2.7.0 writes no per-op events into its CPU trace (its runs are "
+        "there, not their ops), so device trace (per-op device times) is off (on from "
+        "torch_xla 2.8)."
+    )
+    assert versions.check("torch_xla", "2.7.1").lacked == (torch_xla.TRACE_FEATURE,)
+    assert versions.check("torch_xla", "2.8.0").lacked == ()
+    # outside the range the one note is the range's, naming the trace among the rest
+    assert "outside" in (versions.check("torch_xla", "2.6.0").note or "")
 
 
 def test_a_runtime_not_installed_has_no_note():

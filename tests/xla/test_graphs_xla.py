@@ -14,9 +14,14 @@ import re
 import pytest
 
 from xlanb import graphs
-from xlanb.capture import switches
+from xlanb.capture import switches, versions
 
 HERE = os.path.abspath(__file__)
+_RELEASE = versions.parse_version(versions.installed_version("torch_xla") or "0")
+#: torch_xla 2.8 and newer trace each run's ops on the CPU (see versions.RUNTIMES).
+OPS_TRACED = _RELEASE >= (2, 8)
+#: torch_xla 2.7's XLA:CPU compiles each elementwise op and reduction as its own kernel.
+CPU_FUSES = _RELEASE >= (2, 8)
 
 
 @pytest.fixture(scope="module")
@@ -137,7 +142,11 @@ torch_xla.sync()
     assert dot["source_file"].startswith("<ipython-input") and dot["source_line"] == 3
     optimized = prof.graph(0, kind="hlo_optimized")
     fusions = optimized.scopes[optimized.scopes["kind"] == "fusion"]
-    assert not fusions.empty and (fusions["nodes"] > 1).all()
+    if CPU_FUSES:
+        assert not fusions.empty and (fusions["nodes"] > 1).all()
+    else:  # the graph as that compiler left it: each op its own instruction, none fused
+        assert fusions.empty and "fusion" not in set(optimized.nodes["op"])
+        assert {"dot", "tanh", "reduce"} <= set(optimized.nodes["op"])
     html = graph._repr_mimebundle_()["text/html"]
     assert 'class="xlanb-graph"' in html
 
@@ -193,6 +202,9 @@ def test_a_program_whose_optimized_hlo_is_huge_keeps_the_cell_output_small(xla, 
     sizes = dict(zip(compiled.graphs["kind"], compiled.graphs["nodes"], strict=True))
     assert sizes["hlo_optimized"] > 5000 > sizes["hlo"], sizes
     assert sum(len(json.dumps(o.data, default=str)) for o in shown.outputs) <= 300_000
+    if not OPS_TRACED:  # no per-op device time to open the optimized HLO with
+        assert compiled.ops.empty and compiled.graph_kinds(0)[0] == "hlo"
+        return
     # the same program's device time, from a cell that ran it again (a compiling cell's trace
     # does not always hold its runs' ops on torch_xla)
     for _ in range(3):

@@ -21,7 +21,7 @@ WORKER = Path(__file__).parent.parent / "workers" / "out_of_memory.py"
 @pytest.mark.xfail(
     versions.parse_version(versions.installed_version("torch_xla") or "0") < (2, 9),
     strict=True,
-    reason="torch_xla 2.8 aborts the process on out of memory (a fatal check in "
+    reason="torch_xla 2.7 and 2.8 abort the process on out of memory (a fatal check in "
     "PjRtComputationClient::TransferFromDevice): there is no Python error to keep",
 )
 def test_torch_xla_out_of_memory_keeps_a_failed_profile_with_the_programs_needs():

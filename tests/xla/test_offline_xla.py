@@ -1,4 +1,5 @@
-"""Offline inputs written by the real PyTorch/XLA 2.9 runtime (PJRT_DEVICE=CPU).
+"""Offline inputs written by the real PyTorch/XLA runtime (2.9, and 2.7 in make test-compat-xla;
+PJRT_DEVICE=CPU).
 
 One subprocess per module runs a small workload with XLA_METRICS_FILE, PT_XLA_DEBUG_LEVEL=2 /
 PT_XLA_DEBUG_FILE and --xla_dump_to set, writes ``metrics_report()`` and saves a live
@@ -28,17 +29,21 @@ pytest.importorskip("torch_xla")
 WORKLOAD = """\
 import os, shutil, sys
 import torch, torch_xla
+import torch_xla.core.xla_model as xm
 import torch_xla.debug.metrics as met
 out = sys.argv[1]
+# torch_xla 2.7 appends to XLA_METRICS_FILE at xm.mark_step() only, 2.8 on at sync() too
+old = tuple(int(n) for n in torch_xla.__version__.split(".")[:2]) < (2, 8)
+end_step = xm.mark_step if old else torch_xla.sync
 dev = torch_xla.device()
 torch.manual_seed(0)
 w = torch.randn(7, 3, device=dev)
-torch_xla.sync()
+end_step()
 big = torch.zeros(256, 1024, device=dev) + 1
-torch_xla.sync()  # MARK big
+end_step()  # MARK big
 for batch in [8, 8, 16, 16, 32, 8, 8, 8, 8, 8]:
     loss = (torch.randn(batch, 7).to(dev) @ w).sum()
-    torch_xla.sync()  # MARK loop
+    end_step()  # MARK loop
 x = torch.randn(10, device=dev)
 value = (x * 2).sum().item()  # MARK item
 kept = x[x > 0]  # MARK mask
@@ -57,7 +62,7 @@ with xlanb.profile(backend="torch_xla", name="live") as prof:
     (torch.randn(4, 7).to(dev) @ w).sum().cpu()
 prof.save(os.path.join(out, "live.xlanb.json"))
 """
-SYNCS_RECORDED = 12  # torch_xla.sync() calls before the files are copied
+SYNCS_RECORDED = 12  # end_step() calls before the files are copied
 STEPS_WITH_COMPILES = [0, 1, 2, 4, 6]  # init, big, then batch 8, 16, 32
 
 

@@ -1,9 +1,21 @@
 """Where the time went on PyTorch/XLA: the account adds up, compile time is the runtime's
-CompileTime, device time comes from the XLA profiler's trace (one span per program run)."""
+CompileTime, device time comes from the XLA profiler's trace (one span per program run).
+torch_xla 2.7 writes no per-op events into its CPU trace: there the trace is off (said once)
+and device time is the runtime's ExecuteTime samples, one span per run."""
 
 from __future__ import annotations
 
 import pytest
+
+from xlanb.capture import versions
+
+#: torch_xla 2.8 and newer trace each run's ops (see versions.RUNTIMES).
+OPS_TRACED = versions.parse_version(versions.installed_version("torch_xla") or "0") >= (2, 8)
+TRACE_OFF_NOTE = (
+    "torch_xla: torch_xla 2.7.0 writes no per-op events into its CPU trace (its runs are "
+    "there, not their ops), so device trace (per-op device times) is off (on from torch_xla "
+    "2.8)."
+)
 
 SETUP = """
 import torch, torch_xla
@@ -31,6 +43,18 @@ def buckets(prof) -> dict[str, float]:
     return dict(zip(prof.breakdown["bucket"], prof.breakdown["seconds"], strict=True))
 
 
+def assert_device_time_from_execute_samples(prof, runs: int) -> None:
+    """Without a trace: no per-op times, no trace window, one measured device span per run,
+    each the runtime's ExecuteTime sample (never an empty device bucket)."""
+    assert prof.ops.empty
+    assert not (prof.spans["lane"] == "trace").any()
+    device = prof.spans[prof.spans["lane"] == "device"]
+    execute = prof.metrics.set_index("name").loc["ExecuteTime"]
+    assert len(device) == execute["count"] == runs and not device["estimated"].any()
+    assert device["seconds"].sum() == pytest.approx(execute["total"], rel=1e-6)
+    assert buckets(prof)["device"] > 0
+
+
 def test_a_training_loop_is_accounted_from_the_trace(run, shell):
     run("%%xla_profile -b torch_xla -q --var ta_loop\nfor _ in range(12):\n    ta_step()")
     prof = shell.user_ns["ta_loop"]
@@ -44,6 +68,9 @@ def test_a_training_loop_is_accounted_from_the_trace(run, shell):
     # one device span per execution the runtime counted
     assert len(device) == execute["count"] and not device["estimated"].any()
     assert 0 < parts["device"] <= execute["total"] * 1.1 + 0.005
+    if not OPS_TRACED:
+        assert_device_time_from_execute_samples(prof, 12)
+        return
     assert not prof.ops.empty
     top = prof.ops.sort_values("seconds", ascending=False).iloc[0]
     assert top["graph"] in set(prof.compiles["graph"]) | set(prof.executions["graph"])
@@ -64,6 +91,10 @@ def test_the_users_own_trace_in_a_profiled_cell_still_works(run, shell, tmp_path
     assert list(tmp_path.rglob("*.xplane.pb")), "the user's own trace was not written"
     prof = shell.user_ns["ta_inner"]
     assert not prof.failed
+    if not OPS_TRACED:  # xlanb traced nothing: the user's trace had the profiler to itself
+        assert not any("your own profiler trace" in note for note in prof.notes), prof.notes
+        assert_device_time_from_execute_samples(prof, 2)
+        return
     assert any("your own profiler trace started" in note for note in prof.notes), prof.notes
     assert not prof.ops.empty  # the step before the user's trace was traced by xlanb
 
@@ -84,6 +115,10 @@ def test_runs_after_the_trace_window_are_accounted_from_the_runtimes_samples(run
     windowed, whole = shell.user_ns["ta_window"], shell.user_ns["ta_whole"]
     parts = buckets(windowed)
     assert sum(parts.values()) == pytest.approx(windowed.wall_seconds, rel=0.02)
+    if not OPS_TRACED:
+        for prof in (windowed, whole):
+            assert_device_time_from_execute_samples(prof, 80)
+        return
     window = windowed.spans[windowed.spans["lane"] == "trace"]
     assert len(window) == 1 and window["name"].iloc[0].startswith("device trace: first ")
     device = windowed.spans[windowed.spans["lane"] == "device"]
@@ -120,29 +155,51 @@ def test_a_long_compile_does_not_use_up_the_traces_window(run, shell, monkeypatc
     )
     prof = shell.user_ns["ta_slow"]
     assert float(prof.compiles["seconds"].max()) > 0.3, "the compile must outlast the window"
+    if not OPS_TRACED:
+        assert_device_time_from_execute_samples(prof, 3)
+        return
     assert not prof.ops.empty
     device = prof.spans[prof.spans["lane"] == "device"]
     assert (~device["estimated"]).any()  # the first run at least was traced
 
 
 def test_outside_the_supported_range_the_trace_is_off_and_it_is_said_once(run, shell, monkeypatch):
-    """The gate read as torch_xla 2.7.0: no device trace (no per-op times), the runtime's
+    """The gate read as torch_xla 2.6.0: no device trace (no per-op times), the runtime's
     counters and metrics still measured; one note on the first profile only."""
-    from xlanb.capture import versions
-
-    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.0"))
+    monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.6.0"))
     cell = "for _ in range(3):\n    ta_step()"
     run(f"%%xla_profile -b torch_xla -q --var old_first\n{cell}")
     run(f"%%xla_profile -b torch_xla -q --var old_second\n{cell}")
     first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
     outside = [note for note in first.notes if "outside xlanb's supported range" in note]
     assert len(outside) == 1 and "\n" not in outside[0]
-    assert outside[0].startswith("torch_xla: torch_xla 2.7.0 is outside xlanb's supported")
+    assert outside[0].startswith("torch_xla: torch_xla 2.6.0 is outside xlanb's supported")
     assert "device trace (per-op device times)" in outside[0]
     assert not any("outside" in note for note in second.notes)
     for prof in (first, second):
-        assert prof.ops.empty
-        assert prof.metrics.set_index("name").loc["ExecuteTime", "count"] == 3
+        assert_device_time_from_execute_samples(prof, 3)
     monkeypatch.undo()
     run(f"%%xla_profile -b torch_xla -q --var back\n{cell}")
-    assert not shell.user_ns["back"].ops.empty
+    assert shell.user_ns["back"].ops.empty != OPS_TRACED
+
+
+def test_on_torch_xla_2_7_the_trace_is_off_and_it_is_said_once(run, shell, monkeypatch):
+    """torch_xla 2.7 (the real one in its environment, else the gate read as 2.7.0): inside
+    the range, but its CPU trace has no per-op events, so the trace is off: no ops, no trace
+    window, device time from the runtime's ExecuteTime samples; compile causes and graphs
+    stay on; one note, on the first profile of the session only."""
+    if OPS_TRACED:
+        monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.0"))
+    monkeypatch.setattr(versions, "_told", set())  # this test's session starts here
+    run("ta_new = torch.nn.Linear(256, 3).to(ta_dev)")
+    cell = "for _ in range(3):\n    ta_out = (ta_new(ta_x) ** 2).sum()\n    torch_xla.sync()"
+    run(f"%%xla_profile -b torch_xla -q --var v27_first\n{cell}")
+    run(f"%%xla_profile -b torch_xla -q --var v27_second\n{cell}")
+    first, second = shell.user_ns["v27_first"], shell.user_ns["v27_second"]
+    assert [note for note in first.notes if "per-op" in note] == [TRACE_OFF_NOTE]
+    assert not any("per-op" in note or "outside" in note for note in second.notes)
+    for prof in (first, second):
+        assert_device_time_from_execute_samples(prof, 3)
+    assert list(first.compiles["cause"]) == ["new graph"]
+    assert list(first.compiles["cell_line"]) == [4]  # the sync that compiled it
+    assert {"hlo", "hlo_optimized"} <= set(first.graphs["kind"])

@@ -4,7 +4,9 @@ One gate per runtime: a declared supported range of releases (the oldest and the
 are the ones ``make test`` runs), checked once against the installed release (read from the
 package metadata, without importing the runtime). Inside the range every feature is on, as
 far as each private touch point's own check allows (JAX's live in
-:mod:`xlanb.capture.backends.jax.hooks`). Outside it, the features that reach into the
+:mod:`xlanb.capture.backends.jax.hooks`), but for a feature the older releases of the range
+cannot give (its ``since``: torch_xla 2.7 traces no ops on the CPU), which is off on them and
+said once, in one line, with what they lack. Outside it, the features that reach into the
 runtime's internals are off, and the user is told once per session, in one line, which
 features and why; the features built on the runtime's public API stay on.
 
@@ -34,6 +36,10 @@ class Feature:
     #: Reaches into the runtime's internals (a private module, a log format, a C type): off
     #: outside the supported range.
     private: bool = True
+    #: The first release of the range that gives it (None: every release in the range).
+    since: Version | None = None
+    #: What the releases before `since` lack (the note to the user says it).
+    lacking: str = ""
 
 
 @dataclass(frozen=True)
@@ -98,9 +104,9 @@ RUNTIMES: dict[str, Runtime] = {
     "torch_lazy": Runtime(
         backend="torch_lazy",
         distribution="torch",
-        oldest=(2, 8),
+        oldest=(2, 7),
         below=(2, 15),
-        tested=("2.8.0", "2.13.0", "2.14.1"),
+        tested=("2.7.0", "2.13.0", "2.14.1"),
         features=(
             Feature(
                 "counters and fallbacks",
@@ -111,14 +117,14 @@ RUNTIMES: dict[str, Runtime] = {
             Feature("graphs and sync locations", "`LTC_SAVE_TENSORS_FILE` (its text format)"),
             Feature("runtime metrics", "`torch._C._lazy._metrics_report` (its text format)"),
         ),
-        excluded="torch 2.7 and older are not tested (torch_xla 2.8 needs torch 2.8).",
+        excluded="torch 2.6 and older are not tested (torch_xla 2.7 needs torch 2.7).",
     ),
     "torch_xla": Runtime(
         backend="torch_xla",
         distribution="torch_xla",
-        oldest=(2, 8),
+        oldest=(2, 7),
         below=(2, 10),
-        tested=("2.8.0", "2.9.0"),
+        tested=("2.7.0", "2.9.0"),
         features=(
             Feature(
                 "counters, metrics and their samples", "`torch_xla.debug.metrics`", private=False
@@ -131,10 +137,12 @@ RUNTIMES: dict[str, Runtime] = {
             Feature(
                 "device trace (per-op device times)",
                 "`torch_xla._XLAC.profiler.TslProfilerSessionWrapper`",
+                since=(2, 8),
+                lacking="writes no per-op events into its CPU trace (its runs are there, "
+                "not their ops)",
             ),
         ),
-        excluded="torch_xla 2.7 was tried and fails 16 of the tests: no per-op CPU trace "
-        "events, different PT_XLA_DEBUG wording, no XLA_METRICS_FILE, no fusion graphs.",
+        excluded="torch_xla 2.6 and older are not tested; torch_xla 2.10 is not released yet.",
     ),
 }
 
@@ -161,14 +169,20 @@ class Gate:
     #: The installed release, None when the runtime is not installed.
     version: str | None
     supported: bool
-    #: One line for the user when the release is outside the range.
+    #: One line for the user when the release is outside the range, or inside it but older
+    #: than a feature's `since`.
     note: str | None = None
+    #: The features that this release of the range lacks (older than their `since`).
+    lacked: tuple[str, ...] = ()
 
     def allows(self, feature: str) -> bool:
-        """Whether the named feature is on (private features need the supported range)."""
+        """Whether the named feature is on (private features need the supported range, and
+        each feature a release from its `since`)."""
         runtime = RUNTIMES[self.backend]
         for declared in runtime.features:
             if declared.name == feature:
+                if declared.name in self.lacked:
+                    return False
                 return self.supported or not declared.private
         raise KeyError(f"{self.backend} has no feature {feature!r}")
 
@@ -180,7 +194,16 @@ def check(backend: str, version: str | None) -> Gate:
         return Gate(backend, None, False)
     release = parse_version(version)
     if runtime.oldest <= release < runtime.below:
-        return Gate(backend, version, True)
+        lacked = [f for f in runtime.features if f.since is not None and release < f.since]
+        if not lacked:
+            return Gate(backend, version, True)
+        note = "; ".join(
+            f"{backend}: {runtime.distribution} {version} {feature.lacking}, so "
+            f"{feature.name} is off (on from {runtime.distribution} {_text(feature.since)})"
+            for feature in lacked
+            if feature.since is not None
+        )
+        return Gate(backend, version, True, note + ".", tuple(f.name for f in lacked))
     off = [feature.name for feature in runtime.features if feature.private]
     kept = [feature.name for feature in runtime.features if not feature.private]
     note = (
@@ -239,7 +262,12 @@ def support_table() -> str:
                         runtime.range_text if first else "",
                         ", ".join(runtime.tested) if first else "",
                         feature.name,
-                        feature.uses,
+                        feature.uses
+                        + (
+                            f"; off before {_text(feature.since)}: {feature.lacking}"
+                            if feature.since is not None
+                            else ""
+                        ),
                         "off" if feature.private else "on",
                     ]
                 )
