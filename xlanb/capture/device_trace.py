@@ -11,7 +11,8 @@ XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) 
 events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
 to run; the first runs hold the warm-up and enough steady runs for per-op times. Once the
 same code (a cell run again) is known to run big programs, the window holds about
-:data:`WINDOW_EVENTS` events instead (:func:`window_limit`), and a window that closes is
+:data:`WINDOW_EVENTS` events instead (:func:`window_limit`); before that is known, after
+:data:`FIRST_WINDOW_SECONDS` of runs (at least :data:`MIN_WINDOW_RUNS`). A window that closes is
 read on the watchdog thread while the cell goes on: the end of the cell then neither stops
 the profiler nor reads. The backends account the runs after the window from the runtime's
 own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
