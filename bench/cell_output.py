@@ -1,7 +1,9 @@
 """What a real profiled cell costs to show, in a real IPython shell under ``%%xla_profile``:
 the bytes the front end receives (every display output, as a kernel serialises it), the time
 from the cell's last line to the end of ``%%xla_profile`` (the capture's end, then the
-display; wall and CPU time of the whole process, median of the repeats) and the report's size.
+display; wall and CPU time of the whole process, median of the repeats) and the report's size,
+with the wall over CPU time of a 0.1 s busy loop before each cell (how much of a core other
+work left this process: the end of a cell's wall time scales with it).
 
 Cases (``--case``, default all the runtimes installed in this environment have):
 
@@ -125,14 +127,25 @@ CASES = {
 TARGET_BYTES, TARGET_REPORT_BYTES, TARGET_STEADY_END_S = 300_000, 2_000_000, 0.150
 
 
+def contention() -> float:
+    """Wall over CPU time of a 0.1 s busy loop in this process: how much longer than its CPU
+    time the end of a cell takes on this machine now (1.0 idle; 2.0 when other work takes half
+    of the core), to read the wall times by."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    while time.process_time() - cpu < 0.1:
+        pass
+    return (time.perf_counter() - wall) / (time.process_time() - cpu)
+
+
 def run_case(shell, name: str, repeats: int) -> dict:
     from IPython.utils.capture import capture_output
 
     _runtime, setup, cell, steady = CASES[name]
     shell.run_cell(setup)
-    ends, cpus, sizes = [], [], []
+    ends, cpus, sizes, loads = [], [], [], []
     runs = repeats + 1 if steady else repeats
     for index in range(runs):
+        loads.append(contention())
         with capture_output() as captured:
             shell.run_cell(cell)
             wall, cpu = time.perf_counter(), time.process_time()
@@ -153,6 +166,7 @@ def run_case(shell, name: str, repeats: int) -> dict:
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_cpu_s": statistics.median(cpus),
         "end_of_cell_runs": len(ends),
+        "contention": statistics.median(loads),
         "report_bytes": report_bytes,
     }
 
@@ -174,7 +188,7 @@ def main() -> int:
     shell.run_line_magic("load_ext", "xlanb")
     print(
         f"{'case':<17} {'compiles':>8} {'output kB':>9} {'end of cell s':>13} {'cpu s':>6} "
-        f"{'report kB':>9}"
+        f"{'report kB':>9} {'wall/cpu of a busy loop':>23}"
     )
     failures = []
     for name in cases:
@@ -182,7 +196,7 @@ def main() -> int:
         print(
             f"{name:<17} {figures['compiles']:>8} {figures['output_bytes'] / 1e3:>9.0f} "
             f"{figures['end_of_cell_s']:>13.3f} {figures['end_of_cell_cpu_s']:>6.3f} "
-            f"{figures['report_bytes'] / 1e3:>9.0f}"
+            f"{figures['report_bytes'] / 1e3:>9.0f} {figures['contention']:>23.2f}"
         )
         results.write("cell_output", {name: figures})
         if figures["output_bytes"] > TARGET_BYTES:

@@ -211,3 +211,33 @@ def test_accounts_between_windows_match_one_account_per_window():
         one = ta.account(start, end, **kinds)
         for name in ("python", "compile", "device", "transfer", "sync_wait"):
             assert buckets[name] == pytest.approx(getattr(one, name), abs=1e-9)
+
+
+def test_the_traced_window_follows_the_profiles_spans():
+    """The window is kept for the spans frame last asked about (ten askers a cell): another
+    profile's frame, or a frame put in its place, gets its own."""
+    from xlanb.analysis.breakdown import traced_window, traced_window_name
+    from xlanb.core.profile import Profile
+    from xlanb.core.schema import WHOLE_TRACE, make_frame
+
+    def spans(name: str, start: float, seconds: float):
+        rows = [
+            {"backend": "jax", "lane": "device", "name": "jit_f", "graph": None, "start": 1.0,
+             "seconds": 0.5, "estimated": False},
+            {"backend": "jax", "lane": "trace", "name": name, "graph": None, "start": start,
+             "seconds": seconds, "estimated": False},
+        ]  # fmt: skip
+        return make_frame("spans", rows)
+
+    first = Profile(name="a", backends=["jax"])
+    first.spans = spans("device trace: first 5 runs", 1.0, 2.0)
+    second = Profile(name="b", backends=["jax"])
+    second.spans = spans("device trace: first 5 runs", 3.0, 1.0)
+    assert traced_window(first) == (1.0, 3.0)
+    assert traced_window(second) == (3.0, 4.0)
+    assert traced_window(first) == (1.0, 3.0)
+    assert traced_window_name(first) == "device trace: first 5 runs"
+    first.spans = spans(WHOLE_TRACE, 1.0, 2.0)  # traced whole: no window
+    assert traced_window(first) is None and traced_window_name(first) is None
+    first.spans = make_frame("spans", [])
+    assert traced_window(first) is None

@@ -203,3 +203,42 @@ def test_on_torch_xla_2_7_the_trace_is_off_and_it_is_said_once(run, shell, monke
     assert list(first.compiles["cause"]) == ["new graph"]
     assert list(first.compiles["cell_line"]) == [4]  # the sync that compiled it
     assert {"hlo", "hlo_optimized"} <= set(first.graphs["kind"])
+
+
+def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
+    """Big runs (hundreds of thunks, tens of ms each) in a cell never traced before: the
+    whole cell was traced (under 50 runs and 10 s) before a trace had measured its runs; now
+    the window closes once the runtime's ExecuteTime reaches FIRST_WINDOW_SECONDS (at least 5
+    runs), and the runs after it come from the runtime's samples."""
+    from xlanb.capture import device_trace
+
+    run(
+        "ta_square = torch.ones(160, 160, device=ta_dev)\n"
+        "def ta_chain():\n    out = ta_square\n    for _ in range(150):\n"
+        "        out = torch.sin(out @ ta_square) * 0.5\n    torch_xla.sync()\n    return out\n"
+        "ta_chain().cpu()"
+    )
+    run("%%xla_profile -b torch_xla -q --var ta_first_big\nfor _ in range(40):\n    ta_chain()")
+    prof = shell.user_ns["ta_first_big"]
+    if not OPS_TRACED:  # torch_xla 2.7: no trace, every run from the runtime's samples
+        assert_device_time_from_execute_samples(prof, 40)
+        return
+    assert device_trace._events_per_run["torch_xla", prof.source] > 500
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    execute = prof.executions.sort_values("time")["seconds"]
+    assert float(execute.median()) > 0.01, execute
+    # the runs whose ExecuteTime reached FIRST_WINDOW_SECONDS, and the few launched before
+    # the last of them ended (the window waits for those)
+    reached = int((execute.cumsum() < device_trace.FIRST_WINDOW_SECONDS).sum()) + 1
+    most = max(device_trace.MIN_WINDOW_RUNS, reached) + 3
+    assert device_trace.MIN_WINDOW_RUNS <= len(measured) <= most, (len(measured), reached)
+    assert len(measured) < 40
+    assert device["estimated"].sum() >= 40 - len(measured) - 1
+    assert (
+        prof.spans.loc[prof.spans["lane"] == "trace", "name"]
+        .iloc[0]
+        .startswith("device trace: first ")
+    )
+    parts = buckets(prof)
+    assert sum(parts.values()) == pytest.approx(prof.wall_seconds, rel=0.02)

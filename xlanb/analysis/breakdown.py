@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
+
 import numpy as np
 import pandas as pd
 
@@ -58,14 +61,44 @@ def breakdown_frame(profile: Profile) -> pd.DataFrame:
 def traced_window(profile: Profile) -> tuple[float, float] | None:
     """(start, end) epoch seconds of the device trace's window when it closed before the
     cell ended (its ``trace`` span), else None."""
-    spans = profile.spans
-    if spans.empty:
-        return None
-    windows = spans[(spans["lane"] == "trace") & (spans["name"] != WHOLE_TRACE)]
-    if windows.empty:
-        return None
-    start = float(windows["start"].min())
-    return start, float((windows["start"] + windows["seconds"]).max())
+    return _window(profile)[0]
+
+
+def traced_window_name(profile: Profile) -> str | None:
+    """The name of the trace's window (``device trace: first 50 runs``) when it closed before
+    the cell ended, else None."""
+    return _window(profile)[1]
+
+
+def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
+    """The trace window and its name, kept for the spans frame last asked about: the
+    summary, the account line, the steps and the charts each ask (ten times a cell, each a
+    few ms on a few thousand spans)."""
+    global _last_window
+    spans, size = profile.spans, len(profile.spans)
+    if _last_window[1] == size and _last_window[0]() is spans:
+        return _last_window[2]
+    found: tuple[tuple[float, float] | None, str | None] = (None, None)
+    if size:
+        lanes = spans["lane"].to_numpy(dtype=object)
+        trace = np.flatnonzero(lanes == "trace")
+        names = spans["name"].to_numpy(dtype=object)[trace]
+        windows = trace[names != WHOLE_TRACE]
+        if len(windows):
+            starts = spans["start"].to_numpy(dtype=float)[windows]
+            ends = starts + spans["seconds"].to_numpy(dtype=float)[windows]
+            found = (float(starts.min()), float(ends.max())), str(names[names != WHOLE_TRACE][0])
+    _last_window = (weakref.ref(spans), size, found)
+    return found
+
+
+def _no_frame() -> None:
+    return None
+
+
+_last_window: tuple[
+    Callable[[], pd.DataFrame | None], int, tuple[tuple[float, float] | None, str | None]
+] = (_no_frame, 0, (None, None))
 
 
 def host_activity(profile: Profile) -> tuple[float, float] | None:

@@ -11,7 +11,8 @@ XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) 
 events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
 to run; the first runs hold the warm-up and enough steady runs for per-op times. Once the
 same code (a cell run again) is known to run big programs, the window holds about
-:data:`WINDOW_EVENTS` events instead (:func:`window_limit`), and a window that closes is
+:data:`WINDOW_EVENTS` events instead (:func:`window_limit`); before that is known, after
+:data:`FIRST_WINDOW_SECONDS` of runs (at least :data:`MIN_WINDOW_RUNS`). A window that closes is
 read on the watchdog thread while the cell goes on: the end of the cell then neither stops
 the profiler nor reads. The backends account the runs after the window from the runtime's
 own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
@@ -59,14 +60,25 @@ WINDOW_RUNS = 50
 #: ... or this many seconds after the first run, whichever comes first (big programs: few runs,
 #: many events; a long compile before the first run does not close it).
 WINDOW_SECONDS = 10.0
-#: How often the watchdog looks at the run count.
+#: How often the watchdog looks at the run count ...
 POLL_SECONDS = 0.005
+#: ... and at least how often at the runtime's total run time, for a window of unknown runs.
+BUSY_POLL_SECONDS = 0.05
 #: ... or, once the runtime's runs are known to be big (from the traces read before), after
 #: about this many trace events: stopping the profiler and reading its events both cost a few
 #: µs an event (a 12-layer transformer step is ~3,000), so a window of 50 big runs would add
 #: a second to the end of the cell. Never fewer than :data:`MIN_WINDOW_RUNS` runs.
 WINDOW_EVENTS = 20_000
 MIN_WINDOW_RUNS = 5
+#: ... and before that is known (a cell's first trace), once the runs have taken this long
+#: (the runtime's own run time where it counts one, else the wall time from the first run),
+#: after at least :data:`MIN_WINDOW_RUNS` runs. Models' big runs record ~15,000 trace events
+#: a second of run time on XLA:CPU (measured: a 12-layer JAX transformer step, 2,950 events in
+#: 210 ms; a 4-layer torch_xla encoder step, 5,400 in 370 ms), so a second of them is about
+#: :data:`WINDOW_EVENTS` events; runs of many tiny ops record more (a chain of 300 32x32
+#: matmuls: 160,000 a second) and stay bounded by the window's runs until a trace has
+#: measured them.
+FIRST_WINDOW_SECONDS = 1.0
 
 _lock = threading.Lock()
 _running: Trace | None = None
@@ -80,6 +92,11 @@ last_trace_bytes = 0
 _events_per_run: dict[tuple[str, str], float] = {}
 #: Codes remembered (the oldest forgotten first).
 KEPT_SIZES = 256
+
+
+def runs_known(runtime: str, source: str) -> bool:
+    """Whether an earlier trace of the code `source` measured its events per run."""
+    return (runtime, source) in _events_per_run
 
 
 def window_limit(runtime: str, window_runs: int, source: str = "") -> int:
@@ -157,15 +174,19 @@ def start(
     window_runs: int | None = WINDOW_RUNS,
     window_seconds: float | None = None,
     snapshot: Callable[[], Any] | None = None,
-    settle: Callable[[threading.Event], None] | None = None,
+    settle: Callable[[Until], None] | None = None,
     source: str = "",
+    busy: Callable[[], float] | None = None,
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
     With `window_runs`, the trace stops once `runs()` (the runtime's count of program runs) has
     grown by that many or `window_seconds` (default :data:`WINDOW_SECONDS`) have passed since
     the first run (compiles before it do not use up the window); None traces until
-    :func:`finish`.
+    :func:`finish`. A window of code whose runs' size is not known yet (no trace of `source`
+    read before) also closes once the runs have taken :data:`FIRST_WINDOW_SECONDS`, after at
+    least :data:`MIN_WINDOW_RUNS` of them: `busy()` is the seconds the runtime's runs have
+    taken so far (None: the wall time from the first run stands for it).
     Before the window closes, `settle(ended)` waits until the counted runs have finished
     executing (JAX counts calls, which return before their runs under async dispatch; it
     returns early once `ended` is set); then `snapshot()` is kept in ``snapshot_at_stop``.
@@ -213,12 +234,62 @@ def start(
                     WINDOW_SECONDS if window_seconds is None else window_seconds,
                     snapshot,
                     settle,
+                    None if runs_known(runtime, source) else _RunTime(busy),
                 ),
                 name="xlanb-trace-window",
                 daemon=True,
             )
             _running._watchdog.start()
         return _running, None
+
+
+class _RunTime:
+    """The seconds the runs of a window have taken: the runtime's own total since the trace
+    started, else the wall time from the first run (for a window of runs of unknown size)."""
+
+    def __init__(self, busy: Callable[[], float] | None) -> None:
+        self._busy, self._base = busy, 0.0
+        if busy is not None:
+            try:
+                self._base = busy()
+            except Exception:  # a runtime that cannot tell: the wall time stands for it
+                self._busy = None
+        self._counted, self._seconds, self._read_at = 0, 0.0, 0.0
+
+    def first_run(self) -> None:
+        if self._busy is None:
+            self._base = time.monotonic()
+
+    def wall_deadline(self) -> float:
+        """When the window's wall time is up (never, where the runtime counts its run time)."""
+        return self._base + FIRST_WINDOW_SECONDS if self._busy is None else math.inf
+
+    def seconds(self, count: int) -> float:
+        if self._busy is None:
+            return time.monotonic() - self._base
+        now = time.monotonic()
+        # the total grows as runs end, after their launch was counted: read it at each launch
+        # and while runs are in flight, not at every poll
+        if count != self._counted or now - self._read_at >= BUSY_POLL_SECONDS:
+            self._counted, self._read_at = count, now
+            self._seconds = self._busy() - self._base
+        return self._seconds
+
+
+class Until:
+    """What a window's `settle` waits on: set when the capture ends, or when the wall time of
+    a window of unknown runs is up (its runs queued under async dispatch need not all run)."""
+
+    def __init__(self, done: threading.Event) -> None:
+        self.done, self.deadline = done, math.inf
+
+    def is_set(self) -> bool:
+        return self.done.is_set() or time.monotonic() >= self.deadline
+
+    def wait(self, timeout: float) -> bool:
+        """Like ``threading.Event.wait``: True once set (within `timeout` seconds)."""
+        timeout = min(timeout, max(self.deadline - time.monotonic(), 0.0))
+        return self.done.wait(timeout) or self.is_set()
 
 
 def _watch(
@@ -228,19 +299,31 @@ def _watch(
     limit: int,
     seconds: float,
     snapshot: Callable[[], Any] | None,
-    settle: Callable[[threading.Event], None] | None,
+    settle: Callable[[Until], None] | None,
+    run_time: _RunTime | None = None,
 ) -> None:
-    """Close `trace`'s window after `limit` more runs or `seconds` from the first one, unless
-    it ends first."""
+    """Close `trace`'s window after `limit` more runs or `seconds` from the first one, or
+    (with `run_time`: runs of unknown size) once they have run :data:`FIRST_WINDOW_SECONDS`
+    after at least :data:`MIN_WINDOW_RUNS` runs, unless it ends first."""
+    fewest = min(MIN_WINDOW_RUNS, limit)
+    until = Until(trace._done)
     try:
         deadline = math.inf
         while not trace._done.wait(POLL_SECONDS):
             count = runs() - base
             if count and deadline == math.inf:
                 deadline = time.monotonic() + seconds
-            if count >= limit or time.monotonic() >= deadline:
+                if run_time is not None:
+                    run_time.first_run()
+                    until.deadline = run_time.wall_deadline()
+            full = (
+                run_time is not None
+                and count >= fewest
+                and run_time.seconds(count) >= FIRST_WINDOW_SECONDS
+            )
+            if count >= limit or time.monotonic() >= deadline or full:
                 if settle is not None:
-                    settle(trace._done)
+                    settle(until)
                     if trace._done.is_set():
                         return  # the capture ended meanwhile: the trace covers all of it
                 taken = snapshot() if snapshot is not None else None
@@ -319,13 +402,23 @@ def _read(trace: Trace, data: bytes | None) -> Any:
     except Exception as error:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
         return None
-    if events is not None and trace.runs_traced:
+    runs = _runs_in(events) or trace.runs_traced
+    if events is not None and runs:
         key = (trace.runtime, trace.source)
         _events_per_run.pop(key, None)
-        _events_per_run[key] = events.event_count / trace.runs_traced
+        _events_per_run[key] = events.event_count / runs
         while len(_events_per_run) > KEPT_SIZES:
             del _events_per_run[next(iter(_events_per_run))]
     return events
+
+
+def _runs_in(events: Any) -> int:
+    """The program runs a trace holds, where its runtime numbers them (JAX's ``run_id``; a
+    window closed on time holds fewer runs than the calls counted under async dispatch)."""
+    frame = getattr(events, "events", None)
+    if frame is None or frame.empty or "run_id" not in frame:
+        return 0
+    return int(frame.loc[frame["hlo_op"].notna(), "run_id"].nunique())
 
 
 def _parse(trace: Trace, data: bytes | None) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlanb.analysis.breakdown import host_activity, traced_window
+from xlanb.analysis.breakdown import host_activity, traced_window, traced_window_name
 from xlanb.analysis.time_account import percent
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, headline_host_kinds
@@ -122,11 +122,9 @@ def account_line(profile: Profile) -> str:
 def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
-    window = traced_window(profile)
+    window, name = traced_window(profile), traced_window_name(profile)
     if window is None:
         return ""
-    spans = profile.spans
-    name = str(spans.loc[spans["lane"] == "trace", "name"].iloc[0])
     covered = format_seconds(window[1] - window[0])
     return f"{name}, {covered} of {format_seconds(profile.wall_seconds)}"
 

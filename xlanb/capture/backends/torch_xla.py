@@ -11,7 +11,6 @@ import importlib.util
 import math
 import os
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -237,6 +236,7 @@ def begin(options: CaptureOptions) -> _Token:
             snapshot=lambda: _execute_totals(metrics),
             settle=_settler(metrics),
             source=options.source,
+            busy=lambda: _execute_totals(metrics)[1],
         )
         if token.trace is not None:
             token.trace.capture_start = token.wall_start
@@ -318,14 +318,14 @@ def _execute_totals(metrics) -> tuple[int, float]:
 SETTLE_SECONDS = 2.0
 
 
-def _settler(metrics) -> Callable[[threading.Event], None]:
+def _settler(metrics) -> Callable[[device_trace.Until], None]:
     """The trace window's wait (on its watchdog thread) until the runs launched so far have
     finished: torch_xla counts a launch (``ExecuteComputation``) before its run ends
     (``ExecuteTime``), so the window's last runs would be missing from the trace."""
     launched_before = metrics.counter_value("ExecuteComputation") or 0
     finished_before = _execute_totals(metrics)[0]
 
-    def settle(ended: threading.Event) -> None:
+    def settle(ended: device_trace.Until) -> None:
         launched = (metrics.counter_value("ExecuteComputation") or 0) - launched_before
         deadline = time.monotonic() + SETTLE_SECONDS
         while _execute_totals(metrics)[0] - finished_before < launched:

@@ -161,6 +161,8 @@ def begin(options: CaptureOptions) -> Token:
         )
         if token.trace is not None and token.trace.window_runs is not None:
             STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
+            fewest = min(device_trace.MIN_WINDOW_RUNS, token.trace.window_runs)
+            STATE.first_probe, STATE.first_probe_at = None, len(STATE.samples) + fewest
         if note:
             notes.append(note)
         elif token.trace is not None:
@@ -185,19 +187,30 @@ def _runs() -> int:
     return len(STATE.samples)
 
 
-def _settle(ended: threading.Event) -> None:
+def _settle(ended: device_trace.Until) -> None:
     """Wait (on the trace's watchdog thread) until the window's last call has run on the
     device: calls return before their runs under async dispatch, and a device runs its
-    programs in turn. Gives up when the capture ends first."""
+    programs in turn. A window that closes on time, before its last call, waits for the
+    latest call's run instead. Gives up when the capture ends first."""
     try:
         if not 0 < STATE.probe_at <= SAMPLE_LIMIT:
             return  # past the samples' cap: no probe (the window closes on calls and time)
-        while STATE.probe is None:
+        # the window's fewest runs are traced whatever its time
+        while (first := STATE.first_probe) is None or hooks.still_running(first()):
+            if ended.done.wait(device_trace.POLL_SECONDS):
+                return
+        while (probe := STATE.probe) is None:
+            probe = STATE.last_result
+            if probe is not None and len(STATE.samples) < STATE.probe_at:
+                break  # closed on time, before the window's last call
             if ended.wait(device_trace.POLL_SECONDS):
                 return
-        hooks.block_until_ready(STATE.probe)
+        while hooks.still_running(probe):
+            if ended.wait(device_trace.POLL_SECONDS):
+                return
     finally:
         STATE.probe_at, STATE.probe = -1, None
+        STATE.first_probe_at, STATE.first_probe = -1, None
 
 
 def end(token: Token, options: CaptureOptions) -> Capture:
@@ -216,6 +229,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
     if token.trace is not None:
         STATE.probe_at, STATE.probe = -1, None  # a window that never closed
+        STATE.first_probe_at, STATE.first_probe = -1, None
     capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
     rows.fill(
         capture,

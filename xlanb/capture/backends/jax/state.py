@@ -181,6 +181,10 @@ class JaxState:
     #: ``probe``: the trace's window closes once that run has finished.
     probe_at: int = -1
     probe: Any = None
+    #: The same for the window's fewest runs (:data:`~xlanb.capture.device_trace.MIN_WINDOW_RUNS`),
+    #: a weak reference to the result's first array: a window closed on time holds their runs.
+    first_probe_at: int = -1
+    first_probe: Any = None
     #: The result of the latest top-level call (dropped when the capture ends): still being
     #: computed then, the cell ended with runs queued on the device.
     last_result: Any = None
