@@ -593,26 +593,32 @@ def rows(
         return found if found is not None else sources.get(module, {})
 
     summary = summarize(events, window[0], window[1])
-    op_rows: list[dict[str, Any]] = []
+    # one row per graph and op: programs of one graph (JAX's compiles of a function) add up
+    by_op: dict[tuple[str, str, str], dict[str, Any]] = {}
     for module, program, op, count, seconds in summary.ops:
+        graph = graph_of(module, program)
+        same = by_op.get((graph, module, op))
+        if same is not None:
+            same["count"] += count
+            same["seconds"] += seconds
+            same["share"] = same["seconds"] / summary.total
+            continue
         source = _source_of(sources_of(module, program), op)
         in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
-        op_rows.append(
-            {
-                "backend": backend,
-                "graph": graph_of(module, program),
-                "module": module,
-                "op": op,
-                "category": thunk_category(op),
-                "count": count,
-                "seconds": seconds,
-                "share": seconds / summary.total,
-                "source_file": source.file if source else None,
-                "source_line": source.line if source else None,
-                "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
-            }
-        )
-    op_rows.sort(key=lambda row: -row["seconds"])
+        by_op[graph, module, op] = {
+            "backend": backend,
+            "graph": graph,
+            "module": module,
+            "op": op,
+            "category": thunk_category(op),
+            "count": count,
+            "seconds": seconds,
+            "share": seconds / summary.total,
+            "source_file": source.file if source else None,
+            "source_line": source.line if source else None,
+            "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
+        }
+    op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     span_rows = [
         _span(backend, lane, name, graph_of(module, program) if module else None, start, end)
         for lane, name, module, program, start, end in summary.spans
