@@ -553,8 +553,8 @@ _CALLBACK_FILES = (
 
 def _note_read(caller, how: str | None) -> None:
     """Count a read by `caller` (``how``: else told by the caller's name). The place is the
-    code and line of the first few frames: counting a read costs a few microseconds, and only
-    the first read from a place walks the whole stack."""
+    code and instruction of the first few frames: counting a read costs a few microseconds,
+    and only the first read from a place walks the whole stack."""
     try:
         how = how or _READ_KINDS.get(caller.f_code.co_name, "a read")
         key: list[Any] = [how]
@@ -562,7 +562,8 @@ def _note_read(caller, how: str | None) -> None:
         for _ in range(_READ_KEY_FRAMES):
             if frame is None:
                 break
-            key += (id(frame.f_code), frame.f_lineno)  # a code object hashes its contents
+            # a code object hashes its contents; f_lineno decodes the line table each read
+            key += (id(frame.f_code), frame.f_lasti)
             frame = frame.f_back
         STATE.count_read(tuple(key), how, lambda: _reader_stack(caller))
     except Exception:

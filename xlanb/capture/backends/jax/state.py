@@ -170,7 +170,7 @@ class JaxState:
     #: caller's first three frames) -> [function, host values a call (Counter of types),
     #: calls, the stack when first seen].
     transfers: dict[tuple, list] = field(default_factory=dict)
-    #: Reads by place and way (a key of code object ids and lines, cheap to make per read) ->
+    #: Reads by place and way (a key of code object ids and instructions, cheap per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
     #: ``PjitFunction`` -> its running totals.
