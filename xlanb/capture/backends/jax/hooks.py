@@ -740,11 +740,14 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         enough to tell the cell lines calling a helper apart (an entry's first call walks the
         whole stack for the lines)."""
         numbers, names = static or ((), ())
-        for position, arg in enumerate(args):
+        traced = (
+            [arg for position, arg in enumerate(args) if position not in numbers]
+            if numbers
+            else args
+        )
+        for arg in traced:
             kind = type(arg)
-            if kind is array_type or position in numbers:
-                continue
-            if kind in host_types or holds_host(arg):
+            if kind is not array_type and (kind in host_types or holds_host(arg)):
                 break
         else:
             for name, arg in kwargs.items():
@@ -777,8 +780,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         if entry is not None:  # no lock: as the call counts above
             entry[2] += 1
             return
-        traced = [arg for position, arg in enumerate(args) if position not in numbers]
-        traced += [arg for name, arg in kwargs.items() if name not in names]
+        traced = [*traced, *(arg for name, arg in kwargs.items() if name not in names)]
         found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
         state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
