@@ -190,6 +190,48 @@ jt_kept = len(jt_state.STATE.transfers)
     assert rows.groupby("cell_line")["calls"].sum().to_dict() == {4: 5000, 6: 1000, 7: 1000}
 
 
+def test_a_call_runs_the_counter_alone_and_a_host_input_one_helper(run, shell):
+    """Per call of a jitted function, the dispatch counter's Python functions entered: itself
+    alone with device arrays, one helper more with a NumPy argument from a place seen before
+    (it ran four: a check per argument, the place, the types per argument, the note; ~17 µs
+    a call), counted by a profile function on the calls; the calls and host inputs stay
+    exact, on their lines, in one entry per place."""
+    run(
+        "@jax.jit\ndef jt_counted(x, y):\n    return x + y\n"
+        "counted_in = np.ones((4, 4), np.float32)"
+    )
+    run("""%%xla_profile -b jax -q --var prof
+import sys, collections, xlanb.capture.backends.jax.hooks as jt_hooks
+import xlanb.capture.backends.jax.state as jt_state
+jt_entered = collections.Counter()
+def jt_profile(frame, event, arg):
+    if event == "call" and frame.f_code.co_filename == jt_hooks.__file__:
+        jt_entered[frame.f_code.co_name] += 1
+try:
+    for i in range(201):
+        if i == 1:  # each place's first call walks the stack: not counted
+            sys.setprofile(jt_profile)
+        jt_counted(counted_in, xa)
+        jt_counted(xa, xa)
+finally:
+    sys.setprofile(None)
+jt_kept = len(jt_state.STATE.transfers)
+""")
+    assert shell.user_ns["jt_entered"] == {"count_call": 400, "note_host_arguments": 200}
+    assert shell.user_ns["jt_kept"] == 1
+    prof = shell.user_ns["prof"]
+    assert executions(prof)["jit(jt_counted)"] == 402
+    rows = prof.fallbacks[prof.fallbacks["cause"] == "host_transfer"]
+    assert rows[["op", "count", "calls", "cell_line"]].to_dict("records") == [
+        {
+            "op": "jit(jt_counted) argument: numpy.ndarray",
+            "count": 201,
+            "calls": 201,
+            "cell_line": 12,
+        }
+    ]
+
+
 def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     run(
         "@jax.jit\ndef jt_host(x, scale):\n    return x * scale\nnp_in = np.ones((4, 4), "

@@ -553,8 +553,8 @@ _CALLBACK_FILES = (
 
 def _note_read(caller, how: str | None) -> None:
     """Count a read by `caller` (``how``: else told by the caller's name). The place is the
-    code and line of the first few frames: counting a read costs a few microseconds, and only
-    the first read from a place walks the whole stack."""
+    code and instruction of the first few frames: counting a read costs a few microseconds,
+    and only the first read from a place walks the whole stack."""
     try:
         how = how or _READ_KINDS.get(caller.f_code.co_name, "a read")
         key: list[Any] = [how]
@@ -562,7 +562,8 @@ def _note_read(caller, how: str | None) -> None:
         for _ in range(_READ_KEY_FRAMES):
             if frame is None:
                 break
-            key += (id(frame.f_code), frame.f_lineno)  # a code object hashes its contents
+            # a code object hashes its contents; f_lineno decodes the line table each read
+            key += (id(frame.f_code), frame.f_lasti)
             frame = frame.f_back
         STATE.count_read(tuple(key), how, lambda: _reader_stack(caller))
     except Exception:
@@ -681,6 +682,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
     lock, calls, samples = state.lock, state.calls, state.samples
     array_type, host_types, tree_leaves = target.array_type, target.host_types, target.tree_leaves
     perf, wall, limit = time.perf_counter, time.time, SAMPLE_LIMIT
+    get_frame = sys._getframe
 
     def count_call(self, *args, **kwargs):
         """``PjitFunction.__call__`` while capturing: count and time top-level calls."""
@@ -706,7 +708,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         entry = calls.get(self)
         if entry is None:  # the function's first call: a new entry, under the lock
             eager = function_name(self)[1]
-            frames = () if eager else _stack(sys._getframe(1))
+            frames = () if eager else _stack(get_frame(1))
             first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager, frames)
             with lock:
                 entry = calls.setdefault(self, first)
@@ -716,61 +718,82 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         else:
             entry.count += 1
             entry.seconds += elapsed
-        # Host values among the arguments: a quick look at the arguments and their direct
-        # children (a batch dict or tuple of NumPy arrays); the exact count only when one is
-        # seen. Not for eager code (`x + 1`'s 1): those are not reported.
+        # Host values among the arguments (not for eager code: `x + 1`'s 1 is not reported):
+        # device arrays alone need no closer look.
         if entry.eager:
             return result
-        static = entry.static
-        if static is None:
-            for arg in args:
-                if type(arg) is not array_type and may_be_host(arg):
-                    note_host_arguments(self, args, kwargs)
-                    return result
-        else:
-            for position, arg in enumerate(args):
-                if type(arg) is not array_type and position not in static[0] and may_be_host(arg):
-                    note_host_arguments(self, args, kwargs)
-                    return result
+        for arg in args:
+            if type(arg) is not array_type:
+                note_host_arguments(self, entry.static, args, kwargs)
+                return result
         if kwargs:
-            names = static[1] if static else ()
-            for name, arg in kwargs.items():
-                if type(arg) is not array_type and name not in names and may_be_host(arg):
-                    note_host_arguments(self, args, kwargs)
-                    return result
+            note_host_arguments(self, entry.static, args, kwargs)
         return result
 
-    def may_be_host(arg) -> bool:
-        """Whether `arg` is a host value or holds one directly (a container's children)."""
+    transfers = state.transfers
+    containers = frozenset({dict, list, tuple})
+
+    def note_host_arguments(function, static, args, kwargs) -> None:
+        """Count a call with host values among its arguments and their direct children (a
+        batch dict or tuple of NumPy arrays), if it has any: once per place and shape of call
+        (the function, the types of its arguments and of their children), a walk of the
+        pytree counts them exactly; every later call adds one to that entry. The place is the
+        code and instruction of the caller's first three frames: cheap to read on every call,
+        enough to tell the cell lines calling a helper apart (an entry's first call walks the
+        whole stack for the lines)."""
+        numbers, names = static or ((), ())
+        traced = (
+            [arg for position, arg in enumerate(args) if position not in numbers]
+            if numbers
+            else args
+        )
+        for arg in traced:
+            kind = type(arg)
+            if kind is not array_type and (kind in host_types or holds_host(arg)):
+                break
+        else:
+            for name, arg in kwargs.items():
+                kind = type(arg)
+                if kind is array_type or name in names:
+                    continue
+                if kind in host_types or holds_host(arg):
+                    break
+            else:
+                return
+        kinds = tuple(map(type, args))
+        if not containers.isdisjoint(kinds):
+            kinds = tuple(map(_arg_types, args))
+        if kwargs:
+            kinds += tuple((name, _arg_types(arg)) for name, arg in kwargs.items())
+        caller = get_frame(2)
+        second = caller.f_back
+        third = second.f_back if second is not None else None
+        key = (
+            function,
+            kinds,
+            id(caller.f_code),
+            caller.f_lasti,
+            id(second.f_code) if second is not None else 0,
+            second.f_lasti if second is not None else 0,
+            id(third.f_code) if third is not None else 0,
+            third.f_lasti if third is not None else 0,
+        )
+        entry = transfers.get(key)
+        if entry is not None:  # no lock: as the call counts above
+            entry[2] += 1
+            return
+        traced = [*traced, *(arg for name, arg in kwargs.items() if name not in names)]
+        found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
+        state.add_transfer_place(key, function, found, lambda: _stack(caller))
+
+    def holds_host(arg) -> bool:
+        """Whether `arg` holds a host value directly (a container's children)."""
         kind = type(arg)
-        if kind in host_types:
-            return True
         if kind is dict:
             return not host_types.isdisjoint(map(type, arg.values()))
         if isinstance(arg, list | tuple):
             return not host_types.isdisjoint(map(type, arg))
         return False
-
-    transfers = state.transfers
-
-    def note_host_arguments(function, args, kwargs) -> None:
-        """Count a call with host values among its arguments: once per place and shape of
-        call (the function, the types of its arguments and of their children), a walk of
-        the pytree counts them exactly; every later call adds one to that entry."""
-        shape = (function, tuple(map(_arg_types, args)))
-        if kwargs:
-            shape += tuple((name, _arg_types(arg)) for name, arg in kwargs.items())
-        caller = sys._getframe(2)
-        key = (shape, _place(caller))
-        entry = transfers.get(key)
-        if entry is not None:  # no lock: as the call counts above
-            entry[2] += 1
-            return
-        static_numbers, static_names = static_positions(function) or ((), ())
-        traced = [arg for position, arg in enumerate(args) if position not in static_numbers]
-        traced += [arg for name, arg in kwargs.items() if name not in static_names]
-        found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
-        state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
     return count_call
 
@@ -783,22 +806,6 @@ def _arg_types(arg) -> Any:
     if kind is list or kind is tuple:
         return kind, tuple(map(type, arg))
     return kind
-
-
-def _place(frame) -> tuple:
-    """A call's place, cheap to make on every call: the code and line of its first three
-    frames, enough to tell the cell lines calling a helper apart (only the first call from a
-    place walks the whole stack)."""
-    second = frame.f_back
-    third = second.f_back if second is not None else None
-    return (
-        id(frame.f_code),
-        frame.f_lineno,
-        id(second.f_code) if second is not None else 0,
-        second.f_lineno if second is not None else 0,
-        id(third.f_code) if third is not None else 0,
-        third.f_lineno if third is not None else 0,
-    )
 
 
 def _stack(frame) -> tuple[Frame, ...]:

@@ -166,10 +166,11 @@ class JaxState:
     current: Any = None
     active: list[Token] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
-    #: Calls with host values by (shape of call, place) -> [function, host values a call
-    #: (Counter of types), calls, the stack when first seen].
+    #: Calls with host values by (function, shape of call, place: code and instruction of the
+    #: caller's first three frames) -> [function, host values a call (Counter of types),
+    #: calls, the stack when first seen].
     transfers: dict[tuple, list] = field(default_factory=dict)
-    #: Reads by place and way (a key of code object ids and lines, cheap to make per read) ->
+    #: Reads by place and way (a key of code object ids and instructions, cheap per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
     #: ``PjitFunction`` -> its running totals.
@@ -202,16 +203,16 @@ class JaxState:
         found: Counter,
         stack: Callable[[], tuple[Frame, ...]],
     ) -> None:
-        """The first call of a (shape, place) `key` with host values: `found` per call.
-        Past :data:`MAX_TRANSFER_PLACES`, calls count for their function and shape with no
-        stack (the totals stay exact)."""
+        """The first call of a `key` (function, shape of call, place...) with host values:
+        `found` per call. Past :data:`MAX_TRANSFER_PLACES`, calls count for their function and
+        shape with no stack (the totals stay exact)."""
         with self.lock:
             entry = self.transfers.get(key)
             if entry is None:
                 if len(self.transfers) < MAX_TRANSFER_PLACES:
                     self.transfers[key] = [function, found, 1, stack() if found else ()]
                     return
-                entry = self.transfers.setdefault((key[0], ()), [function, found, 0, ()])
+                entry = self.transfers.setdefault(key[:2], [function, found, 0, ()])
             entry[2] += 1
 
     def count_read(self, key: tuple, how: str, stack: Callable[[], tuple[Frame, ...]]) -> None:
