@@ -217,7 +217,10 @@ finally:
     sys.setprofile(None)
 jt_kept = len(jt_state.STATE.transfers)
 """)
-    assert shell.user_ns["jt_entered"] == {"count_call": 400, "note_host_arguments": 200}
+    # (what runs once a window, such as the trace's probe of its 5th call, is not per call)
+    entered = shell.user_ns["jt_entered"]
+    per_call = {name: count for name, count in entered.items() if count > 1}
+    assert per_call == {"count_call": 400, "note_host_arguments": 200}, entered
     assert shell.user_ns["jt_kept"] == 1
     prof = shell.user_ns["prof"]
     assert executions(prof)["jit(jt_counted)"] == 402

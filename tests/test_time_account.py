@@ -504,8 +504,9 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
     measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]
     # the loop never waits: the runs queued after the window's last one may start on the
-    # device before the profiler has stopped, and are then traced too (two under a load of 5)
-    assert limit <= len(measured) <= limit + 2
+    # device before the profiler has stopped, and are then traced too (two under a load of 5,
+    # three at a load of 8; the 60 runs of the cell stay out)
+    assert limit <= len(measured) <= limit + 4
     assert window == f"device trace: first {len(measured)} runs"
     assert prof.ops["count"].max() == len(measured)
     assert_adds_up(prof)
