@@ -544,3 +544,29 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     row = prof.executions.set_index("graph").loc["jit(ta_first_chain)"]
     assert row["count"] == 60 and bool(row["seconds_estimated"])
     assert_adds_up(prof)
+
+
+def test_a_compile_after_the_first_run_does_not_use_up_a_first_window(run, shell):
+    """A cell's first trace whose first runs are eager conversions (a NumPy batch made a JAX
+    array), then the step, compiled in the cell (over a second): the window's second of runs
+    counts run time, not the compile (it closed at 5 runs, 1 run of the step, the warm-up)."""
+    run(
+        "def tw_step(x, w):\n    for i in range(600):\n"
+        "        x = jnp.sin(x @ w) * (1 + i % 3)\n    return x\n"
+        "tw_step = jax.jit(tw_step)\n"
+        "import numpy as np\ntw_batch = np.ones((16, 16))\ntw_w = jnp.ones((16, 16))"
+    )
+    run(
+        "%%xla_profile -b jax -q --var tw_first\nfor _ in range(20):\n"
+        "    xb = jnp.asarray(tw_batch, jnp.float32)\n    out = tw_step(xb, tw_w)\n"
+        "out.block_until_ready()"
+    )
+    prof = shell.user_ns["tw_first"]
+    compiled = prof.compiles.set_index("graph").loc["jit(tw_step)", "seconds"]
+    step_runs = prof.spans[
+        (prof.spans["lane"] == "device")
+        & ~prof.spans["estimated"]
+        & (prof.spans["graph"] == "jit(tw_step)")
+    ]
+    assert len(step_runs) >= 10, (len(step_runs), compiled)
+    assert_adds_up(prof)

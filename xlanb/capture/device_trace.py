@@ -177,6 +177,7 @@ def start(
     settle: Callable[[Until], None] | None = None,
     source: str = "",
     busy: Callable[[], float] | None = None,
+    making: Callable[[], float] | None = None,
 ) -> tuple[Trace | None, str | None]:
     """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
 
@@ -234,7 +235,7 @@ def start(
                     WINDOW_SECONDS if window_seconds is None else window_seconds,
                     snapshot,
                     settle,
-                    None if runs_known(runtime, source) else _RunTime(busy),
+                    None if runs_known(runtime, source) else _RunTime(busy, making),
                 ),
                 name="xlanb-trace-window",
                 daemon=True,
@@ -245,10 +246,15 @@ def start(
 
 class _RunTime:
     """The seconds the runs of a window have taken: the runtime's own total since the trace
-    started, else the wall time from the first run (for a window of runs of unknown size)."""
+    started, else the wall time from the first run less the time spent making programs
+    since (`making()`: the seconds a runtime without a run time of its own has spent
+    tracing and compiling so far; a step compiled after a cell's first eager op is not run
+    time)."""
 
-    def __init__(self, busy: Callable[[], float] | None) -> None:
-        self._busy, self._base = busy, 0.0
+    def __init__(
+        self, busy: Callable[[], float] | None, making: Callable[[], float] | None = None
+    ) -> None:
+        self._busy, self._making, self._base, self._made = busy, making, 0.0, 0.0
         if busy is not None:
             try:
                 self._base = busy()
@@ -256,17 +262,28 @@ class _RunTime:
                 self._busy = None
         self._counted, self._seconds, self._read_at = 0, 0.0, 0.0
 
+    def _made_so_far(self) -> float:
+        if self._making is None:
+            return 0.0
+        try:
+            return self._making()
+        except Exception:
+            self._making = None
+            return 0.0
+
     def first_run(self) -> None:
         if self._busy is None:
-            self._base = time.monotonic()
+            self._base, self._made = time.monotonic(), self._made_so_far()
 
     def wall_deadline(self) -> float:
         """When the window's wall time is up (never, where the runtime counts its run time)."""
-        return self._base + FIRST_WINDOW_SECONDS if self._busy is None else math.inf
+        if self._busy is not None:
+            return math.inf
+        return self._base + FIRST_WINDOW_SECONDS + self._made_so_far() - self._made
 
     def seconds(self, count: int) -> float:
         if self._busy is None:
-            return time.monotonic() - self._base
+            return time.monotonic() - self._base - (self._made_so_far() - self._made)
         now = time.monotonic()
         # the total grows as runs end, after their launch was counted: read it at each launch
         # and while runs are in flight, not at every poll
@@ -322,6 +339,8 @@ def _watch(
                 and run_time.seconds(count) >= FIRST_WINDOW_SECONDS
             )
             if count >= limit or time.monotonic() >= deadline or full:
+                if run_time is not None and count:  # programs made since the first run
+                    until.deadline = run_time.wall_deadline()
                 if settle is not None:
                     settle(until)
                     if trace._done.is_set():

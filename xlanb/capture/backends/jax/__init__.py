@@ -84,6 +84,7 @@ from typing import Any
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows
+from xlanb.capture.backends.jax.events import Duration
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
 from xlanb.capture.backends.jax.hooks import LOWER_EVENT as LOWER_EVENT
@@ -159,6 +160,7 @@ def begin(options: CaptureOptions) -> Token:
             window_runs=options.trace_runs,
             settle=_settle,
             source=options.source,
+            making=_making_seconds,
         )
         if token.trace is not None and token.trace.window_runs is not None:
             STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
@@ -181,6 +183,15 @@ QUEUED_AT_END = (
     "device time after the cell is not in this profile; end the cell with "
     "jax.block_until_ready(result) to measure it"
 )
+
+
+def _making_seconds() -> float:
+    """The seconds spent making programs so far (tracing, lowering, compiling): not run time
+    for the window of a cell's first trace (JAX keeps no run time of its own, so the window
+    counts the wall time from the first run less these: a step compiled after the cell's
+    first eager op does not use up the window)."""
+    with STATE.lock:
+        return sum(event.seconds for event in STATE.events if isinstance(event, Duration))
 
 
 def _runs() -> int:
