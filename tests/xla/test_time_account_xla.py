@@ -229,9 +229,9 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     execute = prof.executions.sort_values("time")["seconds"]
     assert float(execute.median()) > 0.01, execute
     # the runs whose ExecuteTime reached FIRST_WINDOW_SECONDS, and the few launched before
-    # the last of them ended (the window waits for those)
+    # the last of them ended (the window waits for those: 3 at a load of 4, 5 at a load of 8)
     reached = int((execute.cumsum() < device_trace.FIRST_WINDOW_SECONDS).sum()) + 1
-    most = max(device_trace.MIN_WINDOW_RUNS, reached) + 3
+    most = max(device_trace.MIN_WINDOW_RUNS, reached) + 6
     assert device_trace.MIN_WINDOW_RUNS <= len(measured) <= most, (len(measured), reached)
     assert len(measured) < 40
     assert device["estimated"].sum() >= 40 - len(measured) - 1
