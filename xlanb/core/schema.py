@@ -575,16 +575,16 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "location",
             "str",
             "",
-            "`file:line` of the user frame (JAX; torch_xla's reads of values)",
-            ("jax", "torch_xla"),
+            "`file:line` of the user frame (JAX; torch's reads of values)",
+            ("jax", "torch_xla", "torch_lazy"),
         ),
         _r(
             "cell_line",
             "Int64",
             "line",
-            "line in the profiled cell: JAX from the program's metadata, a torch_xla read "
-            "from its stack, other torch rows from the op's name in the cell's source",
-            ("jax", "torch_xla", "attribution"),
+            "line in the profiled cell: JAX from the program's metadata, a torch read from "
+            "its stack, other torch rows from the op's name in the cell's source",
+            ("jax", "torch_xla", "torch_lazy", "attribution"),
         ),
         _c(
             "read_at",
@@ -592,7 +592,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "where a value was read (cause `item`): the innermost frame outside the runtime, an "
             "installed library's file relative to `site-packages`",
-            ("torch_xla",),
+            ("torch_xla", "torch_lazy"),
         ),
         _c("graph", "str", "", "the jitted function the callback or transfer belongs to", ("jax",)),
         _c(

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from xlanb.capture import switches, versions, workdir
+from xlanb.capture import switches, torch_reads, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -124,6 +124,8 @@ class _Token:
     graphs_file: workdir.AppendedFile
     syncs: list[_Sync] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    #: The values read back in the capture, by place.
+    reads: torch_reads.Reads | None = None
 
 
 #: The latest cached mark_step time of each graph: the execute estimate of its next compile.
@@ -165,6 +167,7 @@ def begin(options: CaptureOptions) -> _Token:
             token.notes += versions.tell_once(
                 [f"{NAME}: no sync times (torch._C._lazy._mark_step not found)."]
             )
+    token.reads = torch_reads.start("lazy")
     return token
 
 
@@ -290,10 +293,13 @@ def parse_saved_graphs(text: str) -> list[_Entry]:
 
 def end(token: _Token, options: CaptureOptions) -> Capture:
     _unhook_mark_step(token.syncs)
+    reads = torch_reads.stop(token.reads) if token.reads is not None else []
     capture = Capture(notes=list(token.notes))
     counter_deltas = counter_rows(NAME, token.counters, _counters())
     capture.rows["counters"] = counter_deltas
-    capture.rows["fallbacks"] = fallback_rows(NAME, counter_deltas)
+    capture.rows["fallbacks"] = torch_reads.placed_rows(
+        fallback_rows(NAME, counter_deltas), reads, lambda frames: location_fields(frames, options)
+    )
     _add_metrics(capture, token)
 
     deltas = {row["name"]: row["delta"] for row in counter_deltas}
