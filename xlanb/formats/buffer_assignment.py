@@ -24,10 +24,10 @@ from __future__ import annotations
 import re
 from typing import Any, NamedTuple
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
 
 from xlanb.formats.hlo_text import hlo_op_sources
+from xlanb.formats.proto_schema import FIELD, ProtoFile
 
 #: Temporaries kept per program (largest first).
 TEMPORARIES_KEPT = 5
@@ -78,24 +78,15 @@ def _largest(found: list[Temporary], limit: int) -> list[Temporary]:
 
 # -- protos ----------------------------------------------------------------------------------
 _PACKAGE = "xlanb.xla"
-_F = descriptor_pb2.FieldDescriptorProto
+_F = FIELD
 
 
 def _build_messages() -> dict[str, Any]:
-    fdp = descriptor_pb2.FileDescriptorProto(
-        name="xlanb/buffer_assignment.proto", package=_PACKAGE, syntax="proto3"
-    )
-    ref = f".{_PACKAGE}."
+    proto = ProtoFile("xlanb/buffer_assignment.proto", _PACKAGE)
+    message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
     int64, boolean, string = _F.TYPE_INT64, _F.TYPE_BOOL, _F.TYPE_STRING
     msg = _F.TYPE_MESSAGE
-
-    def message(name: str, fields: list[tuple]) -> None:
-        described = fdp.message_type.add(name=name)
-        for fname, number, ftype, label, *type_name in fields:
-            field = described.field.add(name=fname, number=number, type=ftype, label=label)
-            if type_name:
-                field.type_name = ref + type_name[0]
 
     message(
         "BufferAssignment",
@@ -141,12 +132,7 @@ def _build_messages() -> dict[str, Any]:
             ("tuple_shapes", 4, msg, rep, "Shape"),
         ],
     )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
-    return {
-        name: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
-        for name in ("BufferAssignment", "HloModule")
-    }
+    return proto.classes(("BufferAssignment", "HloModule"))
 
 
 _MESSAGES: dict[str, Any] = {}

@@ -69,8 +69,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import DecodeError
+
+from xlanb.formats.proto_schema import FIELD, ProtoFile
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -89,28 +90,13 @@ __all__ = [
 # Message classes from a hand-written descriptor (tsl/profiler/protobuf/xplane.proto).
 
 _PACKAGE = "tensorflow.profiler"
-_F = descriptor_pb2.FieldDescriptorProto
+_F = FIELD
 
 
 def _build_messages() -> dict[str, type]:
-    fdp = descriptor_pb2.FileDescriptorProto(
-        name="xlanb/xplane.proto", package=_PACKAGE, syntax="proto3"
-    )
-    ref = f".{_PACKAGE}."
+    proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
+    message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
-
-    def message(name: str, fields: list[tuple], oneofs: tuple[str, ...] = ()) -> Any:
-        msg = fdp.message_type.add(name=name)
-        for oneof in oneofs:
-            msg.oneof_decl.add(name=oneof)
-        for spec in fields:
-            fname, number, ftype, label, type_name, oneof_index = (*spec, None, None, None)[:6]
-            fld = msg.field.add(name=fname, number=number, type=ftype, label=label or opt)
-            if type_name:
-                fld.type_name = ref + type_name
-            if oneof_index is not None:
-                fld.oneof_index = oneof_index
-        return msg
 
     message(
         "XSpace",
@@ -140,7 +126,7 @@ def _build_messages() -> dict[str, type]:
         nested.options.map_entry = True
         nested.field.add(name="key", number=1, type=_F.TYPE_INT64, label=opt)
         nested.field.add(
-            name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=ref + value
+            name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=proto.ref(value)
         )
     message(
         "XLine",
@@ -193,13 +179,8 @@ def _build_messages() -> dict[str, type]:
         "XStatMetadata",
         [("id", 1, _F.TYPE_INT64), ("name", 2, _F.TYPE_STRING), ("description", 3, _F.TYPE_STRING)],
     )
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(fdp)
     names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
-    return {
-        n: message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{_PACKAGE}.{n}"))
-        for n in names
-    }
+    return proto.classes(names)
 
 
 _MESSAGES = _build_messages()
