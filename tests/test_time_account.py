@@ -322,6 +322,27 @@ def test_ops_of_a_program_compiled_in_an_earlier_profile_keep_their_model_lines(
     assert 3 in model_lines, ops[["op", "source_file", "source_line"]]  # jnp.tanh(x @ w)
 
 
+def test_each_compile_of_a_function_locates_its_own_ops(run, shell):
+    """A function whose op comes from another line for each input shape, compiled for both
+    (one HLO module name, two programs): each program's runs are located by its own metadata,
+    in the cell that compiled them and in a later one (they were all on the latest compile's
+    line)."""
+    run(
+        "def tc_f(x):\n    if x.shape[0] == 4:\n        return jnp.sin(x) * 2.0\n"
+        "    return jnp.sin(x) * 2.0\ntc_jf = jax.jit(tc_f)"
+    )
+    body = (
+        "for _ in range(3):\n    tc_jf(jnp.ones(4)).block_until_ready()\n"
+        "    tc_jf(jnp.ones(8)).block_until_ready()"
+    )
+    for var in ("tc_compiling", "tc_again"):
+        run(f"%%xla_profile -b jax -q --var {var}\n{body}")
+        ops = shell.user_ns[var].ops
+        ops = ops[ops["graph"] == "jit(tc_f)"]
+        runs_by_line = ops.groupby("source_line")["count"].sum()
+        assert len(runs_by_line) == 2 and (runs_by_line == 3).all(), (var, ops)
+
+
 def test_a_loops_time_is_its_bodys_ops_not_the_loop_op(run, shell):
     """A jitted lax.fori_loop: the `while` op ran its body's ops inside it and was the top op
     with their time, counted twice."""

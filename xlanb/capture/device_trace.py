@@ -612,19 +612,21 @@ def rows(
         return found if found is not None else sources.get(module, {})
 
     summary = summarize(events, window[0], window[1])
-    # one row per graph and op: programs of one graph (JAX's compiles of a function) add up
-    by_op: dict[tuple[str, str, str], dict[str, Any]] = {}
+    # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
+    # add up where their op came from the same line
+    by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
     for module, program, op, count, seconds in summary.ops:
         graph = graph_of(module, program)
-        same = by_op.get((graph, module, op))
+        source = _source_of(sources_of(module, program), op)
+        where = (source.file, source.line) if source else None
+        same = by_op.get((graph, module, op, where))
         if same is not None:
             same["count"] += count
             same["seconds"] += seconds
             same["share"] = same["seconds"] / summary.total
             continue
-        source = _source_of(sources_of(module, program), op)
         in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
-        by_op[graph, module, op] = {
+        by_op[graph, module, op, where] = {
             "backend": backend,
             "graph": graph,
             "module": module,

@@ -646,8 +646,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "module_id",
             "Int64",
             "",
-            "module number of the dump's file names, the device trace's program id",
-            ("xla_dump", "torch_xla"),
+            "module number of the dump's file names, the device trace's program id (JAX: the "
+            "`HloModuleProto` id)",
+            ("xla_dump", "torch_xla", "jax"),
         ),
         _c("file", "str", "", "the HLO file read", ("xla_dump",)),
         _c(

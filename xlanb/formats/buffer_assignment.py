@@ -114,6 +114,7 @@ def _build_messages() -> dict[str, Any]:
     )
     message("Assigned", [("logical_buffer_id", 1, int64, opt), ("size", 3, int64, opt)])
     message("HloModule", [("computations", 3, msg, rep, "HloComputation")])
+    message("HloModuleId", [("id", 5, int64, opt)])
     message("HloComputation", [("instructions", 2, msg, rep, "HloInstruction")])
     message(
         "HloInstruction",
@@ -132,7 +133,7 @@ def _build_messages() -> dict[str, Any]:
             ("tuple_shapes", 4, msg, rep, "Shape"),
         ],
     )
-    return proto.classes(("BufferAssignment", "HloModule"))
+    return proto.classes(("BufferAssignment", "HloModule", "HloModuleId"))
 
 
 _MESSAGES: dict[str, Any] = {}
@@ -202,6 +203,17 @@ def temporaries_from_proto(
         shape = _shape_at(instruction.shape, list(buffer.defined_at.shape_index))
         found.append(Temporary(instruction.name, instruction.opcode, shape, int(buffer.size)))
     return found
+
+
+def hlo_module_id(module: bytes) -> int | None:
+    """The id of a serialized ``HloModuleProto``: the device trace's ``program_id`` of its
+    runs (JAX); None when it does not parse."""
+    if not _MESSAGES:
+        _MESSAGES.update(_build_messages())
+    try:
+        return int(_MESSAGES["HloModuleId"].FromString(module).id)
+    except DecodeError:
+        return None
 
 
 def _instructions(module: bytes, wanted: set[int]) -> dict[int, Any]:

@@ -109,7 +109,7 @@ from xlanb.capture.backends.jax.events import (
     UnusedDonation,
 )
 from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
-from xlanb.formats.buffer_assignment import Temporary, temporaries_from_proto
+from xlanb.formats.buffer_assignment import Temporary, hlo_module_id, temporaries_from_proto
 from xlanb.formats.python_frames import frame_location
 
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
@@ -1192,18 +1192,30 @@ def memory(executable) -> dict[str, float]:
     return {**sizes, "peak_bytes": peak}
 
 
-def temporaries(executable) -> list[Temporary]:
+def module_proto(executable) -> bytes | None:
+    """The serialized ``HloModuleProto`` of a loaded executable (touch point 12), or None."""
+    try:
+        return executable.hlo_modules()[0].as_serialized_hlo_module_proto()
+    except Exception:
+        return None
+
+
+def program_id(module: bytes | None) -> int | None:
+    """The program id the device trace gives the runs of the module `module_proto` returned."""
+    return hlo_module_id(module) if module else None
+
+
+def temporaries(executable, module: bytes | None) -> list[Temporary]:
     """The largest temporary buffers of a loaded executable, from the buffer assignment its
-    compiled memory stats carry, named through its HLO module's proto (touch point 12); []
-    where JAX does not hand them over."""
+    compiled memory stats carry, named through its HLO module's proto (`module_proto`; touch
+    point 12); [] where JAX does not hand them over."""
+    if not module:
+        return []
     try:
         assignment = executable.get_compiled_memory_stats().serialized_buffer_assignment_proto
-        if not assignment:
-            return []
-        module = executable.hlo_modules()[0].as_serialized_hlo_module_proto()
     except Exception:
         return []
-    return temporaries_from_proto(assignment, module)
+    return temporaries_from_proto(assignment, module) if assignment else []
 
 
 def costs(executable) -> dict[str, float]:

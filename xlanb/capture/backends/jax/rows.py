@@ -252,7 +252,8 @@ def _graph_rows(
                 "signature": signature,
             },
         )
-    temporaries = hooks.temporaries(executable)
+    module = hooks.module_proto(executable)
+    temporaries = hooks.temporaries(executable, module)
     for row in temporary_rows(
         NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
     ):
@@ -269,6 +270,7 @@ def _graph_rows(
                 **costs,
                 "compile_id": compile_id,
                 "signature": signature,
+                "module_id": hooks.program_id(module),
             },
         )
 
@@ -354,9 +356,13 @@ def _remember_programs(capture: Capture, session: Session) -> None:
     captures that run it without compiling (their ops located outside any one cell)."""
     for row in capture.rows.get("graphs", []):
         if row.get("kind") == "hlo_optimized" and row.get("text"):
-            module = hlo_module_name(row["text"])
-            session.programs[module] = (row["graph"], hlo_op_sources(row["text"]))
-            session.programs.move_to_end(module)
+            kept = (row["graph"], hlo_op_sources(row["text"]))
+            # by module name (the latest compile of a function), and by the trace's program
+            # id where known (each compile its own sources)
+            for key in (hlo_module_name(row["text"]), row.get("module_id")):
+                if key is not None:
+                    session.programs[key] = kept
+                    session.programs.move_to_end(key)
     while len(session.programs) > PROGRAMS_KEPT:
         session.programs.popitem(last=False)
 

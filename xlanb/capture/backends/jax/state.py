@@ -49,7 +49,7 @@ MAX_READ_PLACES = 10_000
 #: function and type with no stack (the totals stay exact).
 MAX_TRANSFER_PLACES = 10_000
 #: Programs compiled in earlier captures whose graph and op sources are remembered.
-PROGRAMS_KEPT = 64
+PROGRAMS_KEPT = 128
 
 
 @dataclass(eq=False, slots=True)
@@ -131,10 +131,10 @@ class Session:
 
     #: Host-callback custom calls of each program compiled during a capture, by graph name.
     callback_ops: dict[str, list[CallbackOp]] = field(default_factory=dict)
-    #: Programs compiled during a capture, by HLO module name: (graph, where each of its ops
-    #: came from), so a later cell running them without compiling names and locates their ops
-    #: (the most recent :data:`PROGRAMS_KEPT`).
-    programs: OrderedDict[str, tuple[str, dict[str, HloOpSource]]] = field(
+    #: Programs compiled during a capture, by HLO module name and by program id: (graph, where
+    #: each of its ops came from), so a later cell running them without compiling names and
+    #: locates their ops (the most recent :data:`PROGRAMS_KEPT` keys).
+    programs: OrderedDict[str | int, tuple[str, dict[str, HloOpSource]]] = field(
         default_factory=OrderedDict
     )
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
