@@ -221,30 +221,36 @@ def forward(mask, depth=12):
 """
 
 
+@pytest.mark.parametrize(
+    ("install_dir", "package"), [("site-packages", "masklib"), ("pip-target", "masklib_t")]
+)
 def test_a_read_inside_a_library_has_its_place_and_the_calling_cell_line(
-    run, shell, tmp_path, monkeypatch
+    run, shell, tmp_path, monkeypatch, install_dir, package
 ):
     """A value read 13 frames deep inside an installed library (like GPT-2's padded
     attention mask in transformers/masking_utils.py): the runtime's stack places it in the
     library's file and on the cell line that called it, and the advice speaks of the library
-    call, not of a .item() the cell does not have (it had no place at all)."""
+    call, not of a .item() the cell does not have (it had no place at all). Installed in a
+    ``site-packages`` or with ``pip install --target`` into a directory on the import path
+    (its ``*.dist-info`` beside the package: that one was taken for the user's code)."""
     from xlanb.analysis.attribution import forced_sync_places
     from xlanb.analysis.findings.torch_rules import LIBRARY_READS
 
-    library = tmp_path / "site-packages"
-    (library / "masklib").mkdir(parents=True)
-    (library / "masklib" / "__init__.py").write_text(MASK_LIBRARY)
+    library = tmp_path / install_dir
+    (library / package).mkdir(parents=True)
+    (library / package / "__init__.py").write_text(MASK_LIBRARY)
+    (library / f"{package}-1.0.dist-info").mkdir()
     monkeypatch.syspath_prepend(str(library))
-    run("""%%xla_profile --var prof
-import masklib
+    run(f"""%%xla_profile --var prof
+import {package}
 attention = torch.ones(4, 16, device=dev)
 for _ in range(3):
-    padded = masklib.forward(attention * 2 > 1)
+    padded = {package}.forward(attention * 2 > 1)
     torch_xla.sync()
 """)
     prof = shell.user_ns["prof"]
     places = forced_sync_places(prof.executions)
-    assert places["read_at"].tolist() == ["masklib/__init__.py:5 (_check)"], places
+    assert places["read_at"].tolist() == [f"{package}/__init__.py:5 (_check)"], places
     assert places["cell_line"].tolist() == [5] and places["count"].tolist() == [3], places
     assert places["library"].all()
     reads = prof.findings[prof.findings["title"].str.contains("values read back")]

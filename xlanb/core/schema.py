@@ -591,7 +591,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "str",
             "",
             "where a value was read (cause `item`): the innermost frame outside the runtime, an "
-            "installed library's file relative to `site-packages`",
+            "installed library's file relative to its install directory (`site-packages`)",
             ("torch_xla", "torch_lazy"),
         ),
         _c("graph", "str", "", "the jitted function the callback or transfer belongs to", ("jax",)),

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -13,6 +15,47 @@ _LIBRARY_MARKERS = (
     os.sep + "dist-packages" + os.sep,
     os.sep + "xlanb" + os.sep,
 )
+#: How far up from a file's directory an install directory is looked for.
+_INSTALL_DEPTH = 8
+
+
+@functools.lru_cache(maxsize=4096)
+def _install_root(directory: str) -> str | None:
+    """The install directory above `directory` (ending in a separator), or None: a
+    ``site-packages``, or an import path entry holding an installed distribution's
+    ``*.dist-info`` (a ``pip install --target`` directory on ``PYTHONPATH``)."""
+    for marker in _LIBRARY_MARKERS[:2]:
+        if marker in directory + os.sep:
+            return (directory + os.sep).rsplit(marker, 1)[0] + marker
+    entries = {os.path.abspath(entry) for entry in sys.path if entry}
+    parent = directory
+    for _ in range(_INSTALL_DEPTH):
+        parent, child = os.path.split(parent)
+        if not child:
+            return None
+        if parent in entries and _holds_distributions(parent):
+            return parent.rstrip(os.sep) + os.sep
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _holds_distributions(directory: str) -> bool:
+    try:
+        return any(name.endswith(".dist-info") for name in os.listdir(directory))
+    except OSError:
+        return False
+
+
+def library_root(filename: str) -> str | None:
+    """The install directory of the installed library `filename` belongs to, or None (the
+    user's own code, or a file that is not on disk: a cell)."""
+    if filename.startswith("<"):
+        return None
+    return _install_root(os.path.dirname(filename))
+
+
+def _in_library(filename: str) -> bool:
+    return os.sep + "xlanb" + os.sep in filename or library_root(filename) is not None
 
 
 # "  train_step (/tmp/train.py:13)": how PyTorch/XLA and torch._lazy print a Python frame.
@@ -35,7 +78,7 @@ def user_frame(
             if filename == cell_filename:
                 return filename, line
     for _function, filename, line in frames:
-        if not any(marker in filename for marker in _LIBRARY_MARKERS):
+        if not _in_library(filename):
             return filename, line
     return None
 
@@ -68,15 +111,14 @@ _RUNTIME_PARTS = (
 def read_place(frames: Sequence[tuple[str, str, int]]) -> str | None:
     """Where a value was read, from the runtime's own stack (innermost first): the innermost
     frame outside the runtime's machinery, as ``file:line (function)``, an installed
-    library's file relative to its ``site-packages`` (``transformers/masking_utils.py:255
-    (sdpa_mask)``)."""
+    library's file relative to its install directory (``site-packages`` or a ``pip install
+    --target`` one: ``transformers/masking_utils.py:255 (sdpa_mask)``)."""
     for function, filename, line in frames:
         if any(part in filename for part in _RUNTIME_PARTS):
             continue
-        for marker in _LIBRARY_MARKERS[:2]:
-            if marker in filename:
-                filename = filename.rsplit(marker, 1)[1]
-                break
+        root = library_root(filename)
+        if root is not None:
+            filename = filename[len(root) :]
         return f"{filename}:{line} ({function})"
     return None
 
@@ -85,5 +127,5 @@ def in_library(frames: Sequence[tuple[str, str, int]]) -> bool:
     """Whether the read's place (:func:`read_place`) is inside an installed library."""
     for _function, filename, _line in frames:
         if not any(part in filename for part in _RUNTIME_PARTS):
-            return any(marker in filename for marker in _LIBRARY_MARKERS[:2])
+            return library_root(filename) is not None
     return False
