@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import ROOT, load_tool
+from tests.helpers import ROOT
 from xlanb.analysis import finish_ranks
 from xlanb.core.errors import SchemaError, XlanbError
 from xlanb.core.schema import (
@@ -33,28 +33,6 @@ from xlanb.core.schema import (
 from xlanb.offline.ranks import merge
 
 DATA = ROOT / "tests" / "data"
-
-
-def _schema_tool():
-    return load_tool("schema_table")
-
-
-# -- the schema itself -------------------------------------------------------------------------
-def test_readme_tables_are_generated_from_the_schema():
-    assert _schema_tool().main(["--check"]) == 0, (
-        "README.md is stale: run python tools/schema_table.py"
-    )
-
-
-def test_check_fails_on_a_stale_readme(tmp_path):
-    tool = _schema_tool()
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{tool.BEGIN}\nold table\n{tool.END}\n\nafter\n")
-    assert tool.main(["--check", "--readme", str(readme)]) == 1
-    assert tool.main(["--readme", str(readme)]) == 0
-    assert tool.main(["--check", "--readme", str(readme)]) == 0
-    text = readme.read_text()
-    assert markdown_table() in text and text.endswith(f"{tool.END}\n\nafter\n")
 
 
 def test_schema_is_consistent():

@@ -10,29 +10,9 @@ import re
 import pytest
 import tomllib
 
-from tests.helpers import ROOT, load_tool
+from tests.helpers import ROOT
 from xlanb.capture import versions
 from xlanb.capture.backends import torch_lazy, torch_xla
-
-
-def _support_tool():
-    return load_tool("support_table")
-
-
-def test_readme_support_table_is_generated_from_the_gate():
-    assert _support_tool().main(["--check"]) == 0, (
-        "README.md is stale: run python tools/support_table.py"
-    )
-
-
-def test_check_fails_on_a_stale_readme(tmp_path):
-    tool = _support_tool()
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{tool.BEGIN}\nold table\n{tool.END}\n")
-    assert tool.main(["--check", "--readme", str(readme)]) == 1
-    assert tool.main(["--readme", str(readme)]) == 0
-    text = readme.read_text()
-    assert "| jax | 0.6.1 to 0.10.x |" in text and "old table" not in text
 
 
 @pytest.mark.parametrize(
