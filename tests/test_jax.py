@@ -18,6 +18,7 @@ from tests.helpers import outputs_of, packed_graphs, run_notebook, scan_callback
 from xlanb.capture import backends, versions
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
+from xlanb.core.units import format_seconds
 from xlanb.views.summary import headline
 
 jax = pytest.importorskip("jax")
@@ -136,6 +137,10 @@ def test_static_argument_change_recompiles(run, shell):
     assert finding["severity"] == "warning"
     assert finding["title"] == "jit(jt_static) recompiled 4 times in this cell (cell line 3)"
     assert "static argument" in finding["advice"]
+    # its seconds (tracing, lowering and XLA's compile) split as the header's are not
+    rows = shell.user_ns["prof"].compiles
+    xla = format_seconds(float(rows["seconds"].sum()))
+    assert "lowering " in finding["detail"] and f"XLA compile {xla})" in finding["detail"]
 
 
 def test_an_identity_hashed_static_object_is_named_with_its_place(run, shell):
