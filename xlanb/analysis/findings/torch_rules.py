@@ -85,8 +85,16 @@ LIBRARY_READS = (
 
 
 def _reads_all_in_libraries(profile: Profile) -> bool:
-    places = forced_sync_places(profile.executions, profile.fallbacks)
-    return not places.empty and bool(places["library"].astype(bool).all())
+    return _repeated_reads_in_libraries(forced_sync_places(profile.executions, profile.fallbacks))
+
+
+def _repeated_reads_in_libraries(places: pd.DataFrame) -> bool:
+    """Whether the places that read more than once (every step) are all inside libraries: a
+    value read once, after the loop, costs little and does not change the advice."""
+    repeated = places[places["count"] > 1]
+    if repeated.empty:
+        repeated = places
+    return not repeated.empty and bool(repeated["library"].astype(bool).all())
 
 
 def forced_syncs(profile: Profile) -> list[Finding]:
@@ -116,7 +124,7 @@ def forced_syncs(profile: Profile) -> list[Finding]:
             )
             + "."
         )
-        if len(in_libraries) == len(places) and repeated:
+        if repeated and _repeated_reads_in_libraries(places):
             advice = LIBRARY_READS
     return [
         {
