@@ -48,6 +48,27 @@ def test_report_opens_offline_with_charts_and_graph(deep_jax_profile, tmp_path):
     assert blocked == [] and errors == []
 
 
+def test_report_says_why_charts_are_not_drawn_without_decompression(deep_jax_profile, tmp_path):
+    """plotly.js travels gzip-compressed: a browser without DecompressionStream gets a line in
+    each chart's place, as the viewer's in each graph's, and no page error."""
+    path = tmp_path / "report.html"
+    deep_jax_profile.to_html(path)
+    with browser_page() as (page, blocked):
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.add_init_script("delete globalThis.DecompressionStream;")
+        page.goto(path.as_uri())
+        page.wait_for_selector(".xlanb-report-chart:has-text('Chart not drawn')", timeout=30_000)
+        notes = page.locator(".xlanb-report-chart").all_inner_texts()
+        page.wait_for_selector(".xlanb-graph[data-error]", timeout=30_000)
+        graph_error = page.locator(".xlanb-graph[data-error]").first.get_attribute("data-error")
+    assert "DecompressionStream" in str(graph_error)
+    assert notes and all(
+        note == "Chart not drawn: no DecompressionStream in this browser" for note in notes
+    )
+    assert blocked == [] and errors == []
+
+
 def test_magic_writes_the_report(lazy_runtime, tmp_path):
     path = tmp_path / "cell <1>.html"
     result = lazy_runtime.run_cell(

@@ -3,8 +3,8 @@ in any browser that has ``DecompressionStream`` (Chrome 80, Firefox 113, Safari 
 
 One page: for each profile its summary (the same fragment a notebook shows), its interactive
 plotly charts, its environment and every captured graph in the graph viewer; then, for several
-profiles, a comparison of each with the next. plotly.js and the viewer's script are embedded
-once, gzip-compressed; chart data travels as JSON with every ``<`` escaped, graphs
+profiles, a comparison of each with the next. plotly.js (gzip-compressed) and the viewer's
+JS/CSS are embedded once; chart data travels as JSON with every ``<`` escaped, graphs
 gzip-compressed, each a patch of the graph most like it where that is smaller (a graph's text
 is not in the page: the viewer shows each node's instruction).
 """
@@ -58,8 +58,14 @@ def _packed_plotly_js() -> str:
 
 
 #: Unpacks plotly.js (the browser's DecompressionStream, as the graph viewer's payloads) and
-#: runs it: ``xlanbPlotly`` is the promise of ``Plotly`` that each chart waits for.
+#: runs it: ``xlanbPlotly`` is the promise of ``Plotly`` that each chart waits for (a chart
+#: says why it is not drawn where it fails).
 _PLOTLY_LOADER = """<script>globalThis.xlanbPlotly = (function () {
+  if (typeof DecompressionStream === "undefined") {
+    var failed = Promise.reject(new Error("no DecompressionStream in this browser"));
+    failed.catch(function () {});  // each chart says it; not an unhandled rejection
+    return failed;
+  }
   var binary = atob(document.getElementById("xlanb-plotly").textContent.trim());
   var bytes = new Uint8Array(binary.length);
   for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
@@ -91,7 +97,8 @@ def chart_html(figure: dict[str, Any]) -> str:
         f"<script type='application/json' id='{element}-spec'>{spec}</script>"
         "<script>xlanbPlotly.then(function(Plotly){var s=JSON.parse(document.getElementById("
         f"'{element}-spec').textContent);Plotly.newPlot('{element}',s.data,s.layout,"
-        "s.config);});</script>"
+        f"s.config);}},function(e){{document.getElementById('{element}').textContent="
+        "'Chart not drawn: '+e.message;});</script>"
     )
 
 
@@ -189,7 +196,7 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{escape(heading)}</title>"
         f"<style>{STYLE}{PAGE_STYLE}</style>"
-        f"{_packed_plotly_js()}{_PLOTLY_LOADER}{viewer_assets(packed=True)}</head>"
+        f"{_packed_plotly_js()}{_PLOTLY_LOADER}{viewer_assets()}</head>"
         f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
 
