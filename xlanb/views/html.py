@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -37,6 +37,9 @@ from xlanb.views.summary import (
     trace_coverage,
     with_code,
 )
+
+if TYPE_CHECKING:
+    from xlanb.views.graph_viewer.patch import PagePayloads
 
 STYLE = """
 .xlanb{font-family:system-ui,-apple-system,sans-serif;font-size:13px;color:inherit;
@@ -623,10 +626,12 @@ def changes_view(
     entries: pd.DataFrame,
     max_nodes: int,
     budget: _ViewerBudget | None = None,
+    page: PagePayloads | None = None,
 ) -> tuple[str, str] | None:
     """A recompiled program's tab "Changes from compile N": its graph against the previous
     compile of the same function or line, changed / added / removed nodes marked (None for a
-    first compile). Past `max_nodes` or the `budget`, a note with the command instead."""
+    first compile). Past `max_nodes` or the `budget`, a note with the command instead; `page`:
+    the payloads on the page, the changes sent as a patch of the one most like them."""
     from xlanb.graphs import diff
     from xlanb.views.graph_viewer import overlay_fragment
 
@@ -649,6 +654,7 @@ def changes_view(
             title=f"{before['label']} → {entries['label'].iloc[index]}",
             packed=True,
             lazy=True,
+            page=page,
         )
         if budget is None:
             return tab, fragment

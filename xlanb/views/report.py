@@ -1,20 +1,23 @@
 """The self-contained HTML report of one or more profiles: it opens from disk, with no network,
-in any browser.
+in any browser that has ``DecompressionStream`` (Chrome 80, Firefox 113, Safari 16.4).
 
 One page: for each profile its summary (the same fragment a notebook shows), its interactive
 plotly charts, its environment and every captured graph in the graph viewer; then, for several
-profiles, a comparison of each with the next. plotly.js and the viewer's JS/CSS are embedded
-once; chart data travels as JSON with every ``<`` escaped, graphs gzip-compressed (a graph's
-text is not in the page: the viewer shows each node's instruction).
+profiles, a comparison of each with the next. plotly.js (gzip-compressed) and the viewer's
+JS/CSS are embedded once; chart data travels as JSON with every ``<`` escaped, graphs
+gzip-compressed, each a patch of the graph most like it where that is smaller (a graph's text
+is not in the page: the viewer shows each node's instruction).
 """
 
 from __future__ import annotations
 
+import base64
 import functools
+import gzip
 import itertools
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from xlanb.analysis.compare import compare
 from xlanb.core.files import write_atomically
@@ -23,6 +26,9 @@ from xlanb.views.charts import comparison_figure, percentile_figure, timeline_fi
 from xlanb.views.escape import escape
 from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
 from xlanb.views.summary import title
+
+if TYPE_CHECKING:
+    from xlanb.views.graph_viewer.patch import PagePayloads
 
 _chart_ids = itertools.count(1)
 
@@ -38,17 +44,44 @@ padding-bottom:4px;margin-top:28px}
 
 #: plotly.js's "basic" bundle (bar, scatter, pie: what the charts use), from the npm package
 #: ``plotly.js-basic-dist-min`` 4.1.1 (MIT, ``static/plotly-LICENSE.txt``): 1.2 MB where the
-#: full bundle that plotly.py ships is 4.8 MB.
+#: full bundle that plotly.py ships is 4.8 MB; a report carries it gzip-compressed (527 kB
+#: in base64), run by :data:`_PLOTLY_LOADER`.
 PLOTLY_JS = Path(__file__).parent / "static" / "plotly-basic.min.js"
 
 
 @functools.cache
-def _plotly_js() -> str:
-    return PLOTLY_JS.read_text(encoding="utf-8")
+def _packed_plotly_js() -> str:
+    from xlanb.views.graph_viewer.payload import PACKED_TYPE
+
+    packed = base64.b64encode(gzip.compress(PLOTLY_JS.read_bytes(), 9, mtime=0)).decode()
+    return f'<script type="{PACKED_TYPE}" id="xlanb-plotly">{packed}</script>'
+
+
+#: Unpacks plotly.js (the browser's DecompressionStream, as the graph viewer's payloads) and
+#: runs it: ``xlanbPlotly`` is the promise of ``Plotly`` that each chart waits for (a chart
+#: says why it is not drawn where it fails).
+_PLOTLY_LOADER = """<script>globalThis.xlanbPlotly = (function () {
+  if (typeof DecompressionStream === "undefined") {
+    var failed = Promise.reject(new Error("no DecompressionStream in this browser"));
+    failed.catch(function () {});  // each chart says it; not an unhandled rejection
+    return failed;
+  }
+  var binary = atob(document.getElementById("xlanb-plotly").textContent.trim());
+  var bytes = new Uint8Array(binary.length);
+  for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return new Response(stream).text().then(function (source) {
+    var script = document.createElement("script");
+    script.textContent = source;
+    document.head.appendChild(script);
+    return globalThis.Plotly;
+  });
+})();</script>"""
 
 
 def chart_html(figure: dict[str, Any]) -> str:
-    """A div drawn by plotly.js from `figure` (plotly.js must be on the page)."""
+    """A div drawn by plotly.js from `figure` (the page's ``xlanbPlotly``: :func:`report_html`
+    puts it there)."""
     from xlanb.views.graph_viewer import json_for_script
 
     element = f"xlanb-chart-{next(_chart_ids)}"
@@ -62,9 +95,10 @@ def chart_html(figure: dict[str, Any]) -> str:
     return (
         f"<div class='xlanb-report-chart' id='{element}'></div>"
         f"<script type='application/json' id='{element}-spec'>{spec}</script>"
-        "<script>(function(){var s=JSON.parse(document.getElementById("
+        "<script>xlanbPlotly.then(function(Plotly){var s=JSON.parse(document.getElementById("
         f"'{element}-spec').textContent);Plotly.newPlot('{element}',s.data,s.layout,"
-        "s.config);})();</script>"
+        f"s.config);}},function(e){{document.getElementById('{element}').textContent="
+        "'Chart not drawn: '+e.message;});</script>"
     )
 
 
@@ -89,9 +123,10 @@ def _environment(profile: Profile) -> str:
 REPORT_CHANGES_NODES = 4000
 
 
-def _graphs(profile: Profile) -> str:
+def _graphs(profile: Profile, page: PagePayloads) -> str:
     """Every compiled program (each compile of a function its own), its other texts a tab
-    away, and a recompile's changes from the compile before it."""
+    away, and a recompile's changes from the compile before it; each payload a patch of the
+    page's one most like it where that is smaller (`page`)."""
     from xlanb.views.graph_viewer import graph_fragment, graph_views
     from xlanb.views.graph_viewer.html import KIND_LABELS
 
@@ -109,23 +144,24 @@ def _graphs(profile: Profile) -> str:
                     title=label,
                     packed=True,
                     lazy=position > 0,
+                    page=page,
                 ),
             )
             for position, kind in enumerate(profile.graph_kinds(int(index)))
         ]
-        changes = changes_view(profile, int(index), entries, REPORT_CHANGES_NODES)
+        changes = changes_view(profile, int(index), entries, REPORT_CHANGES_NODES, page=page)
         fragments.append(graph_views(views + ([changes] if changes else [])))
     return "".join(fragments)
 
 
-def _profile_section(profile: Profile, heading: bool) -> str:
+def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str:
     parts = [f"<h2>{escape(title(profile))}</h2>"] if heading else []
     parts.append(profile_html(profile, graph_viewers=False))
     for figure in (percentile_figure(profile), timeline_figure(profile)):
         if figure is not None:
             parts.append(chart_html(figure))
     parts.append(f"<details><summary><b>Environment</b></summary>{_environment(profile)}</details>")
-    graphs = _graphs(profile)
+    graphs = _graphs(profile, page)
     if graphs:
         parts.append(f"<h3>Graphs</h3>{graphs}")
     if profile.source:
@@ -139,13 +175,17 @@ def _profile_section(profile: Profile, heading: bool) -> str:
 def report_html(profiles: list[Profile], heading: str | None = None) -> str:
     """The report page of `profiles` (one or more)."""
     from xlanb.views.graph_viewer import viewer_assets
+    from xlanb.views.graph_viewer.patch import PagePayloads
 
     if not profiles:
         raise ValueError("a report needs at least one profile")
     heading = heading or (
         title(profiles[0]) if len(profiles) == 1 else f"xlanb report: {len(profiles)} profiles"
     )
-    sections = [_profile_section(profile, heading=len(profiles) > 1) for profile in profiles]
+    page = PagePayloads()
+    sections = [
+        _profile_section(profile, heading=len(profiles) > 1, page=page) for profile in profiles
+    ]
     if len(profiles) > 1:
         sections.append("<h2>Comparison</h2>")
         for a, b in itertools.pairwise(profiles):
@@ -156,7 +196,7 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{escape(heading)}</title>"
         f"<style>{STYLE}{PAGE_STYLE}</style>"
-        f"<script>{_plotly_js()}</script>{viewer_assets()}</head>"
+        f"{_packed_plotly_js()}{_PLOTLY_LOADER}{viewer_assets()}</head>"
         f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
 

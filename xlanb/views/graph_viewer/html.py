@@ -4,10 +4,11 @@ whole page, a parse error with the text, a diff of two graphs."""
 from __future__ import annotations
 
 import base64
+import functools
 import gzip
 import itertools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,6 +18,7 @@ import pandas as pd
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 from xlanb.views.escape import escape
+from xlanb.views.graph_viewer.patch import PagePayloads, payload_patch, worth_patching
 from xlanb.views.graph_viewer.payload import (
     DIFF_CODES,
     PACKED_TYPE,
@@ -121,10 +123,13 @@ def graph_fragment(
     measured: pd.DataFrame | None = None,
     packed: bool = False,
     lazy: bool = False,
+    page: PagePayloads | None = None,
 ) -> str:
     """One graph's viewer element (needs :func:`viewer_assets` once on the page); `packed`:
     its payload gzip-compressed (a notebook's outputs and a report stay small); `lazy`: the
-    viewer starts only when shown (a view of :func:`graph_views` not yet chosen).
+    viewer starts only when shown (a view of :func:`graph_views` not yet chosen); `page` (with
+    `packed`): the payloads already on the page, this one sent as a patch of the one most like
+    it where that is at most half its size (:mod:`.patch`).
 
     ``graph`` may be text, parsed here; text (or a Graph) that could not be parsed shows the
     parse error and the text instead. ``fallback_ops`` marks more ops as CPU fallbacks (e.g.
@@ -141,7 +146,8 @@ def graph_fragment(
             return unparsed_html(text, error)
     if graph.error is not None:
         return unparsed_html(graph.text, graph.error, graph.kind)
-    data = payload(
+    build = functools.partial(
+        payload,
         graph,
         title=title,
         height=height,
@@ -154,12 +160,13 @@ def graph_fragment(
         summary=summary,
         measured=measured,
     )
-    data_script = (
-        f'<script type="{PACKED_TYPE}">{packed_for_script(data)}</script>'
-        if packed
-        else f'<script type="application/json">{json_for_script(data)}</script>'
-    )
     element_id = f"xlanb-graph-{next(_ids)}"
+    if not packed:
+        data_script = f'<script type="application/json">{json_for_script(build())}</script>'
+    elif page is None:
+        data_script = f'<script type="{PACKED_TYPE}">{packed_for_script(build())}</script>'
+    else:
+        data_script = _page_script(page, f"{element_id}-data", graph, build)
     group_attr = f' data-diff-group="{escape(group)}"' if group else ""
     group_attr += ' data-lazy="true"' if lazy else ""
     note = (
@@ -172,6 +179,25 @@ def graph_fragment(
         f'{group_attr}><div class="xg-static">{note}</div>{data_script}</div>'
         "<script>globalThis.XlanbGraph&&globalThis.XlanbGraph.mountAll();</script>\n"
     )
+
+
+def _page_script(
+    page: PagePayloads, script_id: str, graph: Graph, build: Callable[..., dict[str, Any]]
+) -> str:
+    """The packed payload's script, a patch of the page's payload most like it where that is
+    worth it (:mod:`.patch`)."""
+    base = page.base_for(graph.kind, len(graph.nodes))
+    data = build(start_strings=base[1]["strings"]) if base else build()
+    sent: dict[str, Any] = data
+    attributes = f' id="{script_id}"'
+    if base is not None:
+        patch = payload_patch(data, base[1])
+        if worth_patching(patch, data):
+            sent, attributes = patch, f'{attributes} data-base="{base[0]}"'
+        else:
+            data = sent = build()  # not like its base after all: a string table of its own
+    page.add(script_id, graph.kind, len(graph.nodes), data)
+    return f'<script type="{PACKED_TYPE}"{attributes}>{packed_for_script(sent)}</script>'
 
 
 #: What each kind of graph text is called on a view's tab.

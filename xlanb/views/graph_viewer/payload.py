@@ -111,9 +111,11 @@ _KIND_TITLES = {
 class _Strings:
     """Interned strings: each distinct string travels once."""
 
-    def __init__(self) -> None:
-        self.table: list[str] = []
+    def __init__(self, start: list[str] | None = None) -> None:
+        self.table: list[str] = list(start or ())
         self.index: dict[str, int] = {}
+        for position, text in enumerate(self.table):
+            self.index.setdefault(text, position)
 
     def __call__(self, value: Any) -> int:
         text = (
@@ -264,6 +266,7 @@ def payload(
     peers: list[int] | None = None,
     summary: str | None = None,
     measured: pd.DataFrame | None = None,
+    start_strings: list[str] | None = None,
 ) -> dict[str, Any]:
     """The JSON the viewer reads (the module's docstring says what each field holds).
 
@@ -273,14 +276,15 @@ def payload(
     ``"flops"``, ``"bytes"``, ``"custom"`` (``cost``), ``"time"`` (``measured``) or None:
     ``custom`` with a ``cost``, else ``time`` where something was measured, else op kind.
     ``diff_status`` holds a :data:`DIFF_CODES` code per node, ``peers`` the matching node's
-    index in the other graph (-1: none)."""
+    index in the other graph (-1: none). ``start_strings``: the string table to start from (a
+    payload sent as a patch of another, :mod:`.patch`, keeps that one's string indexes)."""
     if color_by not in (None, *COLOR_BY):
         raise ValueError(f"color_by is one of {COLOR_BY[1:]} or None, not {color_by!r}")
     if measured is None:
         measured = graph.measured
     graph = graph.with_fallbacks(fallback_ops)
     nodes, scopes, edges = graph.nodes, graph.scopes, graph.edges
-    strings = _Strings()
+    strings = _Strings(start=start_strings)
     node_index = {node_id: i for i, node_id in enumerate(nodes["id"])}
     scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"])}
     anchored = set(scopes["node"])

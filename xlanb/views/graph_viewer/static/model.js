@@ -13,7 +13,7 @@
  * ones below rather than draw it wrong. */
 (function (root) {
   "use strict";
-  var VERSION = "xlanb-graph-4";
+  var VERSION = "xlanb-graph-5";  // 5: payloads sent as patches of others (data-base)
   var ns = root.XlanbGraph;
   if (ns && ns.version === VERSION && ns.complete) return;  // already on the page
   ns = root.XlanbGraph = { version: VERSION, complete: false };

@@ -493,6 +493,39 @@
     return new Response(stream).text();
   }
 
+  /** The payload of a packed script: a promise, kept on the script (other payloads may be
+   * patches of it: data-base names the script of their base; views/graph_viewer/patch.py). */
+  function payloadOf(script) {
+    if (script.xlanbPayload) return script.xlanbPayload;
+    var baseId = script.getAttribute("data-base");
+    var base = baseId && document.getElementById(baseId);
+    if (baseId && !base) {
+      return Promise.reject(new Error("its base payload " + baseId + " is not on the page"));
+    }
+    script.xlanbPayload = Promise.all([unpack(script.textContent), base ? payloadOf(base) : null])
+      .then(function (both) {
+        var data = JSON.parse(both[0]);
+        return both[1] ? applyPatch(both[1], data) : data;
+      });
+    return script.xlanbPayload;
+  }
+
+  /** `base` changed by `patch` (a new value: `base`, which others may share, stays as it is). */
+  function applyPatch(base, patch) {
+    if ("v" in patch) return patch.v;
+    var out, key, i;
+    if ("k" in patch) {
+      out = Object.assign({}, base);
+      for (key in patch.k) out[key] = applyPatch(base[key], patch.k[key]);
+      for (i = 0; patch.drop && i < patch.drop.length; i++) delete out[patch.drop[i]];
+      return out;
+    }
+    out = base.slice(0, patch.a);
+    out.length = patch.a;
+    for (i = 0; i < patch.s.length; i += 2) out[patch.s[i]] = patch.s[i + 1];
+    return out;
+  }
+
   /** Start the viewer in `el` (a .xlanb-graph element holding its payload: JSON, or packed,
    * then the viewer starts once it is unpacked and the result is a promise). */
   function mount(el) {
@@ -504,9 +537,7 @@
         throw new Error("this browser cannot unpack the graph (no DecompressionStream); " +
           "prof.graph(i).to_html('graph.html') writes it unpacked");
       }
-      return unpack(packed.textContent).then(function (text) {
-        return start(el, JSON.parse(text));
-      });
+      return payloadOf(packed).then(function (data) { return start(el, data); });
     }
     var script = el.querySelector("script[type='application/json']");
     return start(el, JSON.parse(script.textContent));
