@@ -83,7 +83,7 @@ def main() -> int:
     with xlanb.profile(backend="jax", trace=False, graphs=False):
         for _ in range(10_000):
             jitted(host_arg)
-        kept, samples = len(STATE.transfers), len(STATE.samples)
+        kept, samples = len(STATE.transfers), STATE.sample_count
 
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'call':<22} {'no capture µs':>13} {'floor added':>11} {'captured added':>14}")

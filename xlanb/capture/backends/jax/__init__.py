@@ -163,9 +163,9 @@ def begin(options: CaptureOptions) -> Token:
             making=_making_seconds,
         )
         if token.trace is not None and token.trace.window_runs is not None:
-            STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
+            STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
             fewest = min(device_trace.MIN_WINDOW_RUNS, token.trace.window_runs)
-            STATE.first_probe, STATE.first_probe_at = None, len(STATE.samples) + fewest
+            STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
         if note:
             notes.append(note)
         elif token.trace is not None:
@@ -196,7 +196,7 @@ def _making_seconds() -> float:
 
 def _runs() -> int:
     """Top-level calls of jitted functions so far (what closes the trace's window)."""
-    return len(STATE.samples)
+    return STATE.sample_count
 
 
 def _settle(ended: device_trace.Until) -> None:
@@ -213,7 +213,7 @@ def _settle(ended: device_trace.Until) -> None:
                 return
         while (probe := STATE.probe) is None:
             probe = STATE.last_result
-            if probe is not None and len(STATE.samples) < STATE.probe_at:
+            if probe is not None and STATE.sample_count < STATE.probe_at:
                 break  # closed on time, before the window's last call
             if ended.wait(device_trace.POLL_SECONDS):
                 return
