@@ -30,8 +30,9 @@ def pass_through(function_type: type) -> Iterator[None]:
     address, vectorcall = vectorcall_flag(function_type)
     original = function_type.__dict__["__call__"]
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return original(self, *args, **kwargs)
+    # the function comes as args[0]: `args` is passed on as it came, as the counter does
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs) if kwargs else original(*args)
 
     hook_call(function_type, call, address)
     try:

@@ -587,6 +587,40 @@ def test_python_api_and_nested_captures(shell):
     assert outer.compiles.iloc[0]["location"].startswith(__file__ + ":")
 
 
+def test_calls_past_the_samples_cap_are_counted_exactly_in_nested_captures(shell):
+    """Under the samples' cap a call is its sample alone (its function's count and seconds
+    are summed from the samples); past it, its function's running totals: the counts of an
+    outer capture crossing the cap and of an inner one stay exact, and the seconds are the
+    samples' sum while under the cap."""
+    import jax.numpy as jnp
+
+    from xlanb.capture.backends.jax.state import SAMPLE_LIMIT
+
+    @jax.jit
+    def jt_capped(x):
+        return x + 1
+
+    value = jnp.ones(2)
+    jt_capped(value)
+    with xlanb.profile(backend="jax", trace=False, graphs=False) as outer:
+        for _ in range(SAMPLE_LIMIT - 30):
+            jt_capped(value)
+        with xlanb.profile(backend="jax", trace=False, graphs=False) as inner:
+            for _ in range(50):
+                jt_capped(value)
+        for _ in range(20):
+            jt_capped(value)
+    assert executions(outer) == {"jit(jt_capped)": SAMPLE_LIMIT + 40}
+    assert executions(inner) == {"jit(jt_capped)": 50}
+    dispatch = outer.metrics.set_index("name").loc["DispatchTime"]
+    assert dispatch["count"] == SAMPLE_LIMIT + 40
+    assert (outer.samples["metric"] == "DispatchTime").sum() == SAMPLE_LIMIT
+    inner_seconds = inner.executions.set_index("graph").loc["jit(jt_capped)", "dispatch_seconds"]
+    inner_samples = inner.samples[inner.samples["metric"] == "DispatchTime"]["value"]
+    assert len(inner_samples) == 30  # the cap came within the inner capture
+    assert inner_seconds > inner_samples.sum() > 0
+
+
 def test_explanation_causes():
     cause = jax_backend.explanation_cause
     assert (

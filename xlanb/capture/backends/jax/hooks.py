@@ -702,8 +702,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         finally:
             state.current = None
         elapsed = perf() - started
-        # No lock on this path (see the state module): one sample, and the running totals of
-        # this function, updated in place.
+        # No lock on this path (see the state module). Under the samples' cap a call is its
+        # sample alone (its function's count and seconds are summed from the samples when
+        # read); past it, the running totals of its function, updated in place.
         count = state.sample_count
         if count < limit:
             starts[count] = started
@@ -715,21 +716,20 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
                 state.first_probe = weak_output(result)
             if count == state.probe_at:  # the last run in the trace's window
                 state.probe = result
-        state.last_result = result
-        try:
-            entry = calls[self]
-        except KeyError:  # the function's first call: a new entry, under the lock
-            eager = function_name(self)[1]
-            frames = () if eager else _stack(get_frame(1))
-            first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager, frames)
-            with lock:
-                entry = calls.setdefault(self, first)
-                if entry is not first:  # counted meanwhile on another thread
-                    entry.count += 1
-                    entry.seconds += elapsed
+            state.last_result = result
+            try:
+                entry = calls[self]
+            except KeyError:
+                entry = first_call(self, 0.0, 0)
         else:
-            entry.count += 1
-            entry.seconds += elapsed
+            state.last_result = result
+            try:
+                entry = calls[self]
+            except KeyError:
+                entry = first_call(self, elapsed, 1)
+            else:
+                entry.count += 1
+                entry.seconds += elapsed
         # Host values among the arguments (not for eager code: `x + 1`'s 1 is not reported):
         # device arrays alone need no closer look (one argument: its type alone, no loop).
         if entry.eager or (
@@ -743,6 +743,21 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             return result
         note_host_arguments(self, entry.static, args, kwargs)
         return result
+
+    def first_call(function, seconds: float, count: int) -> CallStats:
+        """A function's first call: its entry, made under the lock (`count` and `seconds`:
+        the call's own when it has no sample)."""
+        eager = function_name(function)[1]
+        frames = () if eager else _stack(get_frame(2))
+        first = CallStats(
+            function, count, seconds, wall(), static_positions(function), eager, frames
+        )
+        with lock:
+            entry = calls.setdefault(function, first)
+            if entry is not first:  # made meanwhile on another thread
+                entry.count += count
+                entry.seconds += seconds
+        return entry
 
     transfers = state.transfers
     containers = frozenset({dict, list, tuple})

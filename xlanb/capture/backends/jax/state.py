@@ -10,12 +10,12 @@ e.g. ``--live``) may read from another. ``STATE.lock`` guards them: readers copy
 every writer takes it except the dispatch counter on its per-call path, which runs on every
 call of a jitted function: there the lock would cost about 0.2 us a call, a quarter of the
 counter's cost. That path writes one sample into the preallocated sample lists and then
-the count (no call in between, so no other thread runs there under the GIL) and makes two
-in-place additions to the function's own :class:`CallStats` (a reader may see a call's count
-before its seconds); it adds an entry to ``calls`` only under the lock, so readers can iterate
-over ``calls`` safely. The code holding the lock never calls into JAX or logging, so a listener
-never waits on itself. The containers are never replaced, only cleared, so the dispatch
-counter keeps references to them.
+the count (no call in between, so no other thread runs there under the GIL); past the
+samples' cap it makes two in-place additions to the function's own :class:`CallStats`
+instead (a reader may see a call's count before its seconds). It adds an entry to ``calls``
+only under the lock, so readers can iterate over ``calls`` safely. The code holding the lock
+never calls into JAX or logging, so a listener never waits on itself. The containers are
+never replaced, only cleared, so the dispatch counter keeps references to them.
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ PROGRAMS_KEPT = 64
 
 @dataclass(eq=False, slots=True)
 class CallStats:
-    """Running totals of one jitted function's top-level calls (updated on every call, so
-    mutable, unlike the events)."""
+    """One jitted function's top-level calls: the running totals of those past the samples'
+    cap (the others are summed from the samples when read; mutable, unlike the events)."""
 
     function: Any
     count: int
@@ -174,7 +174,7 @@ class JaxState:
     #: Reads by place and way (a key of code object ids and instructions, cheap per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
-    #: ``PjitFunction`` -> its running totals.
+    #: ``PjitFunction`` -> its entry (the totals of its calls past the samples' cap).
     calls: dict[Any, CallStats] = field(default_factory=dict)
     #: ``perf_counter`` at the start, seconds and function of each top-level call, the first
     #: ``sample_count`` of each list (:class:`DispatchSample` when taken): preallocated, so
@@ -245,7 +245,7 @@ class JaxState:
             return Token(
                 len(self.events),
                 {key: entry[2] for key, entry in self.transfers.items()},
-                {key: (entry.count, entry.seconds) for key, entry in self.calls.items()},
+                self._call_totals(),
                 notes,
                 graphs,
                 self.sample_count,
@@ -304,16 +304,33 @@ class JaxState:
         count, self.sample_count = self.sample_count, 0
         self.sample_functions[:count] = [None] * count  # the functions are not kept alive
 
+    def _call_totals(self) -> dict[Any, tuple[int, float]]:
+        """Each function's calls and seconds so far: its entry's (the calls past the samples'
+        cap) and its samples'."""
+        totals = {key: [entry.count, entry.seconds] for key, entry in self.calls.items()}
+        count = self.sample_count
+        for function, seconds in zip(
+            self.sample_functions[:count], self.sample_seconds[:count], strict=True
+        ):
+            total = totals.get(function)
+            if total is None:  # its entry is being made on another thread
+                total = totals[function] = [0, 0.0]
+            total[0] += 1
+            total[1] += seconds
+        return {key: (calls, seconds) for key, (calls, seconds) in totals.items()}
+
     def _call_deltas(self, token: Token) -> list[CallDelta]:
         deltas = []
+        totals = self._call_totals()
         for key, entry in self.calls.items():
             before_count, before_seconds = token.calls.get(key, (0, 0.0))
-            if entry.count > before_count:
+            count, seconds = totals[key]
+            if count > before_count:
                 deltas.append(
                     CallDelta(
                         entry.function,
-                        entry.count - before_count,
-                        entry.seconds - before_seconds,
+                        count - before_count,
+                        seconds - before_seconds,
                         entry.first if not before_count else math.nan,
                         entry.frames,
                     )
