@@ -41,8 +41,9 @@ How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
   e.g. during tracing, are not counted): one aggregated row per function, with ``count``, total
   ``seconds``, ``mean_seconds``, ``time`` of the first call and ``eager``. The time is the host
   dispatch time: JAX runs asynchronously, so it includes device time only when a call had to
-  wait. Cost: a few µs a call, of which a pass-through Python ``__call__`` alone is about
-  1 µs (the README's "Per JAX call", ``bench/jax_calls.py``).
+  wait. Cost: about 2 µs a call with device arrays, of which a pass-through Python
+  ``__call__`` alone is about 0.7 µs (the README's "Per JAX call",
+  ``bench/jax_call_pieces.py``).
 - ``fallbacks``: host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.print`` /
   ``jax.debug.callback``) are the ``xla_ffi_python_cpu_callback`` custom calls of a program
   compiled during a capture (cause ``host_callback``; ``count`` = calls of the function in
