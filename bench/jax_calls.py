@@ -30,8 +30,9 @@ def pass_through(function_type: type) -> Iterator[None]:
     address, vectorcall = vectorcall_flag(function_type)
     original = function_type.__dict__["__call__"]
 
-    def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return original(self, *args, **kwargs)
+    # the function comes as args[0]: `args` is passed on as it came, as the counter does
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return original(*args, **kwargs) if kwargs else original(*args)
 
     hook_call(function_type, call, address)
     try:
@@ -83,7 +84,7 @@ def main() -> int:
     with xlanb.profile(backend="jax", trace=False, graphs=False):
         for _ in range(10_000):
             jitted(host_arg)
-        kept, samples = len(STATE.transfers), len(STATE.samples)
+        kept, samples = len(STATE.transfers), STATE.sample_count
 
     print(f"load average {os.getloadavg()[0]:.1f}")
     print(f"{'call':<22} {'no capture µs':>13} {'floor added':>11} {'captured added':>14}")

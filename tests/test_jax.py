@@ -240,6 +240,41 @@ jt_kept = len(jt_state.STATE.transfers)
     ]
 
 
+def test_calls_with_device_arrays_keep_no_object_a_call(run, shell):
+    """The dispatch samples are stored in preallocated lists: a call with device arrays keeps
+    no new object that the garbage collector tracks (a tuple a call, kept, woke the collector
+    every 700 calls and cost ~1,700 instructions a call), counted with the collector off;
+    the calls and their samples stay exact."""
+    run("@jax.jit\ndef jt_kept(x, y):\n    return x + y\njt_kept(xa, xa)")
+    run("""%%xla_profile -b jax -q --var prof
+import gc
+gc.disable()
+try:
+    jt_kept(xa, xa)
+    jt_before = gc.get_count()[0]
+    for _ in range(500):
+        out = jt_kept(xa, xa)
+    jt_tracked = gc.get_count()[0] - jt_before
+finally:
+    gc.enable()
+""")
+    assert shell.user_ns["jt_tracked"] < 50, shell.user_ns["jt_tracked"]
+    prof = shell.user_ns["prof"]
+    assert executions(prof)["jit(jt_kept)"] == 501
+    dispatch = prof.metrics.set_index("name").loc["DispatchTime"]
+    assert dispatch["count"] == 501
+
+
+def test_a_keyword_argument_named_self_reaches_the_jitted_function(run, shell):
+    """The counter takes the jitted function as its first positional argument, not as a
+    parameter named `self` (a keyword argument `self` failed the user's call with "got
+    multiple values for argument 'self'")."""
+    run("@jax.jit\ndef jt_self(self, y):\n    return self + y")
+    run("%%xla_profile -b jax -q --var prof\nout_self = jt_self(self=xa, y=xa)")
+    assert float(shell.user_ns["out_self"][0, 0]) == 2.0
+    assert executions(shell.user_ns["prof"])["jit(jt_self)"] == 1
+
+
 def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     run(
         "@jax.jit\ndef jt_host(x, scale):\n    return x * scale\nnp_in = np.ones((4, 4), "
@@ -555,6 +590,40 @@ def test_python_api_and_nested_captures(shell):
     assert executions(inner) == {"jit(jt_api)": 2}
     assert outer.compiles["cell_line"].isna().all()
     assert outer.compiles.iloc[0]["location"].startswith(__file__ + ":")
+
+
+def test_calls_past_the_samples_cap_are_counted_exactly_in_nested_captures(shell):
+    """Under the samples' cap a call is its sample alone (its function's count and seconds
+    are summed from the samples); past it, its function's running totals: the counts of an
+    outer capture crossing the cap and of an inner one stay exact, and the seconds are the
+    samples' sum while under the cap."""
+    import jax.numpy as jnp
+
+    from xlanb.capture.backends.jax.state import SAMPLE_LIMIT
+
+    @jax.jit
+    def jt_capped(x):
+        return x + 1
+
+    value = jnp.ones(2)
+    jt_capped(value)
+    with xlanb.profile(backend="jax", trace=False, graphs=False) as outer:
+        for _ in range(SAMPLE_LIMIT - 30):
+            jt_capped(value)
+        with xlanb.profile(backend="jax", trace=False, graphs=False) as inner:
+            for _ in range(50):
+                jt_capped(value)
+        for _ in range(20):
+            jt_capped(value)
+    assert executions(outer) == {"jit(jt_capped)": SAMPLE_LIMIT + 40}
+    assert executions(inner) == {"jit(jt_capped)": 50}
+    dispatch = outer.metrics.set_index("name").loc["DispatchTime"]
+    assert dispatch["count"] == SAMPLE_LIMIT + 40
+    assert (outer.samples["metric"] == "DispatchTime").sum() == SAMPLE_LIMIT
+    inner_seconds = inner.executions.set_index("graph").loc["jit(jt_capped)", "dispatch_seconds"]
+    inner_samples = inner.samples[inner.samples["metric"] == "DispatchTime"]["value"]
+    assert len(inner_samples) == 30  # the cap came within the inner capture
+    assert inner_seconds > inner_samples.sum() > 0
 
 
 def test_explanation_causes():

@@ -41,8 +41,9 @@ How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
   e.g. during tracing, are not counted): one aggregated row per function, with ``count``, total
   ``seconds``, ``mean_seconds``, ``time`` of the first call and ``eager``. The time is the host
   dispatch time: JAX runs asynchronously, so it includes device time only when a call had to
-  wait. Cost: a few µs a call, of which a pass-through Python ``__call__`` alone is about
-  1 µs (the README's "Per JAX call", ``bench/jax_calls.py``).
+  wait. Cost: about 2 µs a call with device arrays, of which a pass-through Python
+  ``__call__`` alone is about 0.7 µs (the README's "Per JAX call",
+  ``bench/jax_call_pieces.py``).
 - ``fallbacks``: host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.print`` /
   ``jax.debug.callback``) are the ``xla_ffi_python_cpu_callback`` custom calls of a program
   compiled during a capture (cause ``host_callback``; ``count`` = calls of the function in
@@ -163,9 +164,9 @@ def begin(options: CaptureOptions) -> Token:
             making=_making_seconds,
         )
         if token.trace is not None and token.trace.window_runs is not None:
-            STATE.probe, STATE.probe_at = None, len(STATE.samples) + token.trace.window_runs
+            STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
             fewest = min(device_trace.MIN_WINDOW_RUNS, token.trace.window_runs)
-            STATE.first_probe, STATE.first_probe_at = None, len(STATE.samples) + fewest
+            STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
         if note:
             notes.append(note)
         elif token.trace is not None:
@@ -196,7 +197,7 @@ def _making_seconds() -> float:
 
 def _runs() -> int:
     """Top-level calls of jitted functions so far (what closes the trace's window)."""
-    return len(STATE.samples)
+    return STATE.sample_count
 
 
 def _settle(ended: device_trace.Until) -> None:
@@ -213,7 +214,7 @@ def _settle(ended: device_trace.Until) -> None:
                 return
         while (probe := STATE.probe) is None:
             probe = STATE.last_result
-            if probe is not None and len(STATE.samples) < STATE.probe_at:
+            if probe is not None and STATE.sample_count < STATE.probe_at:
                 break  # closed on time, before the window's last call
             if ended.wait(device_trace.POLL_SECONDS):
                 return

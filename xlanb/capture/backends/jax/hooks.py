@@ -679,56 +679,85 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
     """The ``PjitFunction.__call__`` put in place while capturing (touch point 7). What it
     uses on every call is bound here, once, as closure variables."""
     state = STATE
-    lock, calls, samples = state.lock, state.calls, state.samples
+    lock, calls = state.lock, state.calls
+    starts, durations, functions = state.sample_starts, state.sample_seconds, state.sample_functions
     array_type, host_types, tree_leaves = target.array_type, target.host_types, target.tree_leaves
+    # the types that need no closer look: device arrays, and the jitted function itself (the
+    # first argument; one passed as an argument is no host value either)
+    device_only = frozenset({array_type, target.function_type})
     perf, wall, limit = time.perf_counter, time.time, SAMPLE_LIMIT
     get_frame = sys._getframe
 
-    def count_call(self, *args, **kwargs):
+    # The jitted function comes as args[0], not as a parameter of its own: `args` is then
+    # passed on as it came (`original(self, *args)` built a list, a tuple and a dict a call).
+    def count_call(*args, **kwargs):
         """``PjitFunction.__call__`` while capturing: count and time top-level calls."""
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
         if state.current is not None:  # a call inside another one (e.g. while tracing)
-            return original(self, *args, **kwargs)
-        state.current = self
+            return original(*args, **kwargs) if kwargs else original(*args)
+        self = state.current = args[0]
         started = perf()
         try:
-            result = original(self, *args, **kwargs)
+            result = original(*args, **kwargs) if kwargs else original(*args)
         finally:
             state.current = None
         elapsed = perf() - started
-        # No lock on this path (see the state module): one append, and the running totals of
-        # this function, updated in place.
-        if len(samples) < limit:
-            samples.append((started, elapsed, self))
-            if len(samples) == state.first_probe_at:  # the window's fewest runs
+        # No lock on this path (see the state module). Under the samples' cap a call is its
+        # sample alone (its function's count and seconds are summed from the samples when
+        # read); past it, the running totals of its function, updated in place.
+        count = state.sample_count
+        if count < limit:
+            starts[count] = started
+            durations[count] = elapsed
+            functions[count] = self
+            count += 1
+            state.sample_count = count
+            if count == state.first_probe_at:  # the window's fewest runs
                 state.first_probe = weak_output(result)
-            if len(samples) == state.probe_at:  # the last run in the trace's window
+            if count == state.probe_at:  # the last run in the trace's window
                 state.probe = result
-        state.last_result = result
-        entry = calls.get(self)
-        if entry is None:  # the function's first call: a new entry, under the lock
-            eager = function_name(self)[1]
-            frames = () if eager else _stack(get_frame(1))
-            first = CallStats(self, 1, elapsed, wall(), static_positions(self), eager, frames)
-            with lock:
-                entry = calls.setdefault(self, first)
-                if entry is not first:  # counted meanwhile on another thread
-                    entry.count += 1
-                    entry.seconds += elapsed
+            state.last_result = result
+            try:
+                entry = calls[self]
+            except KeyError:
+                entry = first_call(self, 0.0, 0)
         else:
-            entry.count += 1
-            entry.seconds += elapsed
+            state.last_result = result
+            try:
+                entry = calls[self]
+            except KeyError:
+                entry = first_call(self, elapsed, 1)
+            else:
+                entry.count += 1
+                entry.seconds += elapsed
         # Host values among the arguments (not for eager code: `x + 1`'s 1 is not reported):
-        # device arrays alone need no closer look.
-        if entry.eager:
+        # device arrays alone need no closer look (one argument: its type alone, no loop).
+        if entry.eager or (
+            not kwargs
+            and (
+                type(args[1]) is array_type
+                if len(args) == 2
+                else device_only.issuperset(map(type, args))
+            )
+        ):
             return result
-        for arg in args:
-            if type(arg) is not array_type:
-                note_host_arguments(self, entry.static, args, kwargs)
-                return result
-        if kwargs:
-            note_host_arguments(self, entry.static, args, kwargs)
+        note_host_arguments(self, entry.static, args, kwargs)
         return result
+
+    def first_call(function, seconds: float, count: int) -> CallStats:
+        """A function's first call: its entry, made under the lock (`count` and `seconds`:
+        the call's own when it has no sample)."""
+        eager = function_name(function)[1]
+        frames = () if eager else _stack(get_frame(2))
+        first = CallStats(
+            function, count, seconds, wall(), static_positions(function), eager, frames
+        )
+        with lock:
+            entry = calls.setdefault(function, first)
+            if entry is not first:  # made meanwhile on another thread
+                entry.count += count
+                entry.seconds += seconds
+        return entry
 
     transfers = state.transfers
     containers = frozenset({dict, list, tuple})
@@ -742,10 +771,10 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         enough to tell the cell lines calling a helper apart (an entry's first call walks the
         whole stack for the lines)."""
         numbers, names = static or ((), ())
-        traced = (
-            [arg for position, arg in enumerate(args) if position not in numbers]
+        traced = (  # args[0] is the function
+            [arg for position, arg in enumerate(args[1:]) if position not in numbers]
             if numbers
-            else args
+            else args[1:]
         )
         for arg in traced:
             kind = type(arg)

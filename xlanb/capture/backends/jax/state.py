@@ -9,12 +9,13 @@ dispatch counter from the user's thread), while ``end`` (and any reader of runni
 e.g. ``--live``) may read from another. ``STATE.lock`` guards them: readers copy under it, and
 every writer takes it except the dispatch counter on its per-call path, which runs on every
 call of a jitted function: there the lock would cost about 0.2 us a call, a quarter of the
-counter's cost. That path does one ``samples.append`` (atomic under the GIL) and two in-place
-additions to the function's own :class:`CallStats` (a reader may see a call's count before
-its seconds); it adds an entry to ``calls`` only under the lock, so readers can iterate over
-``calls`` safely. The code holding the lock never calls into JAX or logging, so a listener
-never waits on itself. The containers are never replaced, only cleared, so the dispatch
-counter keeps references to them.
+counter's cost. That path writes one sample into the preallocated sample lists and then
+the count (no call in between, so no other thread runs there under the GIL); past the
+samples' cap it makes two in-place additions to the function's own :class:`CallStats`
+instead (a reader may see a call's count before its seconds). It adds an entry to ``calls``
+only under the lock, so readers can iterate over ``calls`` safely. The code holding the lock
+never calls into JAX or logging, so a listener never waits on itself. The containers are
+never replaced, only cleared, so the dispatch counter keeps references to them.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ PROGRAMS_KEPT = 128
 
 @dataclass(eq=False, slots=True)
 class CallStats:
-    """Running totals of one jitted function's top-level calls (updated on every call, so
-    mutable, unlike the events)."""
+    """One jitted function's top-level calls: the running totals of those past the samples'
+    cap (the others are summed from the samples when read; mutable, unlike the events)."""
 
     function: Any
     count: int
@@ -148,7 +149,7 @@ class Session:
 class JaxState:
     """Everything the JAX backend changes at run time (see the module docstring)."""
 
-    #: Guards ``active``, ``events``, ``transfers``, ``calls`` and ``samples`` (but for the
+    #: Guards ``active``, ``events``, ``transfers``, ``calls`` and the samples (but for the
     #: dispatch counter's per-call updates; see the module docstring).
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: At least one capture is active: the listeners record (read without the lock: a stale
@@ -173,12 +174,17 @@ class JaxState:
     #: Reads by place and way (a key of code object ids and instructions, cheap per read) ->
     #: [how, the stack when first seen, count].
     reads: dict[tuple, list] = field(default_factory=dict)
-    #: ``PjitFunction`` -> its running totals.
+    #: ``PjitFunction`` -> its entry (the totals of its calls past the samples' cap).
     calls: dict[Any, CallStats] = field(default_factory=dict)
-    #: ``(perf_counter at start, seconds, function)`` of each top-level call
-    #: (:class:`DispatchSample` when taken).
-    samples: list[tuple[float, float, Any]] = field(default_factory=list)
-    #: The dispatch counter keeps the result of the call that makes ``samples`` this long in
+    #: ``perf_counter`` at the start, seconds and function of each top-level call, the first
+    #: ``sample_count`` of each list (:class:`DispatchSample` when taken): preallocated, so
+    #: that a call stores three items and no tuple (a tuple a call, kept, also woke the
+    #: garbage collector every 700 calls).
+    sample_starts: list[float] = field(default_factory=lambda: [0.0] * SAMPLE_LIMIT)
+    sample_seconds: list[float] = field(default_factory=lambda: [0.0] * SAMPLE_LIMIT)
+    sample_functions: list[Any] = field(default_factory=lambda: [None] * SAMPLE_LIMIT)
+    sample_count: int = 0
+    #: The dispatch counter keeps the result of the call that makes ``sample_count`` this in
     #: ``probe``: the trace's window closes once that run has finished.
     probe_at: int = -1
     probe: Any = None
@@ -239,10 +245,10 @@ class JaxState:
             return Token(
                 len(self.events),
                 {key: entry[2] for key, entry in self.transfers.items()},
-                {key: (entry.count, entry.seconds) for key, entry in self.calls.items()},
+                self._call_totals(),
                 notes,
                 graphs,
-                len(self.samples),
+                self.sample_count,
                 reads={key: entry[2] for key, entry in self.reads.items()},
             )
 
@@ -267,7 +273,15 @@ class JaxState:
                 for kind, per_call in found.items()
             ]
             calls = self._call_deltas(token)
-            samples = self.samples[token.sample_start :]
+            start, end = token.sample_start, self.sample_count
+            samples = list(
+                zip(
+                    self.sample_starts[start:end],
+                    self.sample_seconds[start:end],
+                    self.sample_functions[start:end],
+                    strict=True,
+                )
+            )
             reads = [
                 Read(how, frames, count - token.reads.get(key, 0))
                 for key, (how, frames, count) in self.reads.items()
@@ -287,18 +301,36 @@ class JaxState:
         self.transfers.clear()
         self.reads.clear()
         self.calls.clear()
-        self.samples.clear()
+        count, self.sample_count = self.sample_count, 0
+        self.sample_functions[:count] = [None] * count  # the functions are not kept alive
+
+    def _call_totals(self) -> dict[Any, tuple[int, float]]:
+        """Each function's calls and seconds so far: its entry's (the calls past the samples'
+        cap) and its samples'."""
+        totals = {key: [entry.count, entry.seconds] for key, entry in self.calls.items()}
+        count = self.sample_count
+        for function, seconds in zip(
+            self.sample_functions[:count], self.sample_seconds[:count], strict=True
+        ):
+            total = totals.get(function)
+            if total is None:  # its entry is being made on another thread
+                total = totals[function] = [0, 0.0]
+            total[0] += 1
+            total[1] += seconds
+        return {key: (calls, seconds) for key, (calls, seconds) in totals.items()}
 
     def _call_deltas(self, token: Token) -> list[CallDelta]:
         deltas = []
+        totals = self._call_totals()
         for key, entry in self.calls.items():
             before_count, before_seconds = token.calls.get(key, (0, 0.0))
-            if entry.count > before_count:
+            count, seconds = totals[key]
+            if count > before_count:
                 deltas.append(
                     CallDelta(
                         entry.function,
-                        entry.count - before_count,
-                        entry.seconds - before_seconds,
+                        count - before_count,
+                        seconds - before_seconds,
                         entry.first if not before_count else math.nan,
                         entry.frames,
                     )
