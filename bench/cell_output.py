@@ -3,7 +3,10 @@ the bytes the front end receives (every display output, as a kernel serialises i
 from the cell's last line to the end of ``%%xla_profile`` (the capture's end, then the
 display; wall and CPU time of the whole process, median of the repeats) and the report's size,
 with the wall over CPU time of a 0.1 s busy loop before each cell (how much of a core other
-work left this process: the end of a cell's wall time scales with it).
+work left this process: the end of a cell's wall time scales with it), and how the main
+thread spent the end of the cell beyond its CPU time: ``queued`` (runnable, waiting for a
+core other processes held) and ``asleep`` (waiting on something: a lock, a join, a file, the
+runtime), from Linux's per-thread scheduler statistics.
 
 Cases (``--case``, default all the runtimes installed in this environment have):
 
@@ -26,6 +29,7 @@ import argparse
 import builtins
 import importlib.util
 import json
+import math
 import statistics
 import tempfile
 import time
@@ -60,10 +64,26 @@ loss.block_until_ready()
 #: Kept for the name other scripts import.
 SETUP = JAX_SETUP
 
-#: Every cell ends by noting when its last line ran (wall and CPU clocks).
+#: Every cell ends by noting when its last line ran (wall and CPU clocks, and the main
+#: thread's scheduler times).
 CELL_END = (
-    "import builtins, time; builtins.bench_cell_end = (time.perf_counter(), time.process_time())\n"
+    "import builtins, time; builtins.bench_cell_end = "
+    "(time.perf_counter(), time.process_time(), builtins.bench_sched())\n"
 )
+
+
+def sched() -> tuple[float, float]:
+    """(seconds on a core, seconds runnable but waiting for one) of the calling thread, from
+    Linux's ``/proc/thread-self/schedstat`` ((nan, nan) elsewhere): the end of a cell's wall
+    time less these two is the time its main thread slept (waited on a lock, a join, a file,
+    the runtime)."""
+    try:
+        with open("/proc/thread-self/schedstat") as stat:
+            on_core, queued, _slices = stat.read().split()
+    except (OSError, ValueError):
+        return math.nan, math.nan
+    return int(on_core) / 1e9, int(queued) / 1e9
+
 
 CELL = (
     """%%xla_profile --var bench_prof
@@ -142,18 +162,21 @@ def run_case(shell, name: str, repeats: int) -> dict:
 
     _runtime, setup, cell, steady = CASES[name]
     shell.run_cell(setup)
-    ends, cpus, sizes, loads = [], [], [], []
+    ends, cpus, sizes, loads, queued, asleep = [], [], [], [], [], []
     runs = repeats + 1 if steady else repeats
+    builtins.bench_sched = sched  # type: ignore[attr-defined]
     for index in range(runs):
         loads.append(contention())
         with capture_output() as captured:
             shell.run_cell(cell)
-            wall, cpu = time.perf_counter(), time.process_time()
-        ended_wall, ended_cpu = builtins.bench_cell_end  # type: ignore[attr-defined]
+            wall, cpu, (on_core, waiting) = time.perf_counter(), time.process_time(), sched()
+        ended_wall, ended_cpu, (ended_on_core, ended_waiting) = builtins.bench_cell_end  # type: ignore[attr-defined]
         if steady and index == 0:
             continue  # the warm-up: compiles
         ends.append(wall - ended_wall)
         cpus.append(cpu - ended_cpu)
+        queued.append(waiting - ended_waiting)
+        asleep.append((wall - ended_wall) - (on_core - ended_on_core) - queued[-1])
         sizes.append(sum(len(json.dumps(o.data, default=str)) for o in captured.outputs))
         if not steady and name.endswith("-first"):
             break  # only the first cell compiles
@@ -166,6 +189,8 @@ def run_case(shell, name: str, repeats: int) -> dict:
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_cpu_s": statistics.median(cpus),
         "end_of_cell_runs": len(ends),
+        "end_of_cell_queued_s": statistics.median(queued),
+        "end_of_cell_asleep_s": statistics.median(asleep),
         "contention": statistics.median(loads),
         "report_bytes": report_bytes,
     }
@@ -188,7 +213,7 @@ def main() -> int:
     shell.run_line_magic("load_ext", "xlanb")
     print(
         f"{'case':<17} {'compiles':>8} {'output kB':>9} {'end of cell s':>13} {'cpu s':>6} "
-        f"{'report kB':>9} {'wall/cpu of a busy loop':>23}"
+        f"{'report kB':>9} {'wall/cpu of a busy loop':>23} {'queued s':>8} {'asleep s':>8}"
     )
     failures = []
     for name in cases:
@@ -196,7 +221,8 @@ def main() -> int:
         print(
             f"{name:<17} {figures['compiles']:>8} {figures['output_bytes'] / 1e3:>9.0f} "
             f"{figures['end_of_cell_s']:>13.3f} {figures['end_of_cell_cpu_s']:>6.3f} "
-            f"{figures['report_bytes'] / 1e3:>9.0f} {figures['contention']:>23.2f}"
+            f"{figures['report_bytes'] / 1e3:>9.0f} {figures['contention']:>23.2f} "
+            f"{figures['end_of_cell_queued_s']:>8.3f} {figures['end_of_cell_asleep_s']:>8.3f}"
         )
         results.write("cell_output", {name: figures})
         if figures["output_bytes"] > TARGET_BYTES:

@@ -105,7 +105,26 @@ def host_activity(profile: Profile) -> tuple[float, float] | None:
     """(host busy seconds, of which hidden under device time): the main thread counts as busy
     whenever it was not waiting on the runtime (the trace's ``sync_wait`` spans). Known only
     where the runtime's trace gave the device runs (not for estimates): over the trace's
-    window when it closed before the cell ended."""
+    window when it closed before the cell ended.
+
+    Kept for the spans frame last asked about, as :func:`traced_window` is: the account line
+    of a cell's text and of its HTML each ask."""
+    global _last_host
+    spans = profile.spans
+    key = (len(spans), profile.started_at, profile.wall_seconds)
+    if _last_host[1] == key and _last_host[0]() is spans:
+        return _last_host[2]
+    found = _host_activity(profile)
+    _last_host = (weakref.ref(spans), key, found)
+    return found
+
+
+_last_host: tuple[
+    Callable[[], pd.DataFrame | None], tuple[int, float, float], tuple[float, float] | None
+] = (_no_frame, (0, 0.0, 0.0), None)
+
+
+def _host_activity(profile: Profile) -> tuple[float, float] | None:
     if not profile.wall_seconds or not profile.started_at or profile.spans.empty:
         return None
     lanes, starts, ends, estimated = _lane_arrays(profile)

@@ -69,6 +69,9 @@ class Profile:
     step_times: pd.DataFrame = field(default_factory=lambda: empty_frame("step_times"))
     live_arrays: pd.DataFrame = field(default_factory=lambda: empty_frame("live_arrays"))
     temporaries: pd.DataFrame = field(default_factory=lambda: empty_frame("temporaries"))
+    _summary_cache: tuple[tuple[Any, ...], tuple[pd.DataFrame, ...], dict[str, Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """All frames by name."""
@@ -78,7 +81,24 @@ class Profile:
         """Headline numbers: compiles, compile_seconds, executions, execute_seconds,
         transfers, wall_seconds, and the ``fallbacks`` counted by kind (:data:`HOST_KINDS`):
         syncs (values read back), dynamic_shapes, host_callbacks, host_inputs and
-        fallback_ops (CPU fallbacks: ops without a lowering)."""
+        fallback_ops (CPU fallbacks: ops without a lowering).
+
+        Kept until a frame it reads is replaced or changes length, or the backends or the
+        wall time change: a cell's headline, HTML and text each ask."""
+        frames = (self.compiles, self.executions, self.fallbacks, self.metrics, self.counters)
+        key = (*(len(frame) for frame in frames), tuple(self.backends), self.wall_seconds)
+        cached = self._summary_cache
+        if (
+            cached is not None
+            and cached[0] == key
+            and all(kept is frame for kept, frame in zip(cached[1], frames, strict=True))
+        ):
+            return dict(cached[2])
+        numbers = self._summary()
+        self._summary_cache = (key, frames, numbers)
+        return dict(numbers)
+
+    def _summary(self) -> dict[str, Any]:
         executions = self.executions
         numbers = {
             "compiles": int(len(self.compiles)),

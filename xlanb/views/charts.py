@@ -393,22 +393,26 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
     span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
     unit, factor = time_unit(span)
     data = []
+    # numpy columns, masked per lane: a pandas selection per lane and column cost ~10 ms a cell
+    lanes = events["lane"].to_numpy(dtype=object)
+    rows_of, names_of = events["row"].to_numpy(dtype=object), events["name"].to_numpy(dtype=object)
+    starts, ends = events["start"].to_numpy(dtype=float), events["end"].to_numpy(dtype=float)
     for lane in ("device", "op", "compile", "transfer", "sync_wait", "trace"):
-        rows = events[events["lane"] == lane]
-        if rows.empty:
+        chosen = lanes == lane
+        if not chosen.any():
             continue
-        durations = ((rows["end"] - rows["start"]) * factor).clip(lower=span * factor / 400)
-        exact = ((rows["end"] - rows["start"]) * factor).round(6).tolist()
+        lasting = (ends[chosen] - starts[chosen]) * factor
+        exact = np.round(lasting, 6).tolist()
         data.append(
             {
                 "type": "bar",
                 "orientation": "h",
                 "name": lane,
-                "y": rows["row"].tolist(),
-                "x": durations.round(6).tolist(),
-                "base": (rows["start"] * factor).round(6).tolist(),
+                "y": rows_of[chosen].tolist(),
+                "x": np.round(np.maximum(lasting, span * factor / 400), 6).tolist(),
+                "base": np.round(starts[chosen] * factor, 6).tolist(),
                 "customdata": [
-                    [name, value] for name, value in zip(rows["name"], exact, strict=True)
+                    [name, value] for name, value in zip(names_of[chosen], exact, strict=True)
                 ],
                 "marker": {"color": LANE_COLORS[lane]},
                 "hovertemplate": f"{lane} %{{customdata[0]}}<br>starts %{{base:.4g}} "

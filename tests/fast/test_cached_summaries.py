@@ -1,0 +1,110 @@
+"""The end of a cell asks for `Profile.summary` and `host_activity` several times (headline,
+HTML, text) and keeps each answer: a profile changed afterwards (a frame replaced, rows added,
+the wall time or backends changed) gets a fresh one, never a stale one."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlanb.analysis.breakdown import host_activity
+from xlanb.core.profile import Profile
+from xlanb.core.schema import make_frame
+
+STARTED = 1_000.0
+
+
+def _executions(count: int, seconds: float) -> pd.DataFrame:
+    row = {"backend": "jax", "graph": "jit_step", "seconds": seconds, "time": STARTED}
+    return make_frame("executions", [{**row, "count": count}])
+
+
+def _spans(device: list[tuple[float, float]], waits: list[tuple[float, float]]) -> pd.DataFrame:
+    rows = [
+        {
+            "backend": "jax",
+            "lane": lane,
+            "name": "jit_step" if lane == "device" else "wait",
+            "graph": "jit_step" if lane == "device" else None,
+            "start": STARTED + start,
+            "seconds": seconds,
+            "estimated": False,
+        }
+        for lane, spans in (("device", device), ("sync_wait", waits))
+        for start, seconds in spans
+    ]
+    return make_frame("spans", rows)
+
+
+def _profile() -> Profile:
+    return Profile(
+        name="cached",
+        backends=["jax"],
+        started_at=STARTED,
+        wall_seconds=1.0,
+        executions=_executions(3, 0.3),
+        spans=_spans([(0.1, 0.2), (0.5, 0.2)], [(0.1, 0.2)]),
+    )
+
+
+def test_summary_follows_a_replaced_frame_the_wall_time_and_added_fallbacks():
+    profile = _profile()
+    first = profile.summary()
+    assert (first["executions"], first["execute_seconds"], first["wall_seconds"]) == (3, 0.3, 1.0)
+
+    first["executions"] = 99  # the caller's copy: the kept answer is not changed by it
+    assert profile.summary()["executions"] == 3
+
+    profile.executions = _executions(7, 0.7)
+    assert (profile.summary()["executions"], profile.summary()["execute_seconds"]) == (7, 0.7)
+
+    profile.wall_seconds = 2.5
+    assert profile.summary()["wall_seconds"] == 2.5
+
+    assert profile.summary()["syncs"] == 0
+    profile.fallbacks = make_frame(
+        "fallbacks",
+        [
+            {
+                "backend": "jax",
+                "op": "item",
+                "count": 4,
+                "cause": "item",
+                "advice": "",
+                "location": "",
+                "cell_line": 2,
+            }
+        ],
+    )
+    assert profile.summary()["syncs"] == 4
+
+    # a frame grown in place (same object, more rows) is read again too
+    profile.executions.loc[len(profile.executions)] = ["jax", "jit_other", 0.1, STARTED, 1]
+    assert profile.summary()["executions"] == 8
+
+
+def test_summary_of_two_profiles_with_equal_frames_sizes_is_each_its_own():
+    one, other = _profile(), _profile()
+    other.executions = _executions(5, 0.5)
+    assert one.summary()["executions"] == 3
+    assert other.summary()["executions"] == 5
+    assert one.summary()["executions"] == 3
+
+
+def test_host_activity_follows_the_spans_and_the_wall_time():
+    profile = _profile()
+    busy, hidden = host_activity(profile)
+    # busy whenever not waiting: 1.0 s of wall less the 0.2 s wait
+    assert round(busy, 6) == 0.8
+    assert host_activity(profile) == (busy, hidden)
+
+    profile.wall_seconds = 2.0
+    longer = host_activity(profile)
+    assert round(longer[0], 6) == 1.8
+
+    profile.spans = _spans([(0.1, 0.2), (0.5, 0.2)], [(0.1, 0.2), (0.5, 0.4)])
+    waited = host_activity(profile)
+    assert round(waited[0], 6) == 1.4
+
+    other = _profile()  # another profile asked in between: each gets its own answer
+    assert round(host_activity(other)[0], 6) == 0.8
+    assert host_activity(profile) == waited
