@@ -7,6 +7,7 @@ import importlib.util
 import os
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import nbformat
 from nbclient import NotebookClient
@@ -93,14 +94,47 @@ def profile_texts(notebook) -> dict[str, str]:
 
 
 def packed_graphs(html: str) -> list[dict]:
-    """The graph viewers' payloads in `html` (packed: gzip, base64), decoded."""
+    """The graph viewers' payloads in `html` (packed: gzip, base64), decoded; one sent as a
+    patch of another on the page (a report's, ``data-base``) rebuilt."""
     import base64
     import gzip
     import json
     import re
 
-    found = re.findall(r'<script type="application/x-xlanb-gzip-base64">([^<]*)</script>', html)
-    return [json.loads(gzip.decompress(base64.b64decode(text))) for text in found]
+    found = re.findall(
+        r'<script type="application/x-xlanb-gzip-base64"(?: id="([^"]+)")?'
+        r'(?: data-base="([^"]+)")?>([^<]*)</script>',
+        html,
+    )
+    by_id: dict[str, dict] = {}
+    payloads = []
+    for script_id, base, text in found:
+        if script_id == "xlanb-plotly":  # a report's plotly.js, packed the same way
+            continue
+        data = json.loads(gzip.decompress(base64.b64decode(text)))
+        if base:
+            data = applied_patch(by_id[base], data)
+        if script_id:
+            by_id[script_id] = data
+        payloads.append(data)
+    return payloads
+
+
+def applied_patch(base: Any, patch: dict[str, Any]) -> Any:
+    """`base` changed by a payload patch: what the viewer's ``applyPatch`` (static/ui.js)
+    does, to read a patch here."""
+    if "v" in patch:
+        return patch["v"]
+    if "k" in patch:
+        out = dict(base)
+        out.update({key: applied_patch(base.get(key), part) for key, part in patch["k"].items()})
+        for key in patch.get("drop", []):
+            del out[key]
+        return out
+    out = (base + [None] * patch["a"])[: patch["a"]]
+    for index, value in zip(patch["s"][::2], patch["s"][1::2], strict=True):
+        out[index] = value
+    return out
 
 
 def check_unprofiled_compiles_are_remembered(

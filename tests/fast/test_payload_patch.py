@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import applied_patch
 from xlanb.graphs import parse
 from xlanb.views.graph_viewer import graph_fragment, payload
 from xlanb.views.graph_viewer.patch import PagePayloads
@@ -27,22 +28,6 @@ def _sent(fragment: str) -> tuple[str, str | None, Any]:
     )
     assert found is not None, fragment[:300]
     return found[1], found[2], json.loads(gzip.decompress(base64.b64decode(found[3])))
-
-
-def _applied(base: Any, patch: dict[str, Any]) -> Any:
-    """What static/ui.js's applyPatch does, to read a patch here."""
-    if "v" in patch:
-        return patch["v"]
-    if "k" in patch:
-        out = dict(base)
-        out.update({key: _applied(base.get(key), part) for key, part in patch["k"].items()})
-        for key in patch.get("drop", []):
-            del out[key]
-        return out
-    out = (base + [None] * patch["a"])[: patch["a"]]
-    for index, value in zip(patch["s"][::2], patch["s"][1::2], strict=True):
-        out[index] = value
-    return out
 
 
 def test_a_recompile_is_a_patch_and_an_unlike_graph_travels_whole():
@@ -64,7 +49,7 @@ def test_a_recompile_is_a_patch_and_an_unlike_graph_travels_whole():
 
     patch_id, patch_base, patch = _sent(graph_fragment(recompiled, packed=True, page=page))
     assert patch_base == first_id and patch_id != first_id
-    rebuilt = _applied(first_sent, patch)
+    rebuilt = applied_patch(first_sent, patch)
     assert rebuilt == payload(recompiled, start_strings=first_sent["strings"])
     assert rebuilt["strings"][: len(first_sent["strings"])] == first_sent["strings"]
     assert len(json.dumps(patch)) < 0.9 * len(json.dumps(rebuilt))
