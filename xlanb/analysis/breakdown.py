@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,58 +71,57 @@ def traced_window_name(profile: Profile) -> str | None:
     return _window(profile)[1]
 
 
+class _LastAnswer:
+    """An answer kept for the spans frame last asked about (held weakly) and a `key` of what
+    else it read: asked again for the same, it is not computed again."""
+
+    def __init__(self) -> None:
+        self._spans: Callable[[], pd.DataFrame | None] = lambda: None
+        self._key: Any = None
+        self._value: Any = None
+
+    def get(self, spans: pd.DataFrame, key: Any, compute: Callable[[], Any]) -> Any:
+        if self._key == key and self._spans() is spans:
+            return self._value
+        value = compute()
+        self._spans, self._key, self._value = weakref.ref(spans), key, value
+        return value
+
+
+#: The summary, the account line, the steps and the charts each ask for the trace's window
+#: (ten times a cell, each a few ms on a few thousand spans); a cell's text and its HTML each
+#: ask for the host's activity.
+_WINDOW, _HOST = _LastAnswer(), _LastAnswer()
+
+
 def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
-    """The trace window and its name, kept for the spans frame last asked about: the
-    summary, the account line, the steps and the charts each ask (ten times a cell, each a
-    few ms on a few thousand spans)."""
-    global _last_window
-    spans, size = profile.spans, len(profile.spans)
-    if _last_window[1] == size and _last_window[0]() is spans:
-        return _last_window[2]
-    found: tuple[tuple[float, float] | None, str | None] = (None, None)
-    if size:
-        lanes = spans["lane"].to_numpy(dtype=object)
-        trace = np.flatnonzero(lanes == "trace")
-        names = spans["name"].to_numpy(dtype=object)[trace]
-        windows = trace[names != WHOLE_TRACE]
-        if len(windows):
-            starts = spans["start"].to_numpy(dtype=float)[windows]
-            ends = starts + spans["seconds"].to_numpy(dtype=float)[windows]
-            found = (float(starts.min()), float(ends.max())), str(names[names != WHOLE_TRACE][0])
-    _last_window = (weakref.ref(spans), size, found)
-    return found
+    """The trace window and its name (kept, :data:`_WINDOW`)."""
+    spans = profile.spans
+    return _WINDOW.get(spans, len(spans), lambda: _find_window(spans))
 
 
-def _no_frame() -> None:
-    return None
-
-
-_last_window: tuple[
-    Callable[[], pd.DataFrame | None], int, tuple[tuple[float, float] | None, str | None]
-] = (_no_frame, 0, (None, None))
+def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str | None]:
+    if spans.empty:
+        return None, None
+    lanes = spans["lane"].to_numpy(dtype=object)
+    trace = np.flatnonzero(lanes == "trace")
+    names = spans["name"].to_numpy(dtype=object)[trace]
+    windows = trace[names != WHOLE_TRACE]
+    if not len(windows):
+        return None, None
+    starts = spans["start"].to_numpy(dtype=float)[windows]
+    ends = starts + spans["seconds"].to_numpy(dtype=float)[windows]
+    return (float(starts.min()), float(ends.max())), str(names[names != WHOLE_TRACE][0])
 
 
 def host_activity(profile: Profile) -> tuple[float, float] | None:
     """(host busy seconds, of which hidden under device time): the main thread counts as busy
     whenever it was not waiting on the runtime (the trace's ``sync_wait`` spans). Known only
     where the runtime's trace gave the device runs (not for estimates): over the trace's
-    window when it closed before the cell ended.
-
-    Kept for the spans frame last asked about, as :func:`traced_window` is: the account line
-    of a cell's text and of its HTML each ask."""
-    global _last_host
+    window when it closed before the cell ended. Kept (:data:`_HOST`)."""
     spans = profile.spans
     key = (len(spans), profile.started_at, profile.wall_seconds)
-    if _last_host[1] == key and _last_host[0]() is spans:
-        return _last_host[2]
-    found = _host_activity(profile)
-    _last_host = (weakref.ref(spans), key, found)
-    return found
-
-
-_last_host: tuple[
-    Callable[[], pd.DataFrame | None], tuple[int, float, float], tuple[float, float] | None
-] = (_no_frame, (0, 0.0, 0.0), None)
+    return _HOST.get(spans, key, lambda: _host_activity(profile))
 
 
 def _host_activity(profile: Profile) -> tuple[float, float] | None:
