@@ -21,6 +21,7 @@ the list says what is big, not what adds up.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any, NamedTuple
 
@@ -81,7 +82,9 @@ _PACKAGE = "xlanb.xla"
 _F = FIELD
 
 
-def _build_messages() -> dict[str, Any]:
+@functools.cache
+def _messages() -> dict[str, Any]:
+    """The message classes, built on first use (most profiles never read a buffer assignment)."""
     proto = ProtoFile("xlanb/buffer_assignment.proto", _PACKAGE)
     message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -136,8 +139,6 @@ def _build_messages() -> dict[str, Any]:
     return proto.classes(("BufferAssignment", "HloModule", "HloModuleId"))
 
 
-_MESSAGES: dict[str, Any] = {}
-
 #: ``xla.PrimitiveType`` numbers -> the dtype names the HLO text uses.
 _ELEMENT_TYPES = {
     1: "pred",
@@ -165,10 +166,8 @@ def temporaries_from_proto(
 ) -> list[Temporary]:
     """The `limit` largest temporaries of a serialized ``BufferAssignmentProto``, named through
     the serialized ``HloModuleProto`` of the same executable; [] when either does not parse."""
-    if not _MESSAGES:
-        _MESSAGES.update(_build_messages())
     try:
-        buffers = _MESSAGES["BufferAssignment"].FromString(assignment)
+        buffers = _messages()["BufferAssignment"].FromString(assignment)
     except DecodeError:
         return []
     defined = {buffer.id: buffer for buffer in buffers.logical_buffers}
@@ -208,10 +207,8 @@ def temporaries_from_proto(
 def hlo_module_id(module: bytes) -> int | None:
     """The id of a serialized ``HloModuleProto``: the device trace's ``program_id`` of its
     runs (JAX); None when it does not parse."""
-    if not _MESSAGES:
-        _MESSAGES.update(_build_messages())
     try:
-        return int(_MESSAGES["HloModuleId"].FromString(module).id)
+        return int(_messages()["HloModuleId"].FromString(module).id)
     except DecodeError:
         return None
 
@@ -219,7 +216,7 @@ def hlo_module_id(module: bytes) -> int | None:
 def _instructions(module: bytes, wanted: set[int]) -> dict[int, Any]:
     """Instruction id -> instruction, for the `wanted` ids."""
     found = {}
-    for computation in _MESSAGES["HloModule"].FromString(module).computations:
+    for computation in _messages()["HloModule"].FromString(module).computations:
         for instruction in computation.instructions:
             if instruction.id in wanted:
                 found[instruction.id] = instruction

@@ -9,12 +9,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-#: Paths of installed libraries (and xlanb itself): frames there are not the user's code.
-_LIBRARY_MARKERS = (
-    os.sep + "site-packages" + os.sep,
-    os.sep + "dist-packages" + os.sep,
-    os.sep + "xlanb" + os.sep,
-)
+#: Where installed libraries live: frames there (and in xlanb itself) are not the user's code.
+_SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+_XLANB_DIR = os.sep + "xlanb" + os.sep
 #: How far up from a file's directory an install directory is looked for.
 _INSTALL_DEPTH = 8
 
@@ -24,7 +21,7 @@ def _install_root(directory: str) -> str | None:
     """The install directory above `directory` (ending in a separator), or None: a
     ``site-packages``, or an import path entry holding an installed distribution's
     ``*.dist-info`` (a ``pip install --target`` directory on ``PYTHONPATH``)."""
-    for marker in _LIBRARY_MARKERS[:2]:
+    for marker in _SITE_MARKERS:
         if marker in directory + os.sep:
             return (directory + os.sep).rsplit(marker, 1)[0] + marker
     entries = {os.path.abspath(entry) for entry in sys.path if entry}
@@ -55,7 +52,7 @@ def library_root(filename: str) -> str | None:
 
 
 def _in_library(filename: str) -> bool:
-    return os.sep + "xlanb" + os.sep in filename or library_root(filename) is not None
+    return _XLANB_DIR in filename or library_root(filename) is not None
 
 
 # "  train_step (/tmp/train.py:13)": how PyTorch/XLA and torch._lazy print a Python frame.
@@ -104,7 +101,7 @@ def frame_location(
 _RUNTIME_PARTS = (
     os.sep + "torch_xla" + os.sep,
     os.sep + "torch" + os.sep + "_",
-    os.sep + "xlanb" + os.sep,
+    _XLANB_DIR,
 )
 
 
