@@ -11,9 +11,7 @@ is not in the page: the viewer shows each node's instruction).
 
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
 import itertools
 import os
 from pathlib import Path
@@ -51,26 +49,23 @@ PLOTLY_JS = Path(__file__).parent / "static" / "plotly-basic.min.js"
 
 @functools.cache
 def _packed_plotly_js() -> str:
-    from xlanb.views.graph_viewer.payload import PACKED_TYPE
+    from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
 
-    packed = base64.b64encode(gzip.compress(PLOTLY_JS.read_bytes(), 9, mtime=0)).decode()
+    packed = packed_bytes(PLOTLY_JS.read_bytes(), 9)
     return f'<script type="{PACKED_TYPE}" id="xlanb-plotly">{packed}</script>'
 
 
-#: Unpacks plotly.js (the browser's DecompressionStream, as the graph viewer's payloads) and
-#: runs it: ``xlanbPlotly`` is the promise of ``Plotly`` that each chart waits for (a chart
-#: says why it is not drawn where it fails).
+#: Unpacks plotly.js with the graph viewer's unpacker (the browser's DecompressionStream; the
+#: viewer's script comes first on the page) and runs it: ``xlanbPlotly`` is the promise of
+#: ``Plotly`` that each chart waits for (a chart says why it is not drawn where it fails).
 _PLOTLY_LOADER = """<script>globalThis.xlanbPlotly = (function () {
   if (typeof DecompressionStream === "undefined") {
     var failed = Promise.reject(new Error("no DecompressionStream in this browser"));
     failed.catch(function () {});  // each chart says it; not an unhandled rejection
     return failed;
   }
-  var binary = atob(document.getElementById("xlanb-plotly").textContent.trim());
-  var bytes = new Uint8Array(binary.length);
-  for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
-  var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return new Response(stream).text().then(function (source) {
+  var packed = document.getElementById("xlanb-plotly").textContent;
+  return globalThis.XlanbGraph.unpack(packed).then(function (source) {
     var script = document.createElement("script");
     script.textContent = source;
     document.head.appendChild(script);
@@ -196,7 +191,7 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
         f"<title>{escape(heading)}</title>"
         f"<style>{STYLE}{PAGE_STYLE}</style>"
-        f"{_packed_plotly_js()}{_PLOTLY_LOADER}{viewer_assets()}</head>"
+        f"{viewer_assets()}{_packed_plotly_js()}{_PLOTLY_LOADER}</head>"
         f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
 

@@ -3,9 +3,7 @@ whole page, a parse error with the text, a diff of two graphs."""
 
 from __future__ import annotations
 
-import base64
 import functools
-import gzip
 import itertools
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -24,6 +22,7 @@ from xlanb.views.graph_viewer.payload import (
     PACKED_TYPE,
     graph_title,
     json_for_script,
+    packed_bytes,
     packed_for_script,
     payload,
 )
@@ -82,7 +81,7 @@ def viewer_version() -> str:
 @cache
 def _packed_script() -> str:
     source = viewer_script() + "\nglobalThis.XlanbGraph.mountAll();\n"
-    return base64.b64encode(gzip.compress(source.encode("utf-8"), 9, mtime=0)).decode("ascii")
+    return packed_bytes(source.encode("utf-8"), 9)
 
 
 #: Runs the packed viewer script of its version (%s) once per page, then mounts the graphs.

@@ -432,7 +432,13 @@ def packed_for_script(data: Any) -> str:
     text = json_visible_bidi(
         json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     )
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), 6, mtime=0)).decode("ascii")
+    return packed_bytes(text.encode("utf-8"))
+
+
+def packed_bytes(raw: bytes, level: int = 6) -> str:
+    """`raw` gzip-compressed and base64-encoded, as a :data:`PACKED_TYPE` script holds it
+    (deterministic: no timestamp); the page unpacks it with ``DecompressionStream``."""
+    return base64.b64encode(gzip.compress(raw, level, mtime=0)).decode("ascii")
 
 
 def json_for_script(data: Any) -> str:

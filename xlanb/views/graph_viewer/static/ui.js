@@ -484,7 +484,7 @@
   // ---- mounting --------------------------------------------------------------------------
   var PACKED = "application/x-xlanb-gzip-base64";
 
-  /** The JSON text of a packed payload (gzip, base64): a promise. */
+  /** The text of a packed script (gzip, base64): a promise. */
   function unpack(base64) {
     var binary = atob(base64.trim());
     var bytes = new Uint8Array(binary.length);
@@ -614,5 +614,6 @@
   }
   ns.mount = mount;
   ns.mountAll = mountAll;
+  ns.unpack = unpack;  // a report's plotly.js is packed the same way (views/report.py)
   ns.complete = true;
 })(typeof globalThis !== "undefined" ? globalThis : this);
