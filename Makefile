@@ -15,6 +15,13 @@ PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
 # What the runtime-specific tests need in the extra environments (no browser, no Jupyter server).
 COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
 CHROMIUM := /usr/bin/chromium
+# pip keeps no copy of what it downloads: PyPI's torch 2.7 and 2.9 are CUDA builds, about 3.5 GB
+# of wheels each, which a cache would hold a second time on the disk.
+export PIP_NO_CACHE_DIR := 1
+# KEEP_ENVS=0 (what CI runs): each extra environment is removed once its tests have run, so the
+# disk holds .venv and at most one other at a time (about 14 GB at the peak instead of 26).
+KEEP_ENVS ?= 1
+PRUNE := $(if $(filter 0,$(KEEP_ENVS)),rm -rf,@true)
 
 .PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-xla \
 	test-compat-lazy demo bench lint clean
@@ -68,6 +75,7 @@ test-main: $(VENV)/.ready $(CHROMIUM)
 
 test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
+	$(PRUNE) $(VENV_XLA)
 
 # The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), then
 # torch_xla 2.7 and torch._lazy on torch 2.7 (two processes: torch_xla replaces the lazy
@@ -77,12 +85,14 @@ test-compat: test-compat-jax test-compat-xla test-compat-lazy
 test-compat-jax: $(VENV_JAX_OLD)/.ready
 	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py \
 	  tests/test_time_account.py
+	$(PRUNE) $(VENV_JAX_OLD)
 
 test-compat-xla: $(VENV_XLA_OLD)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla
 
 test-compat-lazy: $(VENV_XLA_OLD)/.ready
 	$(PY_XLA_OLD) -m pytest -q tests/test_torch_lazy.py
+	$(PRUNE) $(VENV_XLA_OLD)
 
 test: setup lint test-fast test-main test-xla test-compat
 
