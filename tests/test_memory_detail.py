@@ -90,6 +90,24 @@ def test_the_timeline_has_a_memory_lane_with_live_memory_and_each_runs_compiled_
     run("mt_lane.clear()")
 
 
+def test_a_program_run_hundreds_of_times_draws_at_most_a_rows_worth_of_peak_markers(run, shell):
+    """450 runs of one program: the memory lane marks its compiled peak at no more runs than a
+    timeline row draws bars (a marker a run made the figure grow with the loop)."""
+    from xlanb.views.charts import ROW_BARS, timeline_figure
+
+    run("mt_many = jax.jit(lambda x: x + 1)")
+    run(
+        "%%xla_profile -b jax -q --trace-runs 0 --var prof\n"
+        "mt_x = jnp.ones(8)\nfor i in range(450):\n    mt_x = mt_many(mt_x)\n"
+        "_ = mt_x.block_until_ready()"
+    )
+    prof = shell.user_ns["prof"]
+    runs = prof.spans[(prof.spans["lane"] == "device") & (prof.spans["graph"] == "jit(<lambda>)")]
+    assert len(runs) == 450  # the device trace saw every run
+    lane = {t["name"]: t for t in timeline_figure(prof)["data"] if t.get("yaxis") == "y2"}
+    assert ROW_BARS // 2 <= len(lane["program peak"]["x"]) <= ROW_BARS
+
+
 def test_arrays_left_alive_say_where_they_were_made(run, shell):
     """JAX keeps the Python stack that made each array: the groups a cell left alive name the
     cell line that made them (through a helper defined in another cell: the line that called

@@ -370,10 +370,10 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
         if known is None:
             continue
         starts = (rows["start"] - profile.started_at).to_numpy(dtype=float)
-        step = max(len(starts) // ROW_BARS, 1)  # as many markers as the timeline draws bars
-        points.extend((float(start), known[0], known[1]) for start in starts[::step])
+        points.extend((float(start), known[0], known[1]) for start in starts)
     if points:
         points.sort()
+        points = points[:: -(-len(points) // ROW_BARS)]  # at most as many as a row's bars
         series.append(
             {
                 "name": "program peak",
