@@ -66,7 +66,7 @@ def test_timeline_draws_the_time_account_lanes(loop_profile):
     spans = loop_profile.spans
     # torch._lazy: each mark_step is a compile span, a device span or both (estimated); with
     # JAX imported by earlier tests, its trace adds its own (sync_wait) spans
-    assert set(lanes) == set(spans["lane"]) >= {"compile", "device"}
+    assert set(lanes) == set(spans[spans["seconds"] > 0]["lane"]) >= {"compile", "device"}
     compiled = (spans["lane"] == "compile").sum()
     assert len(lanes["compile"].x) == compiled >= 1
     assert len(lanes["device"].x) == (spans["lane"] == "device").sum() >= 31 - compiled

@@ -233,8 +233,10 @@ LANE_COLORS = {
 def lane_events(profile: Profile) -> pd.DataFrame:
     """The time account's spans as rows of a timeline: one row per program for device runs,
     one each for compile, transfer and sync_wait; start and end in seconds after the cell
-    started."""
+    started. Spans that lasted no time draw no bar: the runtime marks every donation and usage
+    check as a 0 s wait, and at the minimum bar width they looked like waiting."""
     spans = profile.spans
+    spans = spans[spans["seconds"] > 0] if not spans.empty else spans
     if spans.empty:
         return pd.DataFrame(columns=["row", "lane", "start", "end", "name"])
     # column-wise: a long cell has thousands of spans (a row dict each took ~0.1 s)
