@@ -404,7 +404,8 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
         if not chosen.any():
             continue
         lasting = (ends[chosen] - starts[chosen]) * factor
-        exact = [float(f"{value:.6g}") for value in lasting]  # a 0.3 µs wait in a 2 s cell
+        # significant figures, not decimals of the unit: a 0.3 µs wait in a 2 s cell is not 0
+        exact = [float(f"{value:.6g}") for value in lasting]
         data.append(
             {
                 "type": "bar",
