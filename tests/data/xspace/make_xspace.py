@@ -22,6 +22,11 @@ Fixtures (one ``<host>.xplane.pb`` of one trace each, renamed, plus a JSON of Py
   ``block_until_ready`` (see :func:`record_jax_queued`): thunks without ``run_id``, each run's
   thunks launched on a client thread before its ``ThunkExecutor::Execute (wait for
   completion)`` span, most of the run's work inside that wait.
+- ``jax_cut_mm``, ``jax06_cut_mm``, ``jax06_cut_inline_mm`` (``.xplane.pb`` / ``.json``): JAX
+  0.10.2 and 0.6.1: 3 waited runs of the same matmul program, then 3 calls without waiting and
+  ``stop_trace`` while the first queued run had started (see :func:`record_jax_cut`): the
+  trace holds its first thunks but not its wait (0.10: a ``run_id`` no wait names; 0.6: its
+  first thunk on a client thread with no wait in the trace, or after the last wait of one).
 - ``torch_xla_mlp.xplane.pb`` / ``.json``: ``torch_xla.debug.profiler.start_trace``; a
   64-128-10 MLP, SGD, 5 training steps each ending in ``torch_xla.sync()``, then
   ``loss.item()``. The first step compiles inside the trace.
@@ -372,9 +377,73 @@ def record_jax_queued() -> None:
     _save("jax06_queued_mm", log_dir, info)
 
 
+WAIT_SPAN = "ThunkExecutor::Execute (wait for completion)"
+
+
+def _cut_kind(events) -> str | None:
+    """How the trace of :func:`record_jax_cut` holds its cut run, if it holds one: ``run_id``
+    (a run whose ops carry a run id that no wait span names), ``other_line`` (no run ids: a
+    thunk on a client thread with no wait in the trace) or ``same_line`` (no run ids: thunks
+    after the last wait on a thread that has waits)."""
+    ops = events[events["hlo_op"].notna()]
+    waits = events[events["name"] == WAIT_SPAN]
+    if ops["run_id"].notna().all():
+        return "run_id" if not set(ops["run_id"]) <= set(waits["run_id"].dropna()) else None
+    clients = ops[ops["line"].str.contains("Client")]
+    if not clients["line"].isin(set(waits["line"])).all():
+        return "other_line"
+    last_wait = waits.groupby("line")["start_ns"].max()
+    after = clients["start_ns"].to_numpy() > clients["line"].map(last_wait).to_numpy()
+    return "same_line" if after.any() else None
+
+
+def record_jax_cut(names: dict[str, str], tries: int = 400) -> None:
+    """Traces stopped while a queued run had started: 3 runs of a 1024x1024 matmul program,
+    each waited for, then 3 calls without waiting and ``stop_trace`` after a spin of 0-39 ms,
+    until a trace holds a cut run of each kind in `names` (:func:`_cut_kind` -> fixture
+    name). ``waited_runs`` and ``queued_calls`` say what the trace was asked to hold."""
+    import jax
+    import jax.numpy as jnp
+    import jax.profiler as jp
+
+    from xlanb.formats.xspace import read_xspace
+
+    @jax.jit
+    def mm(a):
+        return jnp.tanh(a @ a) @ a
+
+    big = jax.random.normal(jax.random.key(0), (1024, 1024))
+    mm(big).block_until_ready()
+    wanted = dict(names)
+    for attempt in range(tries):
+        log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
+        before_start = time.time_ns()
+        jp.start_trace(log_dir, profiler_options=_jax_options())
+        for _ in range(3):
+            mm(big).block_until_ready()
+        queued = [mm(big) for _ in range(3)]
+        spin_until = time.perf_counter() + (attempt % 40) / 1000
+        while time.perf_counter() < spin_until:
+            pass
+        jp.stop_trace()
+        after_stop = time.time_ns()
+        queued[-1].block_until_ready()
+        kind = _cut_kind(read_xspace(_newest_xplane(log_dir)).events)
+        if kind in wanted:
+            info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
+            info |= {"before_start_ns": before_start, "after_stop_ns": after_stop}
+            info |= {"waited_runs": 3, "queued_calls": 3, "cut": kind, "attempt": attempt}
+            _save(wanted.pop(kind), log_dir, info)
+        shutil.rmtree(log_dir, ignore_errors=True)
+        if not wanted:
+            return
+    raise SystemExit(f"no trace cut a run as {sorted(wanted)} in {tries} tries")
+
+
 def main(argv: list[str]) -> None:
     if argv and argv[0] == "jax-old":
         record_jax_queued()
+        record_jax_cut({"other_line": "jax06_cut_mm", "same_line": "jax06_cut_inline_mm"})
         return
     if argv and argv[0] in ("jax", "torch_xla"):
         which, measure = argv[0], "--measure" in argv
@@ -385,6 +454,7 @@ def main(argv: list[str]) -> None:
             if which == "jax":
                 record_jax()
                 record_jax_loop()
+                record_jax_cut({"run_id": "jax_cut_mm"})
             else:
                 record_torch_xla()
         return
