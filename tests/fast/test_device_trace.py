@@ -138,3 +138,5 @@ def test_a_run_the_trace_stopped_in_is_not_a_run_nor_in_the_op_counts(fixture):
     # each waited run spans about the same time (the cut one's thunks were not added to one)
     seconds = [s for _, s in runs]
     assert max(seconds) < 1.5 * min(seconds), seconds
+    if info["cut"] == "run_id":  # the runs that size the next window: whole ones only
+        assert device_trace._runs_in(events) == waited

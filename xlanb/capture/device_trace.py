@@ -432,12 +432,17 @@ def _read(trace: Trace, data: bytes | None) -> Any:
 
 
 def _runs_in(events: Any) -> int:
-    """The program runs a trace holds, where its runtime numbers them (JAX's ``run_id``; a
-    window closed on time holds fewer runs than the calls counted under async dispatch)."""
+    """The whole program runs a trace holds, where its runtime numbers them (JAX's ``run_id``;
+    a window closed on time holds fewer runs than the calls counted under async dispatch; a
+    run the window closed in is not one, as in :func:`_cut_runs`)."""
     frame = getattr(events, "events", None)
     if frame is None or frame.empty or "run_id" not in frame:
         return 0
-    return int(frame.loc[frame["hlo_op"].notna(), "run_id"].nunique())
+    ops = frame[frame["hlo_op"].notna()]
+    waited = frame.loc[frame["name"] == WAIT_SPAN, "run_id"].dropna()
+    if not waited.empty and ops["run_id"].notna().all():
+        ops = ops[ops["run_id"].isin(set(waited))]
+    return int(ops["run_id"].nunique())
 
 
 def _parse(trace: Trace, data: bytes | None) -> Any:
