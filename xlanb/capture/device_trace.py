@@ -439,9 +439,9 @@ def _runs_in(events: Any) -> int:
     if frame is None or frame.empty or "run_id" not in frame:
         return 0
     ops = frame[frame["hlo_op"].notna()]
-    waited = frame.loc[frame["name"] == WAIT_SPAN, "run_id"].dropna()
-    if not waited.empty and ops["run_id"].notna().all():
-        ops = ops[ops["run_id"].isin(set(waited))]
+    unwaited = _unwaited_runs(ops, frame)
+    if unwaited is not None:
+        ops = ops[~unwaited]
     return int(ops["run_id"].nunique())
 
 
@@ -824,16 +824,28 @@ def _cut_runs(ops: pd.DataFrame, events: pd.DataFrame, executions: np.ndarray) -
     latest run launched before them (their run was launched on a thread whose wait the trace
     does not hold). Counted, its first thunks made one op's count exceed the runs', and its
     short span lowered the mean that the runs after the window are estimated from."""
-    cut = np.zeros(len(ops), dtype=bool)
-    if not len(executions) or ops.empty:
-        return cut  # a runtime that writes no waits: nothing tells a cut run
-    if ops["run_id"].notna().all():
-        waited = events.loc[events["name"] == WAIT_SPAN, "run_id"].dropna()
-        return cut if waited.empty else ~ops["run_id"].isin(set(waited)).to_numpy(dtype=bool)
+    unwaited = _unwaited_runs(ops, events)
+    if unwaited is not None:
+        return unwaited
+    if not len(executions) or ops.empty or ops["run_id"].notna().all():
+        # no waits, or run ids that no wait carries: nothing tells a cut run
+        return np.zeros(len(ops), dtype=bool)
     starts = ops["start_ns"].to_numpy(dtype=float)
     run = np.maximum(np.searchsorted(executions[:, 0], starts, side="right") - 1, 0)
     done = executions[run, 1]
     return np.isnan(done) | (starts > done)
+
+
+def _unwaited_runs(ops: pd.DataFrame, events: pd.DataFrame) -> np.ndarray | None:
+    """Where every op event of `ops` has JAX's ``run_id`` and the waits of `events` carry it
+    too: which op events belong to a run that no wait names (cut, see :func:`_cut_runs`);
+    else None."""
+    if ops.empty or not ops["run_id"].notna().all():
+        return None
+    waited = events.loc[events["name"] == WAIT_SPAN, "run_id"].dropna()
+    if waited.empty:
+        return None
+    return ~ops["run_id"].isin(set(waited)).to_numpy(dtype=bool)
 
 
 def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]]:
