@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -173,3 +176,45 @@ def {name}(x):
         return y / {factor}, None
     return jax.lax.scan(body, x, None, length={length})[0]
 """
+
+
+def union_seconds(spans: Any, prof: Any) -> float:
+    """Seconds of the union of `spans` within the capture."""
+    start, end = prof.started_at, prof.started_at + prof.wall_seconds
+    covered, last = 0.0, start
+    for begin, seconds in sorted(zip(spans["start"], spans["seconds"], strict=True)):
+        lo, hi = max(begin, last), min(begin + seconds, end)
+        if hi > lo:
+            covered += hi - lo
+            last = hi
+    return covered
+
+
+def assert_one_at_a_time(spans: Any) -> None:
+    """A device runs its programs in turn: `spans` never overlap."""
+    spans = spans.sort_values("start")
+    starts = spans["start"].to_numpy()
+    ends = starts + spans["seconds"].to_numpy()
+    assert (starts[1:] >= ends[:-1] - 1e-9).all(), spans
+
+
+@contextmanager
+def trace_stop_times() -> Iterator[list[float]]:
+    """The times (epoch s) at which each device trace's early stop returned: no run launched
+    after that is in the trace."""
+    from xlanb.capture import device_trace
+
+    times: list[float] = []
+    stop_early = device_trace.Trace.stop_early
+
+    def noting_when_it_stopped(self, note=None):
+        try:
+            return stop_early(self, note)
+        finally:
+            times.append(time.time())
+
+    device_trace.Trace.stop_early = noting_when_it_stopped
+    try:
+        yield times
+    finally:
+        device_trace.Trace.stop_early = stop_early

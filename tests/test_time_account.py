@@ -4,10 +4,9 @@ cell line."""
 
 from __future__ import annotations
 
-import time
-from contextlib import contextmanager
-
 import pytest
+
+from tests.helpers import assert_one_at_a_time, trace_stop_times, union_seconds
 
 jax = pytest.importorskip("jax")
 
@@ -38,48 +37,6 @@ def assert_adds_up(prof):
         "sync_wait",
         "other",
     }
-
-
-def union_seconds(spans, prof) -> float:
-    """Seconds of the union of `spans` within the capture."""
-    start, end = prof.started_at, prof.started_at + prof.wall_seconds
-    covered, last = 0.0, start
-    for begin, seconds in sorted(zip(spans["start"], spans["seconds"], strict=True)):
-        lo, hi = max(begin, last), min(begin + seconds, end)
-        if hi > lo:
-            covered += hi - lo
-            last = hi
-    return covered
-
-
-def assert_one_at_a_time(spans) -> None:
-    """A device runs its programs in turn: `spans` never overlap."""
-    spans = spans.sort_values("start")
-    starts = spans["start"].to_numpy()
-    ends = starts + spans["seconds"].to_numpy()
-    assert (starts[1:] >= ends[:-1] - 1e-9).all(), spans
-
-
-@contextmanager
-def trace_stop_times():
-    """The times (epoch s) at which each device trace's early stop returned: no run launched
-    after that is in the trace."""
-    from xlanb.capture import device_trace
-
-    times: list[float] = []
-    stop_early = device_trace.Trace.stop_early
-
-    def noting_when_it_stopped(self, note=None):
-        try:
-            return stop_early(self, note)
-        finally:
-            times.append(time.time())
-
-    device_trace.Trace.stop_early = noting_when_it_stopped
-    try:
-        yield times
-    finally:
-        device_trace.Trace.stop_early = stop_early
 
 
 def profile_mm_loop(run, shell, var: str, steps: int, options: str = ""):
