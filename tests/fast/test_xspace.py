@@ -10,7 +10,6 @@ import gzip
 import json
 import os
 import random
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -176,14 +175,6 @@ def test_parse_bytes_equals_read_file():
     a = X.read_xspace(XLA_PB).events
     b = X.parse_xspace(XLA_PB.read_bytes()).events
     pd.testing.assert_frame_equal(a, b)
-
-
-def test_reading_is_fast_enough():
-    # a smoke bound (~600 events); a 20 MB / 810k-event JAX trace reads in ~2 s on 2 cores
-    data = JAX_PB.read_bytes()
-    t = time.perf_counter()
-    X.parse_xspace(data)
-    assert time.perf_counter() - t < 1.0
 
 
 # ------------------------------------------------------------------------------------ errors
