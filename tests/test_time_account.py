@@ -550,7 +550,7 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     # the trace stopped never is
     launched = shell.user_ns["ta_launched"]
     assert len(stopped) == 1
-    assert limit <= len(measured) <= sum(t < stopped[0] for t in launched)
+    assert 1 <= len(measured) <= sum(t < stopped[0] for t in launched)
     assert window == f"device trace: first {len(measured)} runs"
     # every op counted once in each traced run (a run the window's stop cut short is not one)
     assert (prof.ops["count"] == len(measured)).all(), prof.ops[["op", "count"]]
@@ -587,7 +587,8 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     launched = shell.user_ns["ta_launched"]
     assert len(stopped) == 1
     in_time = sum(t < stopped[0] for t in launched)
-    assert device_trace.MIN_WINDOW_RUNS <= len(measured) <= in_time, (len(measured), in_time)
+    # (the window counts launches: under load fewer than MIN_WINDOW_RUNS may have run by then)
+    assert 1 <= len(measured) <= in_time, (len(measured), in_time)
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
     assert window == f"device trace: first {len(measured)} runs"
     row = prof.executions.set_index("graph").loc["jit(ta_first_chain)"]
@@ -599,6 +600,8 @@ def test_a_compile_after_the_first_run_does_not_use_up_a_first_window(run, shell
     """A cell's first trace whose first runs are eager conversions (a NumPy batch made a JAX
     array), then the step, compiled in the cell (over a second): the window's second of runs
     counts run time, not the compile (it closed at 5 runs, 1 run of the step, the warm-up)."""
+    from xlanb.capture import device_trace
+
     run(
         "def tw_step(x, w):\n    for i in range(600):\n"
         "        x = jnp.sin(x @ w) * (1 + i % 3)\n    return x\n"
@@ -606,7 +609,8 @@ def test_a_compile_after_the_first_run_does_not_use_up_a_first_window(run, shell
         "import numpy as np\ntw_batch = np.ones((16, 16))\ntw_w = jnp.ones((16, 16))"
     )
     run(
-        "%%xla_profile -b jax -q --var tw_first\nfor _ in range(20):\n"
+        "%%xla_profile -b jax -q --var tw_first\nimport time\ntw_started = time.time()\n"
+        "for _ in range(20):\n"
         "    xb = jnp.asarray(tw_batch, jnp.float32)\n    out = tw_step(xb, tw_w)\n"
         "out.block_until_ready()"
     )
@@ -617,5 +621,13 @@ def test_a_compile_after_the_first_run_does_not_use_up_a_first_window(run, shell
         & ~prof.spans["estimated"]
         & (prof.spans["graph"] == "jit(tw_step)")
     ]
-    assert len(step_runs) >= 10, (len(step_runs), compiled)
+    window = prof.spans[prof.spans["lane"] == "trace"].iloc[0]
+    if window["name"] == device_trace.WHOLE_TRACE:  # the cell ended first: every run traced
+        assert len(step_runs) == 20
+    else:
+        # the window's wall time from the first run does not count the step's XLA compile,
+        # which ended after that run: it stayed open a window's time past both
+        window_end = window["start"] + window["seconds"]
+        first_window = device_trace.FIRST_WINDOW_SECONDS
+        assert window_end >= shell.user_ns["tw_started"] + first_window + compiled, window
     assert_adds_up(prof)
