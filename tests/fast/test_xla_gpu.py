@@ -1,0 +1,81 @@
+"""XLA:GPU traces recorded on an H100 (JAX 0.11.2, ``tests/data/xla_gpu``): per-op time through
+command buffers, what ops compute, and device time that is the program's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from xlanb.analysis import device_time
+from xlanb.analysis.command_buffers import COMMAND_BUFFER, UNATTRIBUTED
+from xlanb.formats.xspace import read_xspace
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "xla_gpu"
+WHOLE = (0.0, 1e12)
+
+
+def _graphs(folder: Path) -> list[dict]:
+    return [
+        {
+            "graph": "jit(train_step)",
+            "kind": "hlo_optimized",
+            "module_id": int(path.name.split(".")[0].removeprefix("module_")),
+            "text": path.read_text(),
+        }
+        for path in sorted((folder / "xla_dump").glob("*gpu_after_optimizations.txt"))
+    ]
+
+
+def _ops(folder: str, name: str = "steady5.xplane.pb") -> tuple[list[dict], list[dict], object]:
+    events = read_xspace(DATA / folder / name, markers=False)
+    ops, spans = device_time.rows("jax", events, WHOLE, _graphs(DATA / folder))
+    return ops, spans, events
+
+
+@pytest.mark.parametrize("case", ["mlp", "transformer"])
+def test_kernels_in_command_buffers_are_placed_on_their_instructions(case):
+    ops, _, events = _ops(f"{case}_cmdbuf")
+    frame = events.events
+    kernels = frame[frame["plane"].str.startswith("/device:GPU") & frame["hlo_op"].notna()]
+    assert set(kernels["hlo_op"]) == {"command_buffer_1"}  # what the trace says
+    assert not any(row["op"].startswith(COMMAND_BUFFER) for row in ops)
+    # every kernel's time is on one row, once
+    assert sum(row["seconds"] for row in ops) == pytest.approx(kernels["duration_ns"].sum() / 1e9)
+    # 5 steady runs: each instruction ran once a run
+    assert {row["count"] for row in ops} == {5}
+
+
+def test_the_mlp_places_each_kernel_where_the_run_without_command_buffers_has_it():
+    # the same program (the mlp compiles alike with and without command buffers): the run
+    # without them names each kernel's instruction
+    placed, _, _ = _ops("mlp_cmdbuf")
+    truth, _, _ = _ops("mlp_nocmdbuf")
+    assert {row["op"] for row in placed} == {row["op"] for row in truth}
+    assert not any(row["op"].endswith(UNATTRIBUTED) for row in placed)
+
+
+def test_gpu_ops_say_what_they_compute_and_which_jax_op_they_are():
+    ops, _, _ = _ops("mlp_nocmdbuf")
+    by_op = {row["op"]: row for row in ops}
+    assert by_op["cublas-lt-matmul.1"]["category"] == "matmul"
+    assert by_op["custom-call.0"]["category"] == "matmul"
+    assert by_op["custom-call.0"]["op_name"] == "jit(train_step)/transpose(jvp())/transpose"
+    assert by_op["input_reduce_fusion.4"]["category"] == "reduction"
+    assert by_op["copy.8"]["category"] == "data movement"
+    assert by_op["loop_multiply_fusion"]["category"] == "elementwise"
+    assert by_op["cublas-lt-matmul.1"]["source_file"] is not None
+
+
+def test_compiling_kernels_are_not_the_programs_device_time():
+    # a first cell: the autotuner ran thousands of kernels while compiling, of the fusions
+    # it tuned and of none; 15 runs of the step program launched the program's own
+    ops, spans, events = _ops("mlp_first15", "first15.xplane.pb")
+    frame = events.events
+    on_gpu = frame[frame["plane"].str.startswith("/device:GPU")]
+    own = on_gpu[on_gpu["hlo_module"] == "jit_train_step"]
+    assert (on_gpu["hlo_module"] != "jit_train_step").sum() > 1000
+    assert {row["module"] for row in ops} == {"jit_train_step"}
+    assert sum(row["seconds"] for row in ops) == pytest.approx(own["duration_ns"].sum() / 1e9)
+    runs = [span for span in spans if span["lane"] == "device"]
+    assert len(runs) == 15 and {span["graph"] for span in runs} == {"jit(train_step)"}
