@@ -79,3 +79,23 @@ def test_compiling_kernels_are_not_the_programs_device_time():
     assert sum(row["seconds"] for row in ops) == pytest.approx(own["duration_ns"].sum() / 1e9)
     runs = [span for span in spans if span["lane"] == "device"]
     assert len(runs) == 15 and {span["graph"] for span in runs} == {"jit(train_step)"}
+
+
+def test_load_reads_a_trace_folder_with_its_dump_into_the_frames_of_a_capture():
+    import xlanb
+
+    profile = xlanb.load(DATA / "mlp_first15")
+    events = read_xspace(DATA / "mlp_first15" / "first15.xplane.pb", markers=False).events
+    own = events[events["hlo_module"] == "jit_train_step"]["duration_ns"].sum() / 1e9
+    # 12 runs of the full batch, 3 of the half: the two compiles of jit(train_step), one step
+    steps = profile.step_times
+    assert len(steps) == 15 and steps["graph"].nunique() == 1
+    assert list(steps.loc[steps["phase"] == "warm-up", "step"]) == [0, 12]
+    # the device bucket is the runs' own kernels' span, never the autotuner's
+    device = profile.breakdown.set_index("bucket").loc["device", "seconds"]
+    assert own <= device <= float(steps["seconds"].sum())
+    assert set(profile.ops["module"]) == {"jit_train_step"}
+    matmuls = profile.ops[profile.ops["category"] == "matmul"]
+    assert len(matmuls) >= 14 and matmuls["op_name"].notna().all()  # its 14 matmuls
+    assert len(profile.compiles) == 2
+    assert not profile.temporaries.empty and not profile.samples.empty
