@@ -99,3 +99,14 @@ def test_load_reads_a_trace_folder_with_its_dump_into_the_frames_of_a_capture():
     assert len(matmuls) >= 14 and matmuls["op_name"].notna().all()  # its 14 matmuls
     assert len(profile.compiles) == 2
     assert not profile.temporaries.empty and not profile.samples.empty
+
+
+def test_the_main_threads_wait_is_sync_wait_on_a_gpu_trace():
+    # JAX 0.11's host plane names the main thread after the process (``python3``): the
+    # steady loop's block_until_ready is the cell waiting for the GPU
+    _, spans, events = _ops("mlp_cmdbuf")
+    frame = events.events
+    wait = frame[frame["name"].str.endswith("block_until_ready")]
+    assert set(wait["line"]) == {"python3"}
+    waits = [span for span in spans if span["lane"] == "sync_wait"]
+    assert sum(span["seconds"] for span in waits) >= wait["duration_ns"].sum() / 1e9

@@ -15,6 +15,7 @@ placed on their instructions by :mod:`xlanb.analysis.command_buffers`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +32,9 @@ from xlanb.analysis.command_buffers import (
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
 from xlanb.graphs.ops import thunk_category
 
-#: The XLine of the Python main thread on both runtimes' host plane.
-MAIN_THREAD = "python"
+#: The XLine of the Python main thread on the runtimes' host plane: the process's name,
+#: ``python`` (JAX 0.10 on XLA:CPU, torch_xla) or ``python3`` (JAX 0.11 on XLA:GPU).
+MAIN_THREAD = re.compile(r"^python[\d.]*$")
 
 #: Op events kept as ``op`` spans per capture (the longest): enough to zoom into the runs
 #: that matter without making a long cell's profile large.
@@ -300,7 +302,7 @@ def summarize(
     hosts = inside[
         inside["hlo_op"].isna()
         & inside["kind"].isin(["transfer", "sync_wait"])
-        & (inside["line"] == MAIN_THREAD)
+        & inside["line"].astype(str).str.fullmatch(MAIN_THREAD)
     ]
     host_starts = hosts["start_ns"].to_numpy(dtype=float)
     spans += [
