@@ -23,12 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xlanb.analysis.command_buffers import (
-    COMMAND_BUFFER,
-    UNATTRIBUTED,
-    attribute,
-    instruction_categories,
-)
+from xlanb.analysis.command_buffers import COMMAND_BUFFER, UNATTRIBUTED, attribute
+from xlanb.analysis.op_kinds import instruction_categories
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
 from xlanb.graphs.ops import thunk_category
 
@@ -342,14 +338,21 @@ def _texts(graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str
 
 
 def _what(op: str, text: str | None, gpu: bool) -> tuple[str, str | None]:
-    """(category, op name) of trace op `op`: on XLA:GPU from its instruction in `text`
-    (:func:`xlanb.analysis.command_buffers.instruction_category`), else from its name."""
+    """(category, op name) of trace op `op` from its instruction in `text`
+    (:mod:`xlanb.analysis.op_kinds`: what a fusion fused, which library a custom call calls);
+    on XLA:CPU only a fusion's, the thunk's name saying the rest (``sort.0``, ``while.2``)."""
     if gpu and op.endswith(UNATTRIBUTED):
         return "unattributed", None
-    found = instruction_categories(text).get(op) if gpu and text else None
+    by_name = thunk_category(op)
+    categories = instruction_categories(text) if text else {}
+    found = categories.get(op)
+    if found is None and op.rsplit(".", 1)[-1].isdigit():
+        found = categories.get(op.rsplit(".", 1)[0])
     if found is None:
-        return thunk_category(op), None
-    return found[0], found[1] or None
+        return by_name, None
+    if gpu or by_name == "fusion":
+        return found[0], found[1] or None
+    return by_name, found[1] or None
 
 
 def _programs(
