@@ -110,3 +110,17 @@ def test_the_main_threads_wait_is_sync_wait_on_a_gpu_trace():
     assert set(wait["line"]) == {"python3"}
     waits = [span for span in spans if span["lane"] == "sync_wait"]
     assert sum(span["seconds"] for span in waits) >= wait["duration_ns"].sum() / 1e9
+
+
+def test_a_run_the_window_closed_in_is_not_a_traced_run_on_gpu():
+    # the recorded steady trace as the profiler would have left it, stopped in its last run
+    # (kernels that had not ended are not recorded)
+    events = read_xspace(DATA / "mlp_cmdbuf" / "steady5.xplane.pb", markers=False)
+    frame = events.events
+    kernels = frame[frame["plane"].str.startswith("/device:GPU")].sort_values("start_ns")
+    stop = float(kernels["start_ns"].iloc[-10])  # 40 of the last run's 50 kernels ran
+    ends = frame["start_ns"] + frame["duration_ns"]
+    events.events = frame[~frame["plane"].str.startswith("/device:GPU") | (ends <= stop)]
+    ops, spans = device_time.rows("jax", events, WHOLE, _graphs(DATA / "mlp_cmdbuf"))
+    assert len([span for span in spans if span["lane"] == "device"]) == 4
+    assert {row["count"] for row in ops} == {4}

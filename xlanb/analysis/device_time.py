@@ -102,7 +102,26 @@ def program_events(frame: pd.DataFrame) -> pd.DataFrame:
         for i in run_index[own]
     ]
     kept = kernels[own].assign(run_id=pd.array(ids, dtype="Int64"))
+    kept = kept[~_cut_gpu_runs(kept)]
     return pd.concat([frame[~on_gpu], kept]).sort_values("start_ns", kind="stable")
+
+
+def _cut_gpu_runs(kernels: pd.DataFrame) -> np.ndarray:
+    """Which of a GPU trace's program kernels (with their run ids) belong to a run the trace
+    holds only in part: a program's last run in the trace with fewer kernels than its other
+    runs (the profiler stopped while it ran; a program launches the same kernels every run).
+    Counted, its short span would lower the mean the runs after the window are estimated
+    from, as on XLA:CPU (:func:`_cut_runs`)."""
+    cut = np.zeros(len(kernels), dtype=bool)
+    programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
+    for _, program in kernels.groupby(programs, sort=False):
+        sizes = program.groupby("run_id", sort=False)["start_ns"].agg(["size", "min"])
+        if len(sizes) < 2:
+            continue
+        last = sizes["min"].idxmax()
+        if sizes.loc[last, "size"] < sizes["size"].max():
+            cut |= (kernels.index.isin(program.index[program["run_id"] == last])).astype(bool)
+    return cut
 
 
 def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> pd.DataFrame:
