@@ -97,7 +97,9 @@ def test_load_reads_a_trace_folder_with_its_dump_into_the_frames_of_a_capture():
     assert set(profile.ops["module"]) == {"jit_train_step"}
     matmuls = profile.ops[profile.ops["category"] == "matmul"]
     assert len(matmuls) >= 14 and matmuls["op_name"].notna().all()  # its 14 matmuls
-    assert len(profile.compiles) == 2
+    assert len(profile.compiles) == 2 and len(profile.executions) == 15
+    # the dump's GPU file names hold the compute capability (``sm_9.0a_gpu_after_...``)
+    assert set(profile.compiles["graph"]) == set(profile.executions["graph"]) == {"jit_train_step"}
     assert not profile.temporaries.empty and not profile.samples.empty
 
 

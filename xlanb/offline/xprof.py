@@ -2,9 +2,10 @@
 (TensorBoard's ``plugins/profile/RUN/HOST.xplane.pb`` included), with an XLA dump folder
 beside it (``dump=`` names it; else the first folder under it holding dump files; any subset
 of the dump's files, the after-optimizations HLO at least, for per-op names, categories and
-source lines). It gives the frames of a live capture: ``ops`` and ``spans`` from the trace
-(device time by :mod:`xlanb.analysis.device_time`'s rules), compiles, graphs and
-temporaries from the dump, memory samples, the breakdown and the steps.
+source lines). It gives the frames of a live capture: ``ops``, ``spans`` and one
+``executions`` row per traced run from the trace (device time by
+:mod:`xlanb.analysis.device_time`'s rules), compiles, graphs and temporaries from the dump,
+memory samples, the breakdown and the steps.
 """
 
 from __future__ import annotations
@@ -68,6 +69,20 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
     profile.ops = make_frame("ops", ops)
     profile.spans = make_frame("spans", spans + _compile_spans(backend, frame))
     profile.samples = make_frame("samples", memory_samples(backend, events, (start, end)))
+    profile.executions = make_frame(
+        "executions",
+        [
+            {
+                "backend": backend,
+                "graph": span["graph"],
+                "seconds": span["seconds"],
+                "time": span["start"] + span["seconds"],
+                "count": 1,
+            }
+            for span in spans
+            if span["lane"] == "device"
+        ],
+    )
     profile.environment["trace"] = os.fspath(files[0])
     profile.breakdown = breakdown_frame(profile)
     profile.step_times = step_frame(profile)
