@@ -126,3 +126,20 @@ def test_a_run_the_window_closed_in_is_not_a_traced_run_on_gpu():
     ops, spans = device_time.rows("jax", events, WHOLE, _graphs(DATA / "mlp_cmdbuf"))
     assert len([span for span in spans if span["lane"] == "device"]) == 4
     assert {row["count"] for row in ops} == {4}
+
+
+def test_a_tensorboard_log_dir_with_its_dump_loads_and_reports(tmp_path):
+    import shutil
+
+    import xlanb
+    from xlanb.frontends import cli
+
+    run = tmp_path / "logs" / "plugins" / "profile" / "2026_11_26_18_59_00"
+    run.mkdir(parents=True)
+    shutil.copy(DATA / "mlp_cmdbuf" / "steady5.xplane.pb", run / "gpu-host.xplane.pb")
+    shutil.copytree(DATA / "mlp_cmdbuf" / "xla_dump", tmp_path / "dump")
+    profile = xlanb.load(tmp_path / "logs", dump=tmp_path / "dump")
+    assert len(profile.step_times) == 5 and not profile.ops["op"].str.startswith("command").any()
+    out = tmp_path / "report.html"
+    assert cli.main(["report", str(tmp_path), "-o", str(out)]) == 0
+    assert "loop_multiply_fusion" in out.read_text()
