@@ -1,7 +1,9 @@
-"""Device time per platform: which trace events are a program's own device work, and its runs.
+"""Device time per platform, from the XLA profiler's trace events (a live capture's window,
+:mod:`xlanb.capture.device_trace`, or a trace read offline): per-op rows and one ``device``
+span per program run (:func:`rows`, :func:`summarize`).
 
-XLA:CPU: thunk events on host threads; each run ends in the thunk executor's wait span and
-carries JAX's ``run_id`` (from 0.10): the rules are in :mod:`xlanb.capture.device_trace`.
+XLA:CPU: thunk events on host threads (a thunk's own time excludes those nested in it); each
+run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10).
 
 XLA:GPU: kernel events on ``/device:GPU:N`` planes. A run is the host's execute span
 (``CommonPjRtLoadedExecutable::Execute (NAME)``, with ``run_id``); a kernel belongs to the
@@ -9,7 +11,8 @@ run whose span holds its launch (the host event with the same ``correlation_id``
 launch, or a whole command buffer's ``cuGraphLaunch``). Kernels launched outside every run
 are not the program's: compiling runs the GPU (the autotuner's kernels, of fusion modules
 being tuned or of none), and that is compile time. Inside command buffers, kernels are
-placed on their instructions by :mod:`xlanb.analysis.command_buffers`.
+placed on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the
+trace's end has fewer kernels than the program's others.
 """
 
 from __future__ import annotations
