@@ -9,9 +9,8 @@ share placed on the instruction the truth has it on (per op, the smaller of the 
 the worst error of an op with >= 1% of the time, and the placement agreement: the kernels of
 each run paired in order with the truth run's (a difflib alignment of kernel names, copies
 and memsets alike), the share of kernel time placed on the instruction (or JAX op name) its
-partner names (and how much of the time could be paired). Per-op times also differ between
-the two processes (the same kernel took 20-27% longer in one), which the agreement leaves
-out.
+partner names (and how much of the time could be paired): per-op times also differ between
+the two processes, which the agreement leaves out.
 
     .venv/bin/python bench/gpu_attribution.py
 """
