@@ -270,7 +270,9 @@ def summarize(
     kept = getattr(events, "summary", None)
     if kept is not None and whole and kept[0] == key:
         return kept[1]
-    frame = placed_kernels(program_events(frame), hlo_texts or {})
+    gpu = not frame.empty and is_gpu(frame)
+    if gpu:
+        frame = placed_kernels(program_events(frame), hlo_texts or {})
     inside = frame[
         (frame["start_ns"] + frame["duration_ns"] >= start_ns) & (frame["start_ns"] <= end_ns)
     ]
@@ -333,7 +335,7 @@ def summarize(
             strict=True,
         )
     ]
-    summary = Summary(op_summary, total, spans, is_gpu(frame))
+    summary = Summary(op_summary, total, spans, gpu)
     if whole:
         events.summary = (key, summary)
     return summary
