@@ -266,11 +266,14 @@ def summarize(
     start_ns, end_ns = start * 1e9, end * 1e9
     # the same events when `end` is past the last one
     whole = frame.empty or end_ns >= float(frame["start_ns"].max())
-    key = (start, tuple(sorted(map(str, hlo_texts or {}))))
+    gpu = getattr(events, "gpu", None)
+    if gpu is None:
+        gpu = events.gpu = not frame.empty and is_gpu(frame)
+    # the HLO texts only change what a GPU trace's kernels are placed on
+    key = (start, tuple(sorted(map(str, hlo_texts or {}))) if gpu else ())
     kept = getattr(events, "summary", None)
     if kept is not None and whole and kept[0] == key:
         return kept[1]
-    gpu = not frame.empty and is_gpu(frame)
     if gpu:
         frame = placed_kernels(program_events(frame), hlo_texts or {})
     inside = frame[
