@@ -528,16 +528,21 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
         read_on.append(threading.current_thread().name)
         return parse(trace, data)
 
-    def noting_the_summary(events, start, end):
-        summaries.append((threading.current_thread().name, summarize(events, start, end)))
+    def noting_the_summary(events, start, end, hlo_texts=None):
+        summary = summarize(events, start, end, hlo_texts)
+        summaries.append((threading.current_thread().name, summary))
         return summaries[-1][1]
 
+    from xlanb.analysis import device_time
+
     device_trace._parse, device_trace.summarize = noting_the_thread, noting_the_summary
+    device_time.summarize = noting_the_summary  # rows() summarizes at the end of the cell
     try:
         with trace_stop_times() as stopped:
             run(cell)
     finally:
         device_trace._parse, device_trace.summarize = parse, summarize
+        device_time.summarize = summarize
     prof = xlanb.last()
     assert read_on == ["xlanb-trace-window"]
     # summarized there too; the end of the cell took that summary as it was

@@ -37,11 +37,13 @@ class profile(Recorder):
     finish_profile = staticmethod(finish_capture)
 
 
-def load(path, *more) -> Profile:
+def load(path, *more, dump=None) -> Profile:
     """Read a Profile from `path`, whatever the runtimes wrote there (the format is detected
     from the content): a Profile saved with :meth:`Profile.save`, a metrics report
     (``metrics_report()`` text of PyTorch/XLA or torch._lazy), an ``XLA_METRICS_FILE``, a
-    ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file; or a
+    ``PT_XLA_DEBUG_FILE``, an ``--xla_dump_to`` directory or one HLO module file; a profiler
+    trace (an ``.xplane.pb`` at any depth of a folder, TensorBoard's ``plugins/profile/RUN/``
+    included) with the XLA dump beside it (`dump` names its folder); or a
     directory of rank files written by :func:`record` (one per process), merged into one
     Profile whose frames carry a ``rank`` column.
 
@@ -65,7 +67,7 @@ def load(path, *more) -> Profile:
         return profiles[0]
     if is_ranks_dir(path):
         return load_ranks(path)
-    return _finished(*read(path))
+    return _finished(*read(path, dump))
 
 
 def _finished(profile: Profile, file_format: str) -> Profile:

@@ -795,7 +795,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _r("backend", "str", "", _BACKEND_MEANING, ("xspace",)),
         _r("graph", "str", "", "the program the op belongs to", ("xspace",)),
         _r("op", "str", "", "HLO instruction name (`dot`, `add_reduce_fusion`)", ("xspace",)),
-        _r("category", "str", "", "kind of op (from its HLO opcode)", ("xspace",)),
+        _r(
+            "category",
+            "str",
+            "",
+            "kind of op (from its HLO opcode; XLA:GPU: matmul, convolution, attention, "
+            "reduction, elementwise, data movement, collective, unattributed)",
+            ("xspace",),
+        ),
         _r("count", "int64", "count", "times it ran", ("xspace",)),
         _r(
             "seconds",
@@ -814,6 +821,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _r("source_line", "Int64", "line", "source line of the op (HLO metadata)", ("xspace",)),
         _r("cell_line", "Int64", "line", "line in the profiled cell", ("xspace",)),
         _c("module", "str", "", "the HLO module name in the trace (`jit_step`)", ("xspace",)),
+        _c(
+            "op_name",
+            "str",
+            "",
+            "the framework's name of the op, from the instruction's HLO metadata "
+            "(`jit(train_step)/jvp()/attention/dot_general`)",
+            ("xspace",),
+        ),
         _rank(),
     ),
     "live_arrays": (

@@ -6,6 +6,7 @@ TensorFlow all name them the same way)::
     module_0003.jit_step.cpu_after_optimizations.dot
     module_0003.jit_step.cpu_after_optimizations-buffer-assignment.txt
     module_0003.jit_step.cpu_after_optimizations-memory-usage-report.txt
+    module_0003.jit_step.sm_9.0a_gpu_after_optimizations.txt    (XLA:GPU: the compute capability)
 
 Other files of a dump (LLVM IR, objects, MLIR, protos, per-pass dumps) are not module files.
 """
@@ -19,7 +20,7 @@ BEFORE_OPTIMIZATIONS = "before_optimizations"
 
 _MODULE_FILE = re.compile(
     r"module_(?P<id>\d+)\.(?P<module>.+?)\."
-    r"(?P<stage>(?:\w+_)?(?:before|after)_optimizations)"
+    r"(?P<stage>(?:sm_\d+\.\d+[a-z]*_)?(?:\w+_)?(?:before|after)_optimizations)"
     r"(?:-(?P<report>buffer-assignment|memory-usage-report))?\.(?P<ext>txt|dot)"
 )
 
@@ -31,7 +32,8 @@ class DumpFileName:
     module_id: int
     #: The module's name (``jit_step``, ``SyncTensorsGraph.61``).
     module: str
-    #: ``before_optimizations`` or ``<platform>_after_optimizations`` (``cpu_...``).
+    #: ``before_optimizations`` or ``<platform>_after_optimizations`` (``cpu_...``,
+    #: ``sm_9.0a_gpu_...``).
     stage: str
     #: None for the module itself, else ``buffer-assignment`` or ``memory-usage-report``.
     report: str | None

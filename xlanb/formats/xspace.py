@@ -300,6 +300,7 @@ EVENT_COLUMNS = (
     "program_id",
     "run_id",
     "kind",
+    "correlation_id",
 )
 
 #: Events an allocator records on each allocation and free while tracing (tsl's BFC allocator,
@@ -313,7 +314,10 @@ _STAT_COLUMNS = {
     "hlo_module": "hlo_module",
     "program_id": "program_id",
     "run_id": "run_id",
+    "correlation_id": "correlation_id",
 }
+#: The stats read into columns, in the order the reader keeps their values.
+_STAT_ORDER = ("hlo_op", "hlo_module", "program_id", "run_id", "correlation_id")
 
 
 @dataclass
@@ -332,6 +336,7 @@ class XSpaceEvents:
         program_id   Int64 (NA)   XLA program (executable) id
         run_id       Int64 (NA)   one execution of the program
         kind         str    "op" when hlo_op is set, else classify_span(name)
+        correlation_id Int64 (NA) CUPTI's id joining a GPU kernel to its host launch
 
     Stats are resolved through the plane's stat metadata (``ref_value`` -> the referenced
     metadata's name) and the event metadata's stats (event stats win).
@@ -459,15 +464,15 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
     stat_rows: list[int] = []  # event index of each stat_values entry
     stat_values: list[list[Any]] = []
     normalized = False
-    empty4 = (None, None, None, None)
+    no_stats = (None,) * len(_STAT_ORDER)
     event_count = 0
     for plane in space.planes:
         if not len(plane.lines):
             continue
         stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        # stat metadata id -> index in (hlo_op, hlo_module, program_id, run_id)
+        # stat metadata id -> index in _STAT_ORDER
         wanted = {
-            sid: ("hlo_op", "hlo_module", "program_id", "run_id").index(col)
+            sid: _STAT_ORDER.index(col)
             for sid, name in stat_names.items()
             if (col := _STAT_COLUMNS.get(name))
         }
@@ -481,12 +486,12 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
             if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
                 skipped.add(mid)
             if wanted and len(md.stats):
-                base = list(empty4)
+                base = list(no_stats)
                 for stat in md.stats:
                     idx = wanted.get(stat.metadata_id)
                     if idx is not None:
                         base[idx] = _stat_value(stat, stat_names)
-                if base != list(empty4):
+                if base != list(no_stats):
                     meta_stats[mid] = tuple(base)
         plane_index = len(plane_names)
         plane_names.append(plane.name)
@@ -525,7 +530,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
                             idx = wanted.get(stat.metadata_id)
                             if idx is not None:
                                 if values is None:
-                                    values = list(meta_stats.get(mid, empty4))
+                                    values = list(meta_stats.get(mid, no_stats))
                                 which = stat.WhichOneof("value")
                                 if which == "ref_value":
                                     values[idx] = stat_names.get(stat.ref_value)
@@ -663,12 +668,18 @@ def _events_frame(
     program_na = np.ones(n, dtype=bool)
     run = np.zeros(n, dtype=np.int64)
     run_na = np.ones(n, dtype=bool)
+    correlation = np.zeros(n, dtype=np.int64)
+    correlation_na = np.ones(n, dtype=bool)
     if stat_rows:
         rows = np.asarray(stat_rows, dtype=np.int64)
-        ops, modules, programs, runs = zip(*stat_values, strict=True)
+        ops, modules, programs, runs, correlations = zip(*stat_values, strict=True)
         hlo_op[rows] = _as_str(ops)
         hlo_module[rows] = _as_str(modules)
-        for values, dest, na in ((programs, program, program_na), (runs, run, run_na)):
+        for values, dest, na in (
+            (programs, program, program_na),
+            (runs, run, run_na),
+            (correlations, correlation, correlation_na),
+        ):
             ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
             ok_arr = np.asarray(ok, dtype=bool)
             dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
@@ -691,6 +702,7 @@ def _events_frame(
             "program_id": pd.arrays.IntegerArray(program, program_na),
             "run_id": pd.arrays.IntegerArray(run, run_na),
             "kind": kinds,
+            "correlation_id": pd.arrays.IntegerArray(correlation, correlation_na),
         },
         columns=list(EVENT_COLUMNS),
     )

@@ -7,7 +7,9 @@ hands it to one module per format:
 - :mod:`~xlanb.offline.report`: one ``metrics_report()`` text (PyTorch/XLA or torch._lazy);
 - :mod:`~xlanb.offline.metrics_file`: an ``XLA_METRICS_FILE`` (one report per step);
 - :mod:`~xlanb.offline.debug_file`: a ``PT_XLA_DEBUG_FILE`` (compile/execution analyses);
-- :mod:`~xlanb.offline.xla_dump`: an ``--xla_dump_to`` directory, or one HLO module file.
+- :mod:`~xlanb.offline.xla_dump`: an ``--xla_dump_to`` directory, or one HLO module file;
+- :mod:`~xlanb.offline.xprof`: a profiler trace (``.xplane.pb`` at any depth of a folder)
+  with an XLA dump beside it.
 
 A file in none of these formats raises :class:`xlanb.FormatError` naming the file and its
 first line that does not fit; an incomplete last record of an appended file gives a
@@ -26,18 +28,22 @@ from xlanb.offline.metrics_file import step_table
 __all__ = ["from_text", "load", "read", "step_table"]
 
 
-def load(path: str | os.PathLike) -> Profile:
+def load(path: str | os.PathLike, dump: str | os.PathLike | None = None) -> Profile:
     """Read any supported offline input at `path` into a Profile (findings: only the ones a
     file alone can give; :func:`xlanb.load` adds the general rules)."""
-    return read(path)[0]
+    return read(path, dump)[0]
 
 
-def read(path: str | os.PathLike) -> tuple[Profile, str]:
+def read(path: str | os.PathLike, dump: str | os.PathLike | None = None) -> tuple[Profile, str]:
     """The Profile of the input at `path` and the format it was read as (one of
-    :mod:`xlanb.offline.detect`'s names)."""
+    :mod:`xlanb.offline.detect`'s names); `dump` names the XLA dump of a trace."""
     if os.path.exists(path) and not (os.path.isdir(path) or os.path.isfile(path)):
         # a FIFO would block the read forever and /dev/zero never ends
         raise FormatError(path, 0, "not a regular file or directory (a FIFO, device or socket?)")
+    from xlanb.offline.xprof import FORMAT, has_trace, load_trace_dir
+
+    if os.fspath(path).endswith(".xplane.pb") or (os.path.isdir(path) and has_trace(path)):
+        return load_trace_dir(path, dump), FORMAT
     if os.path.isdir(path):
         from xlanb.offline.xla_dump import load_dump_dir
 

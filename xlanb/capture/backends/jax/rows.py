@@ -320,8 +320,9 @@ def _trace_rows(
         ("hlo_optimized",),
         options.cell_filename,
         options.cell_line_offset,
-        known_modules={module: graph for module, (graph, _) in known.items()},
-        known_sources={module: sources for module, (_, sources) in known.items()},
+        known_modules={module: graph for module, (graph, _, _) in known.items()},
+        known_sources={module: sources for module, (_, sources, _) in known.items()},
+        known_texts={module: text for module, (_, _, text) in known.items()},
     )
     # the functions called in the capture, by program: a program compiled before any capture
     # is known by its HLO module name only (jit_step for jit(step))
@@ -356,7 +357,7 @@ def _remember_programs(capture: Capture, session: Session) -> None:
     captures that run it without compiling (their ops located outside any one cell)."""
     for row in capture.rows.get("graphs", []):
         if row.get("kind") == "hlo_optimized" and row.get("text"):
-            kept = (row["graph"], hlo_op_sources(row["text"]))
+            kept = (row["graph"], hlo_op_sources(row["text"]), row["text"])
             # by module name (the latest compile of a function), and by the trace's program
             # id where known (each compile its own sources)
             for key in (hlo_module_name(row["text"]), row.get("module_id")):

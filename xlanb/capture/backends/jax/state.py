@@ -133,9 +133,10 @@ class Session:
     #: Host-callback custom calls of each program compiled during a capture, by graph name.
     callback_ops: dict[str, list[CallbackOp]] = field(default_factory=dict)
     #: Programs compiled during a capture, by HLO module name and by program id: (graph, where
-    #: each of its ops came from), so a later cell running them without compiling names and
+    #: each of its ops came from, its optimized HLO text: on XLA:GPU what places the kernels
+    #: inside command buffers), so a later cell running them without compiling names and
     #: locates their ops (the most recent :data:`PROGRAMS_KEPT` keys).
-    programs: OrderedDict[str | int, tuple[str, dict[str, HloOpSource]]] = field(
+    programs: OrderedDict[str | int, tuple[str, dict[str, HloOpSource], str]] = field(
         default_factory=OrderedDict
     )
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))

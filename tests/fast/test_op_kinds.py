@@ -1,0 +1,31 @@
+"""What an op computes, from its instruction in a real optimized HLO text (XLA:CPU's JAX 0.10
+dump in ``tests/data/jax_dump``; XLA:GPU's in ``tests/data/xla_gpu``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from xlanb.analysis.device_time import _what
+from xlanb.analysis.op_kinds import instruction_categories
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+
+
+def test_an_opaque_cpu_fusion_says_what_it_fused():
+    text = (DATA / "jax_dump" / "module_0010.jit_step.cpu_after_optimizations.txt").read_text()
+    assert instruction_categories(text)["ynn_fusion"] == ("matmul", "jit(step)/dot_general")
+    # the trace names the thunk ``ynn_fusion.N`` or ``ynn_fusion``; its category and JAX op
+    assert _what("ynn_fusion", text, gpu=False) == ("matmul", "jit(step)/dot_general")
+    assert _what("tanh_reduce_fusion", text, gpu=False)[0] == "reduction"
+
+
+def test_gpu_library_calls_and_fusions_by_what_they_compute():
+    folder = DATA / "xla_gpu" / "transformer_nocmdbuf" / "xla_dump"
+    text = next(folder.glob("*after_optimizations.txt")).read_text()
+    categories = instruction_categories(text)
+    kinds = {kind for kind, _ in categories.values()}
+    assert {"matmul", "reduction", "elementwise", "data movement"} <= kinds
+    gemms = [name for name in categories if name.startswith("gemm_fusion")]
+    assert gemms and all(categories[name][0] == "matmul" for name in gemms)
+    scoped = [op for _, op in categories.values() if "jvp(attention)/" in op]
+    assert scoped  # jax.named_scope("attention") is in the op names

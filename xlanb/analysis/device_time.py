@@ -1,0 +1,608 @@
+"""Device time per platform, from the XLA profiler's trace events (a live capture's window,
+:mod:`xlanb.capture.device_trace`, or a trace read offline): per-op rows and one ``device``
+span per program run (:func:`rows`, :func:`summarize`).
+
+XLA:CPU: thunk events on host threads (a thunk's own time excludes those nested in it); each
+run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10).
+
+XLA:GPU: kernel events on ``/device:GPU:N`` planes. A run is the host's execute span
+(``CommonPjRtLoadedExecutable::Execute (NAME)``, with ``run_id``); a kernel belongs to the
+run whose span holds its launch (the host event with the same ``correlation_id``: a kernel
+launch, or a whole command buffer's ``cuGraphLaunch``). Kernels launched outside every run
+are not the program's: compiling runs the GPU (the autotuner's kernels, of fusion modules
+being tuned or of none), and that is compile time. Inside command buffers, kernels are
+placed on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the
+trace's end has fewer kernels than the program's others.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xlanb.analysis.command_buffers import COMMAND_BUFFER, UNATTRIBUTED, attribute
+from xlanb.analysis.op_kinds import instruction_categories
+from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
+from xlanb.graphs.ops import thunk_category
+
+#: The XLine of the Python main thread on the runtimes' host plane: the process's name,
+#: ``python`` (JAX 0.10 on XLA:CPU, torch_xla) or ``python3`` (JAX 0.11 on XLA:GPU).
+MAIN_THREAD = re.compile(r"^python[\d.]*$")
+
+#: Op events kept as ``op`` spans per capture (the longest): enough to zoom into the runs
+#: that matter without making a long cell's profile large.
+MAX_OP_SPANS = 2000
+
+#: The planes of GPU devices.
+GPU_PLANE = "/device:GPU:"
+#: The host's span around one program run on XLA:GPU (PjRt), named after the HLO module.
+GPU_EXECUTE_SPAN = "CommonPjRtLoadedExecutable::Execute ("
+
+
+def is_gpu(frame: pd.DataFrame) -> bool:
+    """Whether a trace's events hold GPU device planes."""
+    return bool(frame["plane"].astype(str).str.startswith(GPU_PLANE).any())
+
+
+def gpu_runs(frame: pd.DataFrame) -> pd.DataFrame:
+    """The host's execute spans of program runs: ``line``, ``start_ns``, ``end_ns``,
+    ``run_id``, ``module`` (the HLO module name), sorted by start."""
+    spans = frame[frame["name"].astype(str).str.startswith(GPU_EXECUTE_SPAN)]
+    starts = spans["start_ns"].to_numpy(dtype=float)
+    return pd.DataFrame(
+        {
+            "line": spans["line"].to_numpy(dtype=object),
+            "start_ns": starts,
+            "end_ns": starts + spans["duration_ns"].to_numpy(dtype=float),
+            "run_id": spans["run_id"].to_numpy(dtype=object),
+            "module": spans["name"].astype(str).str.slice(len(GPU_EXECUTE_SPAN), -1).to_numpy(),
+        }
+    ).sort_values("start_ns", kind="stable", ignore_index=True)
+
+
+def launch_runs(frame: pd.DataFrame, runs: pd.DataFrame) -> dict[int, int]:
+    """``correlation_id`` -> the index in `runs` of the run whose execute span holds the host
+    event with that id (kernel launches outside every run are left out)."""
+    host = frame[
+        frame["correlation_id"].notna() & ~frame["plane"].astype(str).str.startswith(GPU_PLANE)
+    ]
+    found: dict[int, int] = {}
+    for line, launches in host.groupby("line", sort=False):
+        on_line = runs[runs["line"] == line]
+        if on_line.empty:
+            continue
+        starts = launches["start_ns"].to_numpy(dtype=float)
+        where = np.searchsorted(on_line["start_ns"].to_numpy(dtype=float), starts, "right") - 1
+        ok = where >= 0
+        ok[ok] &= starts[ok] <= on_line["end_ns"].to_numpy(dtype=float)[where[ok]]
+        indices = on_line.index.to_numpy()[where[ok]]
+        ids = launches["correlation_id"].to_numpy(dtype=np.int64, na_value=0)[ok]
+        found.update(zip(ids.tolist(), indices.tolist(), strict=True))
+    return found
+
+
+def program_events(frame: pd.DataFrame) -> pd.DataFrame:
+    """`frame` with, on XLA:GPU, only the kernels the programs' runs launched among its op
+    events, each with the ``run_id`` of its run (where the host span has none, the run's
+    position); an XLA:CPU trace is returned as it is."""
+    if frame.empty or "correlation_id" not in frame or not is_gpu(frame):
+        return frame
+    on_gpu = frame["plane"].astype(str).str.startswith(GPU_PLANE) & frame["hlo_op"].notna()
+    runs = gpu_runs(frame)
+    launched = launch_runs(frame, runs)
+    kernels = frame[on_gpu]
+    run_index = kernels["correlation_id"].map(launched)
+    own = run_index.notna()
+    run_ids = runs["run_id"].to_numpy(dtype=object)
+    ids = [
+        run_ids[int(i)] if run_ids[int(i)] is not None and not pd.isna(run_ids[int(i)]) else int(i)
+        for i in run_index[own]
+    ]
+    kept = kernels[own].assign(run_id=pd.array(ids, dtype="Int64"))
+    kept = kept[~_cut_gpu_runs(kept)]
+    return pd.concat([frame[~on_gpu], kept]).sort_values("start_ns", kind="stable")
+
+
+def _cut_gpu_runs(kernels: pd.DataFrame) -> np.ndarray:
+    """Which of a GPU trace's program kernels (with their run ids) belong to a run the trace
+    holds only in part: a program's last run in the trace with fewer kernels than its other
+    runs (the profiler stopped while it ran; a program launches the same kernels every run).
+    Counted, its short span would lower the mean the runs after the window are estimated
+    from, as on XLA:CPU (:func:`_cut_runs`)."""
+    cut = np.zeros(len(kernels), dtype=bool)
+    programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
+    for _, program in kernels.groupby(programs, sort=False):
+        sizes = program.groupby("run_id", sort=False)["start_ns"].agg(["size", "min"])
+        if len(sizes) < 2:
+            continue
+        last = sizes["min"].idxmax()
+        if sizes.loc[last, "size"] < sizes["size"].max():
+            cut |= (kernels.index.isin(program.index[program["run_id"] == last])).astype(bool)
+    return cut
+
+
+def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> pd.DataFrame:
+    """`frame` with the ``hlo_op`` of each kernel inside a command buffer replaced by the
+    instruction :func:`xlanb.analysis.command_buffers.attribute` places it on, per program
+    whose optimized HLO text `hlo_texts` holds (by program id, else HLO module name)."""
+    inside = frame["hlo_op"].astype(str).str.startswith(COMMAND_BUFFER)
+    if not hlo_texts or not inside.any():
+        return frame
+    frame = frame.copy()
+    kernels = frame[inside]
+    programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
+    for (module, program), group in kernels.groupby([kernels["hlo_module"], programs]):
+        text = hlo_texts.get(int(program)) or hlo_texts.get(str(module))
+        if text:
+            frame.loc[group.index, "hlo_op"] = attribute(group, text)
+    return frame
+
+
+#: The ``samples`` metric of the allocators' bytes in use from the trace's memory events.
+MEMORY_METRIC = "DeviceMemoryInUse"
+
+
+def memory_samples(backend: str, events: Any, window: tuple[float, float]) -> list[dict[str, Any]]:
+    """``samples`` rows of :data:`MEMORY_METRIC`: the bytes in use after each allocation or
+    free the trace recorded inside `window` (epoch seconds); none where the runtime records
+    no memory events (XLA:CPU)."""
+    memory = getattr(events, "memory", None)
+    if memory is None or memory.empty:
+        return []
+    inside = memory[
+        (memory["start_ns"] >= window[0] * 1e9) & (memory["start_ns"] <= window[1] * 1e9)
+    ]
+    return [
+        {"backend": backend, "metric": MEMORY_METRIC, "time": start / 1e9, "value": in_use}
+        for start, in_use in zip(inside["start_ns"], inside["bytes_in_use"], strict=True)
+    ]
+
+
+def rows(
+    backend: str,
+    events: Any,
+    window: tuple[float, float],
+    graphs: Sequence[dict[str, Any]] = (),
+    kinds: tuple[str, ...] = ("hlo_optimized",),
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+    known_modules: Mapping[str | int, str] | None = None,
+    known_sources: Mapping[str | int, dict[str, HloOpSource]] | None = None,
+    known_texts: Mapping[str | int, str] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(``ops`` rows, ``spans`` rows) of the trace events inside `window` (epoch seconds).
+
+    `graphs` are the capture's ``graphs`` rows: those of `kinds` tell which ``graph`` id a
+    program of the trace is (by its ``module_id``, the trace's program id, where the row has
+    one, else by HLO module name), and their metadata where each op came from; `known_modules`
+    names the graphs of programs compiled before the capture (program id or HLO module name
+    -> graph id), `known_sources` where their ops came from, `known_texts` their optimized
+    HLO (on XLA:GPU: what places kernels inside command buffers and says what ops compute)."""
+    modules, sources = _programs(graphs, kinds, cell_filename)
+    modules = {**(known_modules or {}), **modules}
+    sources = {**(known_sources or {}), **sources}
+    texts = {**(known_texts or {}), **_texts(graphs, kinds)}
+
+    def graph_of(module: str, program: int | None) -> str:
+        found = modules.get(program) if program is not None else None
+        return found or modules.get(module, module)
+
+    def sources_of(module: str, program: int | None) -> dict[str, HloOpSource]:
+        found = sources.get(program) if program is not None else None
+        return found if found is not None else sources.get(module, {})
+
+    summary = summarize(events, window[0], window[1], texts)
+    # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
+    # add up where their op came from the same line
+    by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
+    for module, program, op, count, seconds in summary.ops:
+        graph = graph_of(module, program)
+        source = _source_of(sources_of(module, program), op)
+        where = (source.file, source.line) if source else None
+        same = by_op.get((graph, module, op, where))
+        if same is not None:
+            same["count"] += count
+            same["seconds"] += seconds
+            same["share"] = same["seconds"] / summary.total
+            continue
+        in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
+        text = texts.get(program) if program is not None else None
+        category, op_name = _what(op, text or texts.get(module), summary.gpu)
+        by_op[graph, module, op, where] = {
+            "backend": backend,
+            "graph": graph,
+            "module": module,
+            "op": op,
+            "op_name": source.op_name if source and source.op_name else op_name,
+            "category": category,
+            "count": count,
+            "seconds": seconds,
+            "share": seconds / summary.total,
+            "source_file": source.file if source else None,
+            "source_line": source.line if source else None,
+            "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
+        }
+    op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
+    span_rows = [
+        _span(backend, lane, name, graph_of(module, program) if module else None, start, end)
+        for lane, name, module, program, start, end in summary.spans
+    ]
+    return op_rows, span_rows
+
+
+@dataclass
+class Summary:
+    """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
+    ``ops`` (HLO module, program id, op, count, seconds), their total seconds, and ``spans``
+    (lane, name, HLO module or "", program id, start ns, end ns): the longest op events (lane
+    ``op``, for zooming into a run; not part of the time account), one ``device`` span per
+    program run and the main thread's ``transfer`` and ``sync_wait`` spans. A program id is
+    None where the trace has none; programs of one module name (torch_xla names every
+    program of a line alike) are told apart by it."""
+
+    ops: list[tuple[str, int | None, str, int, float]]
+    total: float
+    spans: list[tuple[str, str, str, int | None, float, float]]
+    #: The events are XLA:GPU kernels.
+    gpu: bool = False
+
+
+def summarize(
+    events: Any, start: float, end: float, hlo_texts: Mapping[str | int, str] | None = None
+) -> Summary:
+    """The :class:`Summary` of the events inside ``[start, end]`` (epoch s), kept on `events`:
+    a window read on the watchdog thread is summarized there, while the cell goes on (a later
+    `end` covers the same events: the trace stopped before the capture ended). On XLA:GPU
+    only the programs' own kernels count (:func:`program_events`), those inside command
+    buffers placed on their instructions through `hlo_texts` (program id or HLO module name
+    -> its optimized HLO text)."""
+    frame = events.events
+    start_ns, end_ns = start * 1e9, end * 1e9
+    # the same events when `end` is past the last one
+    whole = frame.empty or end_ns >= float(frame["start_ns"].max())
+    gpu = getattr(events, "gpu", None)
+    if gpu is None:
+        gpu = events.gpu = not frame.empty and is_gpu(frame)
+    # the HLO texts only change what a GPU trace's kernels are placed on
+    key = (start, tuple(sorted(map(str, hlo_texts or {}))) if gpu else ())
+    kept = getattr(events, "summary", None)
+    if kept is not None and whole and kept[0] == key:
+        return kept[1]
+    if gpu:
+        frame = placed_kernels(program_events(frame), hlo_texts or {})
+    inside = frame[
+        (frame["start_ns"] + frame["duration_ns"] >= start_ns) & (frame["start_ns"] <= end_ns)
+    ]
+    ops = inside[inside["hlo_op"].notna()]
+    executions = _execution_windows(inside)
+    ops = ops[~_cut_runs(ops, inside, executions)]
+    op_summary: list[tuple[str, int | None, str, int, float]] = []
+    spans: list[tuple[str, str, str, int | None, float, float]] = []
+    total = 1.0
+    if not ops.empty:
+        ops = ops.assign(
+            seconds=_own_ns(ops) / 1e9,
+            program=ops["program_id"].fillna(NO_PROGRAM).astype("int64"),
+            execution=_executions(ops),
+        )
+        total = float(ops["seconds"].sum()) or 1.0
+        grouped = ops.groupby(["hlo_module", "program", "hlo_op"], sort=False).agg(
+            count=("execution", "nunique"),
+            seconds=("seconds", "sum"),
+        )
+        op_summary = [
+            (str(module), _program(program), str(op), int(count), float(seconds))
+            for (module, program, op), count, seconds in zip(
+                grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
+            )
+        ]
+        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
+        starts = longest["start_ns"].to_numpy(dtype=float)
+        spans += [
+            ("op", str(op), str(module), _program(program), begin, begin + duration)
+            for op, module, program, begin, duration in zip(
+                longest["hlo_op"].tolist(),
+                longest["hlo_module"].tolist(),
+                longest["program"].tolist(),
+                starts.tolist(),
+                longest["duration_ns"].to_numpy(dtype=float).tolist(),
+                strict=True,
+            )
+        ]
+        for (module, program), program_ops in ops.groupby(["hlo_module", "program"], sort=False):
+            for run_start, run_end in _runs(program_ops, executions):
+                spans.append(
+                    ("device", str(module), str(module), _program(program), run_start, run_end)
+                )
+    # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
+    # thread waiting on donation holds while Python traces the next step does not.
+    hosts = inside[
+        inside["hlo_op"].isna()
+        & inside["kind"].isin(["transfer", "sync_wait"])
+        & inside["line"].astype(str).str.fullmatch(MAIN_THREAD)
+    ]
+    host_starts = hosts["start_ns"].to_numpy(dtype=float)
+    spans += [
+        (str(kind), str(name), "", None, begin, begin + duration)
+        for kind, name, begin, duration in zip(
+            hosts["kind"].tolist(),
+            hosts["name"].tolist(),
+            host_starts.tolist(),
+            hosts["duration_ns"].to_numpy(dtype=float).tolist(),
+            strict=True,
+        )
+    ]
+    summary = Summary(op_summary, total, spans, gpu)
+    if whole:
+        events.summary = (key, summary)
+    return summary
+
+
+#: The program id of ops whose trace has none (grouped apart from every real id).
+NO_PROGRAM = -1
+
+
+def _program(program: int) -> int | None:
+    return None if program == NO_PROGRAM else int(program)
+
+
+def _texts(graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str | int, str]:
+    """Program id and HLO module name -> the optimized HLO text, of the `graphs` rows of
+    `kinds` (a later row of a module wins)."""
+    texts: dict[str | int, str] = {}
+    for row in graphs:
+        if row.get("kind") in kinds and row.get("text"):
+            texts[hlo_module_name(row["text"])] = row["text"]
+            if row.get("module_id") is not None:
+                texts[int(row["module_id"])] = row["text"]
+    return texts
+
+
+def _what(op: str, text: str | None, gpu: bool) -> tuple[str, str | None]:
+    """(category, op name) of trace op `op` from its instruction in `text`
+    (:mod:`xlanb.analysis.op_kinds`: what a fusion fused, which library a custom call calls);
+    on XLA:CPU only a fusion's, the thunk's name saying the rest (``sort.0``, ``while.2``)."""
+    if gpu and op.endswith(UNATTRIBUTED):
+        return "unattributed", None
+    by_name = thunk_category(op)
+    categories = instruction_categories(text) if text else {}
+    found = categories.get(op)
+    if found is None and op.rsplit(".", 1)[-1].isdigit():
+        found = categories.get(op.rsplit(".", 1)[0])
+    if found is None:
+        return by_name, None
+    if gpu or by_name == "fusion":
+        return found[0], found[1] or None
+    return by_name, found[1] or None
+
+
+def _programs(
+    graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...], cell_filename: str | None
+) -> tuple[dict[str | int, str], dict[str | int, dict[str, HloOpSource]]]:
+    """(program -> graph id, program -> its ops' sources) of the `graphs` rows of `kinds`, a
+    program named by its HLO module name and, where the row has its ``module_id`` (the
+    trace's program id), by that too (a later row of a module wins)."""
+    modules: dict[str | int, str] = {}
+    sources: dict[str | int, dict[str, HloOpSource]] = {}
+    for row in graphs:
+        if row.get("kind") in kinds:
+            text = row["text"] or ""
+            module = hlo_module_name(text)
+            names: list[str | int] = [module]
+            if row.get("module_id") is not None:
+                names.append(int(row["module_id"]))
+            op_sources = hlo_op_sources(text, cell_filename)
+            for name in names:
+                modules[name] = row["graph"]
+                sources[name] = op_sources
+    return modules, sources
+
+
+#: Thunks of one run closer than this are one device span (a runtime without ``run_id``).
+RUN_GAP_NS = 100_000
+
+
+#: The runtime's spans around one whole program run on XLA:CPU (JAX and torch_xla): the thunk
+#: executor launching it, then waiting for it, on the client thread that runs the program
+#: (nested executors of called computations run on the worker pool and are not runs). jaxlib
+#: 0.6 writes no launch span: a run's first thunks start on the client thread, then its wait
+#: holds the rest of the run (async thunks' work on the worker pool has no op event of its own).
+EXECUTE_SPAN = "ThunkExecutor::Execute"
+WAIT_SPAN = "ThunkExecutor::Execute (wait for completion)"
+
+
+def _execution_windows(events: pd.DataFrame) -> np.ndarray:
+    """(n, 2) [launch ns, completion ns] of the runtime's program runs in the trace, sorted by
+    launch. On each client thread that waits for its runs, a run is launched by the first
+    launch span or thunk after the previous run's wait, and completes when its own wait ends
+    (NaN: the trace ended before it)."""
+    runner_lines = set(events.loc[events["name"] == WAIT_SPAN, "line"])
+    on_runners = events[
+        events["line"].isin(runner_lines)
+        & (events["hlo_op"].notna() | events["name"].isin([EXECUTE_SPAN, WAIT_SPAN]))
+    ]
+    windows: list[np.ndarray] = []
+    for _, line in on_runners.groupby("line", sort=False):
+        line = line.sort_values("start_ns", kind="stable")
+        starts = line["start_ns"].to_numpy(dtype=float)
+        waits = (line["name"] == WAIT_SPAN).to_numpy(dtype=bool)
+        # each event's run on this line: the number of waits that ended a run before it
+        run = np.cumsum(waits) - waits
+        first = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        done = np.full(len(first), np.nan)
+        done[run[waits]] = (starts + line["duration_ns"].to_numpy(dtype=float))[waits]
+        windows.append(np.column_stack([starts[first], done]))
+    if not windows:
+        return np.empty((0, 2))
+    merged = np.concatenate(windows)
+    return merged[np.argsort(merged[:, 0], kind="stable")]
+
+
+def _cut_runs(ops: pd.DataFrame, events: pd.DataFrame, executions: np.ndarray) -> np.ndarray:
+    """Which of the op events `ops` belong to a run the trace holds only in part: one still
+    going when the profiler stopped (a window closes while the next queued run has started).
+    On XLA:CPU every run ends in a wait span, even a 4-float add's (measured on JAX 0.6 and
+    0.10), so a run whose wait is not in the trace was cut: with JAX's ``run_id``, a run no
+    wait names; else a run with no completion, or ops that start after the completion of the
+    latest run launched before them (their run was launched on a thread whose wait the trace
+    does not hold). Counted, its first thunks made one op's count exceed the runs', and its
+    short span lowered the mean that the runs after the window are estimated from."""
+    unwaited = _unwaited_runs(ops, events)
+    if unwaited is not None:
+        return unwaited
+    if not len(executions) or ops.empty or ops["run_id"].notna().all():
+        # no waits, or run ids that no wait carries: nothing tells a cut run
+        return np.zeros(len(ops), dtype=bool)
+    starts = ops["start_ns"].to_numpy(dtype=float)
+    run = np.maximum(np.searchsorted(executions[:, 0], starts, side="right") - 1, 0)
+    done = executions[run, 1]
+    return np.isnan(done) | (starts > done)
+
+
+def _unwaited_runs(ops: pd.DataFrame, events: pd.DataFrame) -> np.ndarray | None:
+    """Where every op event of `ops` has JAX's ``run_id`` and the waits of `events` carry it
+    too: which op events belong to a run that no wait names (cut, see :func:`_cut_runs`);
+    else None."""
+    if ops.empty or not ops["run_id"].notna().all():
+        return None
+    waited = events.loc[events["name"] == WAIT_SPAN, "run_id"].dropna()
+    if waited.empty:
+        return None
+    return ~ops["run_id"].isin(set(waited)).to_numpy(dtype=bool)
+
+
+def _runs(ops: pd.DataFrame, executions: np.ndarray) -> list[tuple[float, float]]:
+    """(start_ns, end_ns) of each run of one program: by ``run_id`` where the runtime sets it
+    (JAX 0.10), else by the runtime's runs (torch_xla, jaxlib 0.6: each op belongs to the latest
+    run launched before it, which spans from its launch to its completion), else (a trace
+    without either) the op events merged across gaps shorter than :data:`RUN_GAP_NS`."""
+    starts = ops["start_ns"].to_numpy(dtype=float)
+    ends = starts + ops["duration_ns"].to_numpy(dtype=float)
+    if ops["run_id"].notna().all():
+        return _group_extents(ops["run_id"].to_numpy(dtype=np.int64), starts, ends)
+    if len(executions):
+        # an op belongs to the latest run launched before it started (a run's last thunks
+        # may finish after its wait span, on the worker pool)
+        launches, completions = executions[:, 0], executions[:, 1]
+        window = np.maximum(np.searchsorted(launches, starts, side="right") - 1, 0)
+        keys = np.unique(window)
+        extents = _group_extents(window, starts, ends)
+        return [
+            (min(start, launches[key]), end if math.isnan(done) else max(end, done))
+            for key, (start, end), done in zip(keys, extents, completions[keys], strict=True)
+        ]
+    runs: list[tuple[float, float]] = []
+    for start, end in sorted(zip(starts, ends, strict=True)):
+        if runs and start - runs[-1][1] <= RUN_GAP_NS:
+            runs[-1] = (runs[-1][0], max(runs[-1][1], end))
+        else:
+            runs.append((start, end))
+    return runs
+
+
+def label_runs(executions: list[dict[str, Any]], spans: Sequence[dict[str, Any]]) -> None:
+    """Give each run in `executions` (rows of one run: ``time`` its end, ``seconds`` from
+    launch to completion, ``graph`` None) the graph of the traced ``device`` span inside it.
+    The runtime's samples and the trace share the wall clock: a run's traced thunks lie
+    within its launch-to-completion sample (measured within microseconds on torch_xla)."""
+    runs = sorted(
+        (span["start"] + span["seconds"] / 2, span["graph"])
+        for span in spans
+        if span["lane"] == "device" and span.get("graph")
+    )
+    if not runs:
+        return
+    middles = np.array([middle for middle, _ in runs])
+    for row in executions:
+        if row.get("graph") is not None or row.get("count", 1) != 1:
+            continue
+        end, seconds = row["time"], row["seconds"]
+        first = int(np.searchsorted(middles, end - seconds - RUN_SLACK_S, side="left"))
+        last = int(np.searchsorted(middles, end + RUN_SLACK_S, side="right"))
+        graphs = {runs[index][1] for index in range(first, last)}
+        if len(graphs) == 1:  # never a guess between two programs
+            row["graph"] = graphs.pop()
+
+
+#: How far a traced run's middle may lie outside its runtime sample (clock rounding).
+RUN_SLACK_S = 20e-6
+
+
+def _group_extents(
+    keys: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> list[tuple[float, float]]:
+    """(earliest start, latest end) of the events of each key, in key order."""
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+    first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    run_starts = np.minimum.reduceat(starts[order], first)
+    run_ends = np.maximum.reduceat(ends[order], first)
+    return list(zip(run_starts.tolist(), run_ends.tolist(), strict=True))
+
+
+def _span(
+    backend: str, lane: str, name: str, graph: str | None, start_ns: float, end_ns: float
+) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "lane": lane,
+        "name": name,
+        "graph": graph,
+        "start": float(start_ns) / 1e9,
+        "seconds": max(float(end_ns - start_ns), 0.0) / 1e9,
+        "estimated": False,
+    }
+
+
+def _executions(ops: pd.DataFrame) -> np.ndarray:
+    """What counts as one execution of an op event: each thunk event, but on XLA:GPU each run
+    (a library call launches several kernels, a memset and a gemm, in one execution)."""
+    key = np.arange(len(ops), dtype=np.int64)
+    on_gpu = ops["plane"].astype(str).str.startswith(GPU_PLANE).to_numpy(dtype=bool)
+    runs = ops["run_id"].astype("Int64")
+    with_run = on_gpu & runs.notna().to_numpy(dtype=bool)
+    key[with_run] = -1 - runs[with_run].to_numpy(dtype=np.int64)
+    return key
+
+
+def _own_ns(ops: pd.DataFrame) -> np.ndarray:
+    """Each op event's own time: a GPU kernel's duration (kernels on a stream do not nest,
+    though one may start before the last one ended), a thunk's :func:`_exclusive_ns`."""
+    own = _exclusive_ns(ops)
+    on_gpu = ops["plane"].astype(str).str.startswith(GPU_PLANE).to_numpy(dtype=bool)
+    own[on_gpu] = ops["duration_ns"].to_numpy(dtype=float)[on_gpu]
+    return own
+
+
+def _exclusive_ns(ops: pd.DataFrame) -> np.ndarray:
+    """Each op event's own time: its duration less that of the op events nested in it on its
+    line (a ``while`` or ``call`` thunk holds the thunks of the computation it runs; summed
+    whole, a loop and its body each took the loop's time)."""
+    own = ops["duration_ns"].to_numpy(dtype=float).copy()
+    starts = ops["start_ns"].to_numpy(dtype=float)
+    for positions in ops.groupby(["plane", "line"], sort=False).indices.values():
+        # outer events first where two start together
+        order = positions[np.lexsort((-own[positions], starts[positions]))]
+        open_ends: list[tuple[float, int]] = []  # the events enclosing the next one
+        for position in order:
+            start, end = starts[position], starts[position] + own[position]
+            while open_ends and open_ends[-1][0] <= start:
+                open_ends.pop()
+            if open_ends:
+                own[open_ends[-1][1]] -= end - start
+            open_ends.append((end, position))
+    return np.maximum(own, 0.0)
+
+
+def _source_of(sources: dict[str, HloOpSource], op: str) -> HloOpSource | None:
+    """The HLO metadata of thunk `op` (``sort.0`` is instruction ``sort`` or ``sort.0``)."""
+    if op in sources:
+        return sources[op]
+    base = op.rsplit(".", 1)[0] if op.rsplit(".", 1)[-1].isdigit() else op
+    return sources.get(base)
