@@ -6,6 +6,7 @@ TensorFlow all name them the same way)::
     module_0003.jit_step.cpu_after_optimizations.dot
     module_0003.jit_step.cpu_after_optimizations-buffer-assignment.txt
     module_0003.jit_step.cpu_after_optimizations-memory-usage-report.txt
+    module_12603.jit_step.sm_9.0a_gpu_after_optimizations.txt  (XLA:GPU: the CUDA arch first)
 
 Other files of a dump (LLVM IR, objects, MLIR, protos, per-pass dumps) are not module files.
 """
@@ -19,7 +20,7 @@ BEFORE_OPTIMIZATIONS = "before_optimizations"
 
 _MODULE_FILE = re.compile(
     r"module_(?P<id>\d+)\.(?P<module>.+?)\."
-    r"(?P<stage>(?:\w+_)?(?:before|after)_optimizations)"
+    r"(?P<stage>(?:sm_\d+\.\d+[a-z]?_)?(?:\w+_)?(?:before|after)_optimizations)"
     r"(?:-(?P<report>buffer-assignment|memory-usage-report))?\.(?P<ext>txt|dot)"
 )
 
