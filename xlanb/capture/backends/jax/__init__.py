@@ -82,6 +82,7 @@ import threading
 import time
 from typing import Any
 
+from xlanb.analysis.peaks import part_of
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows
@@ -290,10 +291,19 @@ def _live_rows(capture: Capture, token: Token, options: CaptureOptions) -> None:
 
 
 def _environment() -> dict[str, Any]:
+    """JAX's environment, with the peak rates the roofline reads: this CPU's, measured; on an
+    accelerator, its ``device_kind`` (whose data sheet :mod:`xlanb.analysis.peaks` holds)."""
     environment = hooks.environment()
-    if environment.get("jax_platform") == "cpu":
-        try:
+    platform = environment.get("jax_platform")
+    try:
+        if platform == "cpu":
             environment.update(peak.cpu_peak())
-        except Exception:
-            pass
+        elif platform:
+            import jax
+
+            environment["device_kind"] = kind = str(jax.devices()[0].device_kind)
+            if part_of(kind) is None and not STATE.listening:  # never inside a capture
+                environment.update(peak.jax_device_peak())
+    except Exception:
+        pass
     return environment
