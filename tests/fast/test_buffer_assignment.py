@@ -123,3 +123,17 @@ def test_a_gpu_dump_folders_temporaries_have_source_lines():
     assert set(temps["graph"]) == {"jit_train_step"}
     matmul = temps[temps["op"] == "cublas-lt-matmul.1"].iloc[0]
     assert matmul["source_line"] == 71
+
+
+def test_a_program_without_a_module_id_finds_its_dumped_module_by_its_header():
+    """JAX 0.11 on GPU may hand over no module proto: `compiled.as_text()` of the full-batch
+    step finds module 12603 by name and entry layout, not the half-batch 146222."""
+    from xlanb.formats.buffer_assignment import dump_module_id, dumped_temporaries
+
+    compiled_text = (GPU_MLP / "compiled_as_text.txt").read_text()
+    assert dump_module_id(GPU_MLP, compiled_text) == GPU_MLP_MODULE
+    assert dumped_temporaries(GPU_MLP, None, compiled_text)[0] == Temporary(
+        "copy.2", "", "f32[4096,4096]", 67108864
+    )
+    assert dumped_temporaries(GPU_MLP, 146222, compiled_text)[0].op == "custom-call.0"
+    assert dump_module_id(DATA / "jax_dump", compiled_text) is None

@@ -92,6 +92,61 @@ def temporaries_from_dump(
     return []
 
 
+def dumped_temporaries(
+    folder: str | os.PathLike, module_id: int | None, hlo_text: str, limit: int = TEMPORARIES_KEPT
+) -> list[Temporary]:
+    """The temporaries of one program from a dump folder: by its module id, else by its
+    optimized HLO text (:func:`dump_module_id`); [] when the folder does not hold it."""
+    if module_id is None:
+        module_id = dump_module_id(folder, hlo_text)
+    return temporaries_from_dump(folder, module_id, limit) if module_id is not None else []
+
+
+def dump_module_id(folder: str | os.PathLike, hlo_text: str) -> int | None:
+    """The module id, in a dump folder, of the program whose optimized HLO is `hlo_text` (as
+    ``compiled.as_text()`` prints it): the latest dumped module of the same name and entry
+    layout (its header line); None when the folder has none. For a program whose module
+    proto, and so its id, JAX does not hand over."""
+    header = _module_header(hlo_text.split("\n", 1)[0])
+    if header is None:
+        return None
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    found = None
+    for name in names:
+        parsed = dump_file_name(name)
+        if parsed is None or not (parsed.optimized and parsed.is_hlo) or parsed.module != header[0]:
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+                first = file.readline()
+        except OSError:
+            continue
+        if _module_header(first) == header and (found is None or parsed.module_id > found):
+            found = parsed.module_id
+    return found
+
+
+_LAYOUT_KEY = "entry_computation_layout={"
+
+
+def _module_header(line: str) -> tuple[str, str] | None:
+    """(module name, entry layout) of an ``HloModule`` line."""
+    if not line.startswith("HloModule "):
+        return None
+    name = line[len("HloModule ") :].split(",")[0].split()[0]
+    start = line.find(_LAYOUT_KEY)
+    if start < 0:
+        return None
+    depth, index = 1, start + len(_LAYOUT_KEY)
+    while index < len(line) and depth:
+        depth += {"{": 1, "}": -1}.get(line[index], 0)
+        index += 1
+    return name, line[start:index]
+
+
 def dump_file_names(folder: str | os.PathLike, module_id: int) -> list[str]:
     """The names of the files of module `module_id` in a dump folder (none when unreadable)."""
     try:
