@@ -112,6 +112,7 @@ bench: setup
 	PJRT_DEVICE=CPU $(PY_XLA) bench/torch_reads.py
 	$(PY) bench/merge.py
 	$(PY) bench/graph_viewer.py
+	$(PY) bench/gpu_roofline.py
 
 clean:
 	rm -rf $(VENV) $(VENV_XLA) $(VENV_JAX_OLD) $(VENV_XLA_OLD)

@@ -9,6 +9,7 @@ from xlanb.analysis.attribution import attribute_fallbacks
 from xlanb.analysis.breakdown import breakdown_frame
 from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
 from xlanb.analysis.rates import with_rates
+from xlanb.analysis.roofline import with_op_rates
 from xlanb.analysis.step_times import step_frame
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame, rank_findings_frame
@@ -24,6 +25,7 @@ def finish(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     profile.breakdown = breakdown_frame(profile)
     profile.step_times = step_frame(profile)
     profile.executions = with_rates(profile)
+    profile.ops = with_op_rates(profile.ops, profile.graphs, profile.environment)
     profile.findings = findings_frame(profile)
     return profile
 

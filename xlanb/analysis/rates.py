@@ -1,5 +1,6 @@
-"""Achieved rates of each program: FLOP/s and bytes/s from XLA's cost analysis and the
-measured device time, against the machine's peak, and what bounds the program."""
+"""Achieved rates of each program: FLOP/s and bytes/s from XLA's cost analysis (or the count
+from the optimized HLO where that is larger: XLA:GPU's cost analysis leaves cuBLAS calls out)
+and the measured device time, against the device's peak, and what bounds the program."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 
 import pandas as pd
 
+from xlanb.analysis.roofline import bound_of, device_peak, program_counts
 from xlanb.core.profile import Profile
 
 #: A program whose runs last less than this on average is launch-bound: its time goes to
@@ -16,16 +18,14 @@ LAUNCH_BOUND_SECONDS = 20e-6
 
 def with_rates(profile: Profile) -> pd.DataFrame:
     """``executions`` with ``flops_per_second``, ``bytes_per_second`` and ``bound``
-    (``compute``, ``memory``, ``launch``) where the graph has a cost analysis (JAX) and
-    measured device time; unchanged otherwise."""
-    executions, graphs = profile.executions, profile.graphs
-    if executions.empty or graphs.empty or "flops" not in graphs.columns:
+    (``compute``, ``memory``, ``launch``) where the graph has a cost analysis or optimized HLO
+    (JAX) and measured device time; unchanged otherwise."""
+    executions = profile.executions
+    # XLA:CPU's cost analysis counts every op: its HLO is not read again
+    complete = profile.environment.get("jax_platform") == "cpu"
+    costs = program_costs(profile.graphs, count_hlo=not complete)
+    if executions.empty or not costs:
         return executions
-    costs = graphs.dropna(subset=["flops"]).drop_duplicates("graph").set_index("graph")
-    if costs.empty:
-        return executions
-    peak_flops = profile.environment.get("peak_flops_per_second")
-    peak_bytes = profile.environment.get("peak_bytes_per_second")
     flop_rates, byte_rates, bounds = [], [], []
     estimated = (
         executions["seconds_estimated"]
@@ -35,16 +35,14 @@ def with_rates(profile: Profile) -> pd.DataFrame:
     for row, guessed in zip(executions.itertuples(), estimated, strict=True):
         flop_rate = byte_rate = math.nan
         bound = None
-        if row.graph in costs.index and row.seconds and row.seconds > 0 and guessed is not True:
-            cost = costs.loc[row.graph]
-            flop_rate = float(cost["flops"]) * row.count / row.seconds
-            accessed = cost.get("bytes_accessed", math.nan)
-            byte_rate = float(accessed) * row.count / row.seconds
+        if row.graph in costs and row.seconds and row.seconds > 0 and guessed is not True:
+            flops, accessed, dtype = costs[row.graph]
+            flop_rate = flops * row.count / row.seconds
+            byte_rate = accessed * row.count / row.seconds
             if row.seconds / row.count < LAUNCH_BOUND_SECONDS:
                 bound = "launch"
-            elif peak_flops and peak_bytes and accessed == accessed and accessed > 0:
-                intensity = float(cost["flops"]) / float(accessed)
-                bound = "compute" if intensity > peak_flops / peak_bytes else "memory"
+            elif accessed > 0:
+                bound = bound_of(flops, accessed, device_peak(profile.environment, dtype))
         flop_rates.append(flop_rate)
         byte_rates.append(byte_rate)
         bounds.append(bound)
@@ -53,3 +51,42 @@ def with_rates(profile: Profile) -> pd.DataFrame:
         bytes_per_second=byte_rates,
         bound=pd.Series(bounds, index=executions.index, dtype=object),
     )
+
+
+def program_costs(
+    graphs: pd.DataFrame, count_hlo: bool = True
+) -> dict[str, tuple[float, float, str]]:
+    """graph -> (FLOPs, bytes, matrix-product element type) of one run: the cost analysis's
+    ``flops``/``bytes_accessed``, or (`count_hlo`) the count from the graph's optimized HLO
+    where that has more FLOPs (or the cost analysis none). A function compiled for several
+    shapes keeps its first program, as its executions' row counts them together."""
+    if graphs.empty or "graph" not in graphs.columns:
+        return {}
+    found: dict[str, tuple[float, float, str]] = {}
+    if "flops" in graphs.columns:
+        analysed = graphs.dropna(subset=["flops"]).drop_duplicates("graph")
+        for row in analysed.itertuples():
+            accessed = getattr(row, "bytes_accessed", math.nan)
+            found[str(row.graph)] = (float(row.flops), float(accessed), "")
+    if count_hlo and "kind" in graphs.columns and "text" in graphs.columns:
+        optimized = graphs[graphs["kind"] == "hlo_optimized"].drop_duplicates("graph")
+        for row in optimized.itertuples():
+            counted = _counted(row.text)
+            if counted is None:
+                continue
+            analysed_flops = found.get(str(row.graph), (math.nan,))[0]
+            if math.isnan(analysed_flops) or counted[0] > analysed_flops:
+                found[str(row.graph)] = counted
+            else:
+                found[str(row.graph)] = (*found[str(row.graph)][:2], counted[2])
+    return found
+
+
+def _counted(text: object) -> tuple[float, float, str] | None:
+    if not isinstance(text, str) or not text.startswith("HloModule"):
+        return None
+    try:
+        flops, moved, dtype = program_counts(text)
+    except Exception:  # a module the reader does not follow: the cost analysis stands
+        return None
+    return None if math.isnan(flops) else (flops, moved, dtype)

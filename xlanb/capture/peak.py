@@ -3,7 +3,8 @@ rates of programs can be read as compute-, memory- or launch-bound.
 
 On the CPU (XLA:CPU) the peak is measured with NumPy: a float32 matrix product and a large
 copy, best of a few tries (about 20 ms once). On accelerators the device kind's data-sheet
-figure would be the peak; none is assumed here, so the rate is shown without a bound there.
+figure is the peak (:mod:`xlanb.analysis.peaks`); for a part it does not know, a bf16 matrix
+product and an elementwise pass are measured on the device once (:func:`jax_device_peak`).
 """
 
 from __future__ import annotations
@@ -36,3 +37,41 @@ def cpu_peak() -> dict[str, float]:
             rates.append(2 * source.nbytes / max(time.perf_counter() - started, 1e-9))
         _measured = {"peak_flops_per_second": max(flops), "peak_bytes_per_second": max(rates)}
     return dict(_measured)
+
+
+_device_measured: dict[str, float] | None = None
+
+
+def jax_device_peak() -> dict[str, float]:
+    """``{"peak_flops_per_second": ..., "peak_bytes_per_second": ...}`` of JAX's default
+    device, measured once per process: a 4096x4096 bf16 matrix product and an elementwise
+    pass over 256 MB, best of five runs each. For a part whose data sheet xlanb does not
+    know; it compiles two small programs and holds about 300 MB while it runs."""
+    global _device_measured
+    if _device_measured is None:
+        import jax
+        import jax.numpy as jnp
+
+        size = 4096
+        square = jnp.ones((size, size), jnp.bfloat16)
+        product = jax.jit(lambda a: a @ a)
+        flops = [2 * size**3 / _best_seconds(lambda: product(square))]
+        vector = jnp.ones(64 * 2**20, jnp.float32)
+        add_one = jax.jit(lambda v: v + 1)
+        rates = [2 * vector.nbytes / _best_seconds(lambda: add_one(vector))]
+        _device_measured = {
+            "peak_flops_per_second": max(flops),
+            "peak_bytes_per_second": max(rates),
+        }
+    return dict(_device_measured)
+
+
+def _best_seconds(run) -> float:
+    """The shortest of five timed runs of a JAX call (after one untimed run: the compile)."""
+    run().block_until_ready()
+    best = float("inf")
+    for _ in range(5):
+        started = time.perf_counter()
+        run().block_until_ready()
+        best = min(best, time.perf_counter() - started)
+    return max(best, 1e-9)

@@ -483,7 +483,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "flops_per_second",
             "float64",
             "flop/s",
-            "achieved: XLA's cost-analysis flops of the program × runs / measured device seconds",
+            "achieved: the program's flops × runs / measured device seconds; the flops are XLA's "
+            "cost analysis, or the count from the optimized HLO where that is larger (XLA:GPU's "
+            "cost analysis leaves cuBLAS calls out)",
             ("rates",),
         ),
         _c(
@@ -498,7 +500,8 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "str",
             "",
             "`compute` or `memory` (arithmetic intensity against the "
-            "machine's peak FLOP/s over peak bytes/s), `launch` (runs under 20 µs)",
+            "device's peak FLOP/s over peak bytes/s: the data sheet of its `device_kind`, else "
+            "the measured peak), `launch` (runs under 20 µs)",
             ("rates",),
         ),
         _c(
@@ -815,8 +818,43 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _r(
             "share", "float64", "fraction", "`seconds` over the device time of all ops", ("xspace",)
         ),
-        _c("flops", "float64", "flops", "XLA's cost analysis of the op", ("xspace",)),
-        _c("bytes", "float64", "bytes", "bytes accessed, from XLA's cost analysis", ("xspace",)),
+        _c(
+            "flops",
+            "float64",
+            "flops",
+            "FLOPs of one run of the op, counted from the optimized HLO's shapes (2*M*N*K for "
+            "dots and cuBLAS gemm calls; a fusion: the sum over what it fuses)",
+            ("rates",),
+        ),
+        _c(
+            "bytes",
+            "float64",
+            "bytes",
+            "bytes one run of the op moves: its operands' and result's sizes (HLO shapes)",
+            ("rates",),
+        ),
+        _c(
+            "flops_per_second",
+            "float64",
+            "flop/s",
+            "achieved: `flops` × `count` / `seconds`",
+            ("rates",),
+        ),
+        _c(
+            "bytes_per_second",
+            "float64",
+            "bytes/s",
+            "achieved: `bytes` × `count` / `seconds`",
+            ("rates",),
+        ),
+        _c(
+            "bound",
+            "str",
+            "",
+            "`compute` or `memory`: the op's FLOPs per byte against the device's peak FLOP/s "
+            "over peak bytes/s (the data sheet of its `device_kind`, else the measured peak)",
+            ("rates",),
+        ),
         _r("source_file", "str", "", "source file of the op (HLO metadata)", ("xspace",)),
         _r("source_line", "Int64", "line", "source line of the op (HLO metadata)", ("xspace",)),
         _r("cell_line", "Int64", "line", "line in the profiled cell", ("xspace",)),

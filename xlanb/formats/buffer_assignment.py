@@ -3,9 +3,10 @@
 Two sources, one answer (:class:`Temporary` rows, largest first):
 
 - the text XLA dumps beside the optimized module, ``<module>.cpu_after_optimizations-buffer-
-  assignment.txt`` (torch_xla's dump at the default level; any ``--xla_dump_to`` with
+  assignment.txt`` (``sm_9.0a_gpu_after_optimizations`` on XLA:GPU, where JAX hands over no
+  serialized assignment; torch_xla's dump at the default level; any ``--xla_dump_to`` with
   ``--xla_dump_hlo_as_text``): ``allocation N: size S, <kinds>:`` then one ``value: <id name
-  @index> (size=..,offset=..): shape`` line per buffer placed in it;
+  {shape index} @index> (size=..,offset=..): shape`` line per buffer placed in it;
 - the ``BufferAssignmentProto`` JAX hands over with a loaded executable's compiled memory stats
   (``serialized_buffer_assignment_proto``), whose buffers name their instruction by its 64-bit
   unique id only: the ``HloModuleProto`` (``as_serialized_hlo_module_proto()``) gives the
@@ -22,6 +23,7 @@ the list says what is big, not what adds up.
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any, NamedTuple
 
@@ -29,6 +31,7 @@ from google.protobuf.message import DecodeError
 
 from xlanb.formats.hlo_text import hlo_op_sources
 from xlanb.formats.proto_schema import FIELD, ProtoFile
+from xlanb.formats.xla_dump_names import dump_file_name
 
 #: Temporaries kept per program (largest first).
 TEMPORARIES_KEPT = 5
@@ -46,7 +49,7 @@ class Temporary(NamedTuple):
 # -- text ------------------------------------------------------------------------------------
 _ALLOCATION = re.compile(r"^allocation (?P<index>\d+): size (?P<size>\d+)(?P<kinds>.*):\s*$")
 _VALUE = re.compile(
-    r"^\s*value: <\d+ (?P<op>[^ >]+)(?:\{[^}]*\})? @(?P<index>[\d,]*)> "
+    r"^\s*value: <\d+ (?P<op>[^ >{]+)(?:\{[^}]*\})? @(?P<index>[\d,]*)> "
     r"\(size=(?P<size>\d+),offset=\d+\): (?P<shape>.*)$"
 )
 _NOT_TEMPORARY = ("parameter", "maybe-live-out", "constant", "thread-local", "output shape")
@@ -70,6 +73,88 @@ def temporaries_from_text(text: str, limit: int = TEMPORARIES_KEPT) -> list[Temp
             shape = _LAYOUT.sub("", value["shape"]).strip()
             found.append(Temporary(value["op"], "", shape, int(value["size"])))
     return _largest(found, limit)
+
+
+def temporaries_from_dump(
+    folder: str | os.PathLike, module_id: int, limit: int = TEMPORARIES_KEPT
+) -> list[Temporary]:
+    """The `limit` largest temporaries of the program whose module id (JAX: the device
+    trace's ``program_id``) is `module_id`, from its optimized buffer assignment in the
+    ``--xla_dump_to`` folder `folder`; [] when the folder has none. Reads that file only."""
+    for name in dump_file_names(folder, module_id):
+        found = dump_file_name(name)
+        if found is not None and found.optimized and found.report == "buffer-assignment":
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+                    return temporaries_from_text(file.read(), limit)
+            except OSError:
+                return []
+    return []
+
+
+def dumped_temporaries(
+    folder: str | os.PathLike, module_id: int | None, hlo_text: str, limit: int = TEMPORARIES_KEPT
+) -> list[Temporary]:
+    """The temporaries of one program from a dump folder: by its module id, else by its
+    optimized HLO text (:func:`dump_module_id`); [] when the folder does not hold it."""
+    if module_id is None:
+        module_id = dump_module_id(folder, hlo_text)
+    return temporaries_from_dump(folder, module_id, limit) if module_id is not None else []
+
+
+def dump_module_id(folder: str | os.PathLike, hlo_text: str) -> int | None:
+    """The module id, in a dump folder, of the program whose optimized HLO is `hlo_text` (as
+    ``compiled.as_text()`` prints it): the latest dumped module of the same name and entry
+    layout (its header line); None when the folder has none. For a program whose module
+    proto, and so its id, JAX does not hand over."""
+    header = _module_header(hlo_text.split("\n", 1)[0])
+    if header is None:
+        return None
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return None
+    found = None
+    for name in names:
+        parsed = dump_file_name(name)
+        if parsed is None or not (parsed.optimized and parsed.is_hlo) or parsed.module != header[0]:
+            continue
+        try:
+            with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as file:
+                first = file.readline()
+        except OSError:
+            continue
+        if _module_header(first) == header and (found is None or parsed.module_id > found):
+            found = parsed.module_id
+    return found
+
+
+_LAYOUT_KEY = "entry_computation_layout={"
+
+
+def _module_header(line: str) -> tuple[str, str] | None:
+    """(module name, entry layout) of an ``HloModule`` line."""
+    if not line.startswith("HloModule "):
+        return None
+    name = line[len("HloModule ") :].split(",")[0].split()[0]
+    start = line.find(_LAYOUT_KEY)
+    if start < 0:
+        return None
+    depth, index = 1, start + len(_LAYOUT_KEY)
+    while index < len(line) and depth:
+        depth += {"{": 1, "}": -1}.get(line[index], 0)
+        index += 1
+    return name, line[start:index]
+
+
+def dump_file_names(folder: str | os.PathLike, module_id: int) -> list[str]:
+    """The names of the files of module `module_id` in a dump folder (none when unreadable)."""
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    prefix = f"module_{module_id:04d}."
+    return sorted(name for name in names if name.startswith(prefix))
 
 
 def _largest(found: list[Temporary], limit: int) -> list[Temporary]:

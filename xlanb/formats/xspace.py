@@ -584,9 +584,9 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     """The ``MemoryAllocation``/``MemoryDeallocation`` events of a parsed XSpace (GPU/TPU
     allocators; none on XLA:CPU), in time order: when (epoch ns, line timestamps relative to
     `start` shifted as for the events), which allocator, the bytes it holds in use after the
-    event (``bytes_allocated``) and its peak so far (``peak_bytes_in_use``). Written from the
-    allocator's stat names (tsl ``bfc_allocator.cc``); not checked against a real GPU/TPU
-    trace: this machine has none."""
+    event (``bytes_allocated``) and its peak so far (``peak_bytes_in_use``), by the
+    allocator's stat names (tsl ``bfc_allocator.cc``); checked on an H100 trace (JAX 0.11.2:
+    allocator ``GPU_0_bfc``), not yet on a TPU's."""
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {

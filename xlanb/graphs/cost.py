@@ -1,15 +1,20 @@
-"""Rough per-node cost estimates from shapes alone (FLOPs and output bytes), for colouring a
-graph by cost. They are estimates: 2*M*N*K for contractions, one FLOP per output element for
-elementwise ops, one per input element for reductions, zero for data movement."""
+"""Per-node cost estimates from shapes alone (FLOPs and output bytes), for colouring a graph by
+cost and for the roofline (:mod:`xlanb.graphs.hlo_cost`). They are estimates: 2*M*N*K for
+contractions (HLO ``dot`` and XLA:GPU's cuBLAS/cuBLASLt gemm custom calls, whose dimension
+numbers are in their ``backend_config``), 2*output*fan-in for convolutions (cuDNN's convolution
+custom calls too), one FLOP per output element for elementwise ops, one per input element for
+reductions, zero for data movement."""
 
 from __future__ import annotations
 
+import json
 import math
 import re
 
 from xlanb.graphs.ops import (
     CONTRACTIONS,
     CONVOLUTIONS,
+    CUSTOM_CALLS,
     FREE,
     REDUCING_COLLECTIVES,
     REDUCTIONS,
@@ -32,9 +37,42 @@ def estimate(
         return 2.0 * out * _contraction_size(name, attrs, operand_shapes), nbytes
     if name in CONVOLUTIONS:
         return 2.0 * out * _kernel_fan_in(attrs, operand_shapes), nbytes
+    if name in CUSTOM_CALLS:
+        target = attrs.get("custom_call_target", "").strip('"')
+        if target.startswith(GEMM_TARGET_PREFIX):
+            return 2.0 * out * _gemm_contraction_size(attrs, operand_shapes), _first_bytes(found)
+        if target.startswith(CONVOLUTION_TARGET_PREFIX):
+            return 2.0 * out * _kernel_fan_in(attrs, operand_shapes), _first_bytes(found)
     if (name in REDUCTIONS or name in REDUCING_COLLECTIVES) and operand_shapes:
         return element_count(operand_shapes[0]), nbytes
     return out, nbytes
+
+
+#: ``custom_call_target`` prefixes of XLA:GPU's library calls: cuBLAS/cuBLASLt matrix products
+#: (``__cublas$gemm``, ``__cublas$lt$matmul``, ``__cublas$lt$matmul$f8``) and cuDNN
+#: convolutions (``__cudnn$convForward``, ``__cudnn$convBackwardInput``, ...). Their results
+#: are tuples of (product, workspace): only the product counts.
+GEMM_TARGET_PREFIX = "__cublas$"
+CONVOLUTION_TARGET_PREFIX = "__cudnn$conv"
+
+
+def _gemm_contraction_size(attrs: dict[str, str], operand_shapes: list[str]) -> float:
+    """K of a gemm custom call: its lhs operand's contracting dimensions, as its
+    ``backend_config`` (``gemm_backend_config.dot_dimension_numbers``) names them."""
+    try:
+        config = json.loads(attrs.get("backend_config", ""))
+        numbers = config.get("gemm_backend_config", config)["dot_dimension_numbers"]
+        axes = [int(axis) for axis in numbers["lhs_contracting_dimensions"]]
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return math.nan
+    lhs = _dims(operand_shapes[0]) if operand_shapes else []
+    if not axes or any(axis >= len(lhs) or lhs[axis] is None for axis in axes):
+        return math.nan
+    return float(math.prod(lhs[axis] or 0 for axis in axes))
+
+
+def _first_bytes(found: list[tuple[str, list[int | None]]]) -> float:
+    return _bytes(found[:1])
 
 
 def _elements(dims: list[int | None]) -> float:

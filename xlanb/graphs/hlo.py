@@ -29,7 +29,8 @@ _OPCODE = re.compile(r"([A-Za-z][\w\-.]*)\(")
 _METADATA = re.compile(r',?\s*metadata=\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
 _COMMENT = re.compile(r"/\*.*?\*/")
-_NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)$")
+#: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
+_NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
 _CALLED = re.compile(r"%?([A-Za-z_][\w\-.]*)")
 
 #: Attributes naming computations that nest under the instruction using them.
@@ -68,6 +69,8 @@ class _Instruction:
     text: str
     parameter: int = -1
     node: int = -1  # index in the builder
+    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result.
+    elements: list[int] = field(default_factory=list)
 
 
 @dataclass
@@ -111,6 +114,12 @@ def parse(text: str) -> Graph:
 
 
 # -- reading ------------------------------------------------------------------------------
+def computations(text: str) -> list[_Computation]:
+    """The computations of HLO text, each with its instructions (name, op, shape, operands,
+    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`."""
+    return _read(text)[1]
+
+
 def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
     modules: list[tuple[str, int]] = []
     computations: list[_Computation] = []
@@ -190,6 +199,7 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     tail = rest[close_at + 1 :].strip().lstrip(",")
     attrs = key_values(tail) if tail.strip() else {}
     operands: list[str] = []
+    elements: list[int] = []
     parameter = -1
     if op == "parameter":
         parameter = int(arguments) if arguments.strip().isdigit() else -1
@@ -203,6 +213,7 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
             if name is None:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(name[1])
+            elements.append(int(name[2]) if name[2] else -1)
     calls: list[tuple[str, str]] = []
     for key in (*_NESTING_KEYS, "to_apply"):
         if key in attrs:
@@ -223,6 +234,7 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
         lineno,
         raw.strip(),
         parameter,
+        elements=elements,
     )
 
 

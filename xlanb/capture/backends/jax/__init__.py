@@ -77,11 +77,13 @@ measured (use ``jax.profiler`` for a device trace); device-to-host transfers
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import threading
 import time
 from typing import Any
 
+from xlanb.analysis.peaks import part_of
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows
@@ -113,7 +115,14 @@ from xlanb.formats.oom_text import out_of_memory
 
 NAME = jax_text_vocabulary.BACKEND
 INSTALL_HINT = "JAX is not installed: `pip install jax jaxlib` (or `pip install 'xlanb[jax]'`)."
-LATE_LOSS = "nothing is lost: JAX needs no start-up switches"
+LATE_LOSS = (
+    "no temporaries of programs on an accelerator (XLA reads its dump flag, which gives them, "
+    "once, when JAX starts its backends)"
+)
+#: The switches of :func:`debug_switches`.
+SWITCH_NAMES = ("XLA_FLAGS",)
+#: Top-level modules of JAX's accelerator plugins (found without importing them).
+_PLUGIN_MODULES = ("jax_cuda13_plugin", "jax_cuda12_plugin", "jax_rocm7_plugin", "libtpu")
 
 #: The wrapper put in place of ``jax._src.compiler.compile_or_get_cached`` while capturing.
 _compile_hook = hooks.compile_hook
@@ -135,11 +144,53 @@ def is_imported() -> bool:
 
 
 def has_started() -> bool:
-    return False
+    """Too late for the dump flag: JAX has started its backends on a machine with an
+    accelerator plugin (JAX itself needs no start-up switches)."""
+    return accelerator_plugin() is not None and switches_read()
+
+
+def switches_read() -> bool:
+    """XLA has read ``XLA_FLAGS``: JAX's backends are up. Imports nothing (the workdir's
+    janitor thread asks)."""
+    bridge = sys.modules.get("jax._src.xla_bridge")
+    try:
+        return bridge is not None and bool(bridge.backends_are_initialized())
+    except Exception:
+        return False
+
+
+def accelerator_plugin() -> str | None:
+    """An installed JAX accelerator plugin (CUDA, ROCm, TPU), found without importing it;
+    None on a CPU-only install or when ``JAX_PLATFORMS`` names only ``cpu``."""
+    platforms = [p.strip() for p in os.environ.get("JAX_PLATFORMS", "").lower().split(",")]
+    if any(platforms) and set(platforms) <= {"cpu", ""}:
+        return None
+    for name in _PLUGIN_MODULES:
+        if importlib.util.find_spec(name) is not None:
+            return name
+    namespace = importlib.util.find_spec("jax_plugins")
+    for folder in (namespace.submodule_search_locations or []) if namespace else []:
+        try:
+            entries = os.listdir(folder)
+        except OSError:
+            continue
+        for entry in entries:
+            if entry.startswith(("xla_cuda", "xla_rocm", "xla_tpu")):
+                return f"jax_plugins.{entry}"
+    return None
 
 
 def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
-    return {}
+    """On a machine with an accelerator plugin, an XLA dump into the workdir: XLA:GPU's
+    compiled memory stats hold no buffer assignment, so the programs' temporaries come from
+    the dump's ``*-buffer-assignment.txt`` (only profiled programs' files are read; the
+    workdir's janitor empties the folder between captures). None on CPU, where JAX hands the
+    assignment over."""
+    if accelerator_plugin() is None:
+        return {}
+    dump_dir = os.path.join(workdir, "xla_dump")
+    os.makedirs(dump_dir, exist_ok=True)
+    return {"XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text"}
 
 
 def begin(options: CaptureOptions) -> Token:
@@ -290,10 +341,19 @@ def _live_rows(capture: Capture, token: Token, options: CaptureOptions) -> None:
 
 
 def _environment() -> dict[str, Any]:
+    """JAX's environment, with the peak rates the roofline reads: this CPU's, measured; on an
+    accelerator, its ``device_kind`` (whose data sheet :mod:`xlanb.analysis.peaks` holds)."""
     environment = hooks.environment()
-    if environment.get("jax_platform") == "cpu":
-        try:
+    platform = environment.get("jax_platform")
+    try:
+        if platform == "cpu":
             environment.update(peak.cpu_peak())
-        except Exception:
-            pass
+        elif platform:
+            import jax
+
+            environment["device_kind"] = kind = str(jax.devices()[0].device_kind)
+            if part_of(kind) is None and not STATE.listening:  # never inside a capture
+                environment.update(peak.jax_device_peak())
+    except Exception:
+        pass
     return environment

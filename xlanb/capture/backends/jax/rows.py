@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from xlanb.capture import device_trace
+from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
 from xlanb.capture.backends.jax import hooks
 from xlanb.capture.backends.jax.events import (
@@ -36,7 +36,7 @@ from xlanb.capture.backends.jax.events import (
 )
 from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
-from xlanb.formats.buffer_assignment import temporary_rows
+from xlanb.formats.buffer_assignment import dumped_temporaries, temporary_rows
 from xlanb.formats.counters import metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions, hlo_module_name, hlo_op_sources
 from xlanb.formats.jax_text import (
@@ -254,6 +254,10 @@ def _graph_rows(
         )
     module = hooks.module_proto(executable)
     temporaries = hooks.temporaries(executable, module)
+    if not temporaries and hlo_text:  # XLA:GPU hands over no buffer assignment: the dump's
+        dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
+        if dump_dir:
+            temporaries = dumped_temporaries(dump_dir, hooks.program_id(module), hlo_text)
     for row in temporary_rows(
         NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
     ):
