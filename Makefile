@@ -1,16 +1,21 @@
 # Two environments: .venv (torch 2.13 CPU + JAX, the embedded default runtimes) and
 # .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch); and two at the other ends
 # of the supported ranges (xlanb/capture/versions.py), running only the runtime-specific
-# tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.14.1, the newest torch._lazy) and
-# .venv-xla-old (torch_xla 2.7 + torch 2.7, the oldest torch_xla and torch._lazy).
+# tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.14.1, the newest torch._lazy),
+# .venv-jax-new (JAX 0.12.0.1, the newest JAX, on Python 3.12, which JAX 0.11 and newer need)
+# and .venv-xla-old (torch_xla 2.7 + torch 2.7, the oldest torch_xla and torch._lazy).
 PYTHON ?= python3
+# Python 3.12 for .venv-jax-new: pyenv's 3.12.1 where pyenv has it, else python3.12 on PATH.
+PYTHON312 ?= $(or $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.12.1/bin/python3.12),$(wildcard $(HOME)/.pyenv/versions/3.12.1/bin/python3.12),python3.12)
 VENV := .venv
 VENV_XLA := .venv-xla
 VENV_JAX_OLD := .venv-jax-old
+VENV_JAX_NEW := .venv-jax-new
 VENV_XLA_OLD := .venv-xla-old
 PY := $(VENV)/bin/python
 PY_XLA := $(VENV_XLA)/bin/python
 PY_JAX_OLD := $(VENV_JAX_OLD)/bin/python
+PY_JAX_NEW := $(VENV_JAX_NEW)/bin/python
 PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
 # What the runtime-specific tests need in the extra environments (no browser, no Jupyter server).
 COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
@@ -24,8 +29,8 @@ export PIP_NO_CACHE_DIR := 1
 KEEP_ENVS ?= 1
 PRUNE := $(if $(filter 0,$(KEEP_ENVS)),rm -rf,@true)
 
-.PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-xla \
-	test-compat-lazy demo bench lint clean
+.PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-jax-new \
+	test-compat-xla test-compat-lazy demo bench lint clean
 
 setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
 
@@ -53,6 +58,14 @@ $(VENV_JAX_OLD)/.ready: pyproject.toml
 	$(PY_JAX_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
 	touch $@
 
+# JAX 0.11 and newer need Python 3.12; no torch here (PyPI's torch for 3.12 is a CUDA build of
+# several GB, and this machine's pip caps torch at 2.14.1): torch 2.15 stays untested.
+$(VENV_JAX_NEW)/.ready: pyproject.toml
+	$(PYTHON312) -m venv $(VENV_JAX_NEW)
+	$(PY_JAX_NEW) -m pip install -q jax==0.12.0.1 jaxlib==0.12.0.1
+	$(PY_JAX_NEW) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
+	touch $@
+
 $(VENV_XLA_OLD)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV_XLA_OLD)
 	$(PY_XLA_OLD) -m pip install -q torch==2.7.0 torch-xla==2.7.0
@@ -78,15 +91,20 @@ test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
 	$(PRUNE) $(VENV_XLA)
 
-# The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), then
-# torch_xla 2.7 and torch._lazy on torch 2.7 (two processes: torch_xla replaces the lazy
-# TorchScript backend once imported).
-test-compat: test-compat-jax test-compat-xla test-compat-lazy
+# The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), JAX
+# 0.12.0.1 on Python 3.12, then torch_xla 2.7 and torch._lazy on torch 2.7 (two processes:
+# torch_xla replaces the lazy TorchScript backend once imported).
+test-compat: test-compat-jax test-compat-jax-new test-compat-xla test-compat-lazy
 
 test-compat-jax: $(VENV_JAX_OLD)/.ready
 	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py \
 	  tests/test_time_account.py
 	$(PRUNE) $(VENV_JAX_OLD)
+
+test-compat-jax-new: $(VENV_JAX_NEW)/.ready
+	$(PY_JAX_NEW) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_time_account.py \
+	  tests/test_memory.py
+	$(PRUNE) $(VENV_JAX_NEW)
 
 test-compat-xla: $(VENV_XLA_OLD)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla
@@ -115,4 +133,4 @@ bench: setup
 	$(PY) bench/gpu_roofline.py
 
 clean:
-	rm -rf $(VENV) $(VENV_XLA) $(VENV_JAX_OLD) $(VENV_XLA_OLD)
+	rm -rf $(VENV) $(VENV_XLA) $(VENV_JAX_OLD) $(VENV_JAX_NEW) $(VENV_XLA_OLD)

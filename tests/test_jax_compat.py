@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SNAPSHOT = """
 import logging, warnings
 import jax._src.compiler as compiler, jax._src.array as array
-import jax._src.interpreters.mlir as mlir
+import jax._src.interpreters.mlir as mlir, jax._src.profiler as jax_profiler
 from jax._src.lib import _jax
 def snapshot():
     return {
@@ -38,6 +38,8 @@ def snapshot():
         "levels": [logging.getLogger(n).level for n in
                    ("jax._src.pjit", "jax._src.interpreters.partial_eval")],
         "start_trace": id(jax.profiler.start_trace),
+        # JAX 0.12 starts every trace in ProfileSession.start
+        "session_start": id(getattr(jax_profiler, "ProfileSession", object).__dict__.get("start")),
     }
 """
 
@@ -126,4 +128,32 @@ def test_outside_the_supported_range_features_are_off_and_said_once():
     assert len(first) == 1 and second == []
     assert first[0].startswith("jax: jax 0.5.0 is outside xlanb's supported range (0.6.1 to")
     assert "executions and host inputs" in first[0] and "\n" not in first[0]
+    assert found["after"] == found["before"]
+
+
+def test_a_release_newer_than_tested_keeps_every_feature_and_says_so_once():
+    """The same script with JAX's release read as 0.99.0 (newer than the tested range): every
+    feature stays on (each touch point is checked at first use), the first profile says once,
+    in one line, that the release is newer than tested, the second says nothing; nothing
+    printed, nothing left behind."""
+    found, stderr = run_script(
+        """
+        from xlanb.capture import versions
+        versions.installed_version = lambda distribution: "0.99.0"
+        """
+    )
+    assert stderr == ""
+    assert found["causes"][:2] == [
+        "never seen function",
+        "different input types: f32[2,4] -> f32[3,4]",
+    ]
+    assert found["runs"] == 18
+    assert found["callbacks"] == [["pure_callback in jit(step)", 18]]
+    assert found["host_inputs"] == 18
+    first, second = found["notes"]
+    assert second == []
+    assert first == [
+        "jax: jax 0.99.0 is newer than the releases xlanb was tested on (0.6.1 to 0.12.x); "
+        "its features stay on, each checked at first use (one that fails is off and said)."
+    ]
     assert found["after"] == found["before"]

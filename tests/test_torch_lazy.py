@@ -624,6 +624,65 @@ def test_a_child_process_started_in_a_profiled_cell_writes_nothing_into_its_prof
     del subprocess, sys
 
 
+#: A fresh process whose runtime starts inside a capture: right after the first compile (a
+#: mark_step, or a value read back) a plain Python child is started; it prints xlanb's
+#: variables in its environment.
+FIRST_COMPILE_CHILD = """
+import json, os, subprocess, sys, xlanb
+xlanb.enable()
+import torch, torch._lazy, torch._lazy.ts_backend
+torch._lazy.ts_backend.init()
+show = ("import json, os; print(json.dumps(sorted(k for k in os.environ "
+        "if k.startswith(('LTC_', 'XLANB_SWITCHES')))))")
+def child():
+    done = subprocess.run([sys.executable, "-c", show], capture_output=True, text=True)
+    return json.loads(done.stdout)
+set_at_start = sorted(k for k in os.environ if k.startswith(("LTC_", "XLANB_SWITCHES")))
+value = (torch.ones(3, 3, device="lazy") * 2).sum()
+{before}
+with xlanb.profile(backend="torch_lazy") as prof:
+    {inside}
+    seen = child()
+print(json.dumps({{"set": set_at_start, "child": seen, "compiles": len(prof.compiles),
+                  "graphs": len(prof.graphs)}}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("before", "inside"),
+    [
+        ("", "torch._lazy.mark_step()"),
+        ("", "value.item()"),
+        ("torch._lazy.mark_step()", "pass"),
+    ],
+)
+def test_a_child_started_right_after_the_first_compile_inherits_no_switches(
+    tmp_path, before, inside
+):
+    """The runtime reads its switches at its first compile; xlanb gives the user's environment
+    back right after it (a mark_step, or a value read back, in a capture) or at the start of
+    the next capture, so a child process started next sees none of them (it used to, until
+    the 2 s janitor or the cell's end, and wrote its graphs into the parent's profile). The
+    parent keeps its own graph."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("XLANB", "LTC_"))}
+    env["XLANB_WORKDIR_ROOT"] = str(tmp_path)
+    code = FIRST_COMPILE_CHILD.format(before=before, inside=inside)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["set"] == ["LTC_SAVE_TENSORS_FILE", "LTC_SAVE_TENSORS_FMT", "XLANB_SWITCHES"]
+    assert found["child"] == []
+    compiled_inside = inside != "pass"
+    assert found["compiles"] == int(compiled_inside)
+    assert (found["graphs"] >= 1) is compiled_inside
+
+
 def test_graphs_counted_by_the_same_line_finding_are_this_profiles_only(run, shell):
     """The line compiled its first graphs in an earlier profile (the same helper profiled
     twice): the finding counts the graphs this profile compiled (it said one more)."""

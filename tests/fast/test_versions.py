@@ -32,12 +32,12 @@ def test_release_numbers(text, release):
 @pytest.mark.parametrize(
     ("backend", "inside", "outside"),
     [
-        ("jax", ["0.6.1", "0.8.2", "0.10.2", "0.10.9"], ["0.4.38", "0.6.0", "0.11.0"]),
-        ("torch_lazy", ["2.7.0", "2.8.0", "2.13.0", "2.14.1+cpu"], ["2.6.0", "2.15.0"]),
-        ("torch_xla", ["2.8.0", "2.9.0"], ["2.6.0", "2.10.0"]),
+        ("jax", ["0.6.1", "0.8.2", "0.10.2", "0.11.2", "0.12.0.1"], ["0.4.38", "0.6.0"]),
+        ("torch_lazy", ["2.7.0", "2.8.0", "2.13.0", "2.14.1+cpu"], ["2.6.0"]),
+        ("torch_xla", ["2.8.0", "2.9.0"], ["2.6.0"]),
     ],
 )
-def test_gate_in_and_out_of_range(backend, inside, outside):
+def test_gate_in_and_below_the_range(backend, inside, outside):
     runtime = versions.RUNTIMES[backend]
     private = [f.name for f in runtime.features if f.private]
     public = [f.name for f in runtime.features if not f.private]
@@ -56,6 +56,44 @@ def test_gate_in_and_out_of_range(backend, inside, outside):
         assert gate.note.startswith(f"{backend}: {runtime.distribution} {release} is outside")
         assert runtime.range_text in gate.note
         assert all(name in gate.note for name in private)
+
+
+@pytest.mark.parametrize(
+    ("backend", "newer"),
+    [
+        ("jax", ["0.13.0", "0.14.1", "1.0.0"]),
+        ("torch_lazy", ["2.15.0", "2.15.0+cpu", "3.0.0"]),
+        ("torch_xla", ["2.10.0", "2.11.0rc1"]),
+    ],
+)
+def test_a_release_newer_than_tested_stays_on_and_says_so_in_one_line(backend, newer):
+    """A release above the tested range keeps every feature (each private touch point is
+    still checked at first use, and only a failing one is off); the first profile says once,
+    in one line, that it is newer than tested."""
+    runtime = versions.RUNTIMES[backend]
+    for release in newer:
+        gate = versions.check(backend, release)
+        assert gate.supported and gate.newer and gate.lacked == ()
+        assert all(gate.allows(feature.name) for feature in runtime.features)
+        assert gate.note == (
+            f"{backend}: {runtime.distribution} {release} is newer than the releases xlanb "
+            f"was tested on ({runtime.range_text}); its features stay on, each checked at "
+            "first use (one that fails is off and said)."
+        )
+        assert versions.tell_once([gate.note, gate.note]) == [gate.note]
+        assert versions.tell_once([gate.note]) == []
+    # the newest tested series is inside the range, not newer
+    newest = max(runtime.tested, key=versions.parse_version)
+    assert not versions.check(backend, newest).newer
+
+
+def test_jax_range_runs_to_the_newest_release_tested():
+    """JAX 0.11 and 0.12 (Python 3.12) are tested: 0.12.0.1 is the range's newest end."""
+    runtime = versions.RUNTIMES["jax"]
+    assert runtime.tested[-1] == "0.12.0.1" and runtime.range_text == "0.6.1 to 0.12.x"
+    for release in ("0.11.0", "0.11.2", "0.12.0", "0.12.0.1"):
+        gate = versions.check("jax", release)
+        assert gate.supported and not gate.newer and gate.note is None
 
 
 def test_a_feature_a_release_of_the_range_lacks_is_off_and_said_in_one_line():
@@ -125,16 +163,25 @@ def test_make_test_runs_every_tested_release():
         assert tested[-1][len(runtime.below) - 1] == runtime.below[-1] - 1
 
 
-def test_pyproject_extras_are_the_supported_ranges():
+def test_pyproject_extras_are_ranges_holding_every_tested_release():
+    """Each extra starts at the oldest supported release and allows at least every release
+    of the tested range (an extra may allow a newer series, which the gate keeps on: a user's
+    newer runtime is not downgraded); ranges, never exact pins."""
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "optional-dependencies"
     ]
     for extra, runtime in (("torch", "torch_lazy"), ("xla", "torch_xla"), ("jax", "jax")):
         gate = versions.RUNTIMES[runtime]
         name = gate.distribution.replace("_", "-")
-        oldest, below = ".".join(map(str, gate.oldest)), ".".join(map(str, gate.below))
-        assert f"{name}>={oldest},<{below}" in extras[extra], (extra, extras[extra])
+        oldest = ".".join(map(str, gate.oldest))
+        (requirement,) = [r for r in extras[extra] if re.match(rf"{name}[<>=]", r)]
+        found = re.fullmatch(rf"{re.escape(name)}>={re.escape(oldest)}(?:,<([\d.]+))?", requirement)
+        assert found is not None, (extra, requirement)
+        if found.group(1) is not None:
+            assert versions.parse_version(found.group(1)) >= gate.below, (extra, requirement)
     assert "==" not in str(extras)
+    assert "jax>=0.6.1,<0.13" in extras["jax"]
+    assert "torch>=2.7,<2.16" in extras["torch"]  # torch 2.15: newer than tested, kept on
 
 
 def test_the_profilers_noise_on_fd_2_is_dropped_and_every_other_line_kept(capfd):

@@ -99,6 +99,10 @@ class Recorder:
         global active
         active += 1
         workdir.hold()
+        try:  # a runtime that read its switches before this capture gives them back now
+            switches.seal_read()
+        except Exception:
+            pass
         try:
             for module in self.modules:
                 self._tokens.append((module, module.begin(self.options)))

@@ -64,6 +64,18 @@ def seal(backends: list) -> list[str]:
     return sealed
 
 
+def pending() -> bool:
+    """Whether a switch xlanb set is still in the environment (not given back yet)."""
+    return len(_sealed) < len(_user_values)
+
+
+def seal_pending() -> list[str]:
+    """:func:`seal_read` while a switch xlanb set is not given back yet, else nothing (cheap):
+    called right after a runtime synced or read a value (its first compile has read the
+    switches), so a child process started next in the cell does not inherit them."""
+    return seal_read() if pending() else []
+
+
 #: Set to 1 in the environment for the costly switches too (what ``enable(deep=True)`` does).
 DEEP_ENV = "XLANB_DEEP"
 
@@ -147,8 +159,8 @@ _enabled: list = []
 
 
 def seal_read() -> list[str]:
-    """:func:`seal` for the runtimes :func:`enable` configured (after each capture, and from
-    the workdir's janitor)."""
+    """:func:`seal` for the runtimes :func:`enable` configured (at the start and the end of
+    each capture, after a sync or a read inside one, and from the workdir's janitor)."""
     return seal(_enabled) if _enabled else []
 
 

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlanb.capture import switches
 from xlanb.formats.python_frames import read_place
 
 #: ``torch.Tensor`` methods that read one value back, and how the user wrote the read.
@@ -117,6 +118,9 @@ def _counting(original: Callable[..., Any], how: str) -> Callable[..., Any]:
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
         if _device_types and not self.is_cpu:
             _note(self, sys._getframe(1), how)
+            value = original(self, *args, **kwargs)
+            switches.seal_pending()  # the read may have been the runtime's first compile
+            return value
         return original(self, *args, **kwargs)
 
     read.__name__ = getattr(original, "__name__", how)

@@ -1,14 +1,15 @@
 """Which runtime releases xlanb supports, and which of its features each one gets.
 
-One gate per runtime: a declared supported range of releases (the oldest and the newest ends
-are the ones ``make test`` runs), checked once against the installed release (read from the
-package metadata, without importing the runtime). Inside the range every feature is on, as
-far as each private touch point's own check allows (JAX's live in
-:mod:`xlanb.capture.backends.jax.hooks`), but for a feature the older releases of the range
-cannot give (its ``since``: torch_xla 2.7 traces no ops on the CPU), which is off on them and
-said once, in one line, with what they lack. Outside it, the features that reach into the
-runtime's internals are off, and the user is told once per session, in one line, which
-features and why; the features built on the runtime's public API stay on.
+One gate per runtime: a declared range of tested releases (its oldest and newest ends are the
+ones ``make test`` runs), checked once against the installed release (read from the package
+metadata, without importing the runtime). From the oldest release up every feature is on, as
+far as each private touch point's own check at first use allows (JAX's live in
+:mod:`xlanb.capture.backends.jax.hooks`): only a failing one is off. A feature the older
+releases of the range cannot give (its ``since``: torch_xla 2.7 traces no ops on the CPU) is
+off on them, said once in one line with what they lack. A release newer than the range stays
+on (users upgrade within days): the first profile of the session says once, in one line, that
+it is newer than tested. Below the oldest release the features that reach into the runtime's
+internals are off, said once per session in one line; those on its public API stay on.
 
 The README's support table is generated from :data:`RUNTIMES` by ``tools/support_table.py``.
 No runtime is imported here.
@@ -34,7 +35,7 @@ class Feature:
     #: The runtime's API it relies on (Markdown, shown in the support table).
     uses: str
     #: Reaches into the runtime's internals (a private module, a log format, a C type): off
-    #: outside the supported range.
+    #: below the oldest supported release.
     private: bool = True
     #: The first release of the range that gives it (None: every release in the range).
     since: Version | None = None
@@ -52,7 +53,8 @@ class Runtime:
     distribution: str
     #: The oldest supported release.
     oldest: Version
-    #: The first release series not supported (``(0, 11)``: every 0.10.x is).
+    #: The first release series not tested (``(0, 13)``: every 0.12.x is); releases from it on
+    #: are newer than tested, and stay on.
     below: Version
     #: The releases ``make test`` runs on (its oldest and newest ends at least).
     tested: tuple[str, ...]
@@ -75,8 +77,8 @@ RUNTIMES: dict[str, Runtime] = {
         backend="jax",
         distribution="jax",
         oldest=(0, 6, 1),
-        below=(0, 11),
-        tested=("0.6.1", "0.10.2"),
+        below=(0, 13),
+        tested=("0.6.1", "0.10.2", "0.12.0.1"),
         features=(
             Feature("compiles and their times", "`jax.monitoring` duration events", private=False),
             Feature(
@@ -87,7 +89,8 @@ RUNTIMES: dict[str, Runtime] = {
             Feature("graphs and host callbacks", "`jax._src.compiler.compile_or_get_cached`"),
             Feature(
                 "executions and host inputs",
-                "`PjitFunction.__call__` (its vectorcall flag cleared through ctypes)",
+                "`PjitFunction.__call__` of `jax._src.lib._jax` (its vectorcall flag cleared "
+                "through ctypes)",
             ),
             Feature("values read back (syncs)", "`jax._src.array.ArrayImpl._value`"),
             Feature("unused donations", "the `warnings` global of `jax._src.interpreters.mlir`"),
@@ -97,9 +100,8 @@ RUNTIMES: dict[str, Runtime] = {
             ),
             Feature("live arrays and memory", "`jax.live_arrays()`", private=False),
         ),
-        excluded="JAX 0.6.0 and older are not tested; JAX 0.11 and newer need Python 3.12 or "
-        "newer, which the test machine lacks (the gate is written for them: the explanations "
-        "are read from either logger, and each private touch point is checked on its own).",
+        excluded="JAX 0.6.0 and older are not tested; JAX 0.11 and newer need Python 3.12 "
+        "(`make test-compat-jax-new` runs 0.12.0.1 there).",
     ),
     "torch_lazy": Runtime(
         backend="torch_lazy",
@@ -117,7 +119,8 @@ RUNTIMES: dict[str, Runtime] = {
             Feature("graphs and sync locations", "`LTC_SAVE_TENSORS_FILE` (its text format)"),
             Feature("runtime metrics", "`torch._C._lazy._metrics_report` (its text format)"),
         ),
-        excluded="torch 2.6 and older are not tested (torch_xla 2.7 needs torch 2.7).",
+        excluded="torch 2.6 and older are not tested (torch_xla 2.7 needs torch 2.7); torch "
+        "2.15 is not tested (PyPI's build for Python 3.12 is a multi-GB CUDA build).",
     ),
     "torch_xla": Runtime(
         backend="torch_xla",
@@ -168,16 +171,19 @@ class Gate:
     backend: str
     #: The installed release, None when the runtime is not installed.
     version: str | None
+    #: From the oldest supported release up (newer than the tested range included).
     supported: bool
-    #: One line for the user when the release is outside the range, or inside it but older
-    #: than a feature's `since`.
+    #: One line for the user when the release is below the range, newer than it, or inside
+    #: it but older than a feature's `since`.
     note: str | None = None
     #: The features that this release of the range lacks (older than their `since`).
     lacked: tuple[str, ...] = ()
+    #: Newer than the tested range: on, each private touch point checked at first use.
+    newer: bool = False
 
     def allows(self, feature: str) -> bool:
-        """Whether the named feature is on (private features need the supported range, and
-        each feature a release from its `since`)."""
+        """Whether the named feature is on (private features need a release from the oldest
+        supported one, and each feature a release from its `since`)."""
         runtime = RUNTIMES[self.backend]
         for declared in runtime.features:
             if declared.name == feature:
@@ -193,7 +199,14 @@ def check(backend: str, version: str | None) -> Gate:
     if version is None:
         return Gate(backend, None, False)
     release = parse_version(version)
-    if runtime.oldest <= release < runtime.below:
+    if release >= runtime.below:
+        note = (
+            f"{backend}: {runtime.distribution} {version} is newer than the releases xlanb "
+            f"was tested on ({runtime.range_text}); its features stay on, each checked at "
+            "first use (one that fails is off and said)."
+        )
+        return Gate(backend, version, True, note, newer=True)
+    if runtime.oldest <= release:
         lacked = [f for f in runtime.features if f.since is not None and release < f.since]
         if not lacked:
             return Gate(backend, version, True)
@@ -246,8 +259,7 @@ def tell_once(notes: Iterable[str | None]) -> list[str]:
 def support_table() -> str:
     """The README's support table: one row per runtime and feature (Markdown)."""
     lines = [
-        "| runtime | supported releases | tested in `make test` | feature | reads | "
-        "outside the range |",
+        "| runtime | tested releases | tested in `make test` | feature | reads | below the range |",
         "|---|---|---|---|---|---|",
     ]
     for runtime in RUNTIMES.values():

@@ -135,6 +135,27 @@ def explanation_cause(message: str) -> str:
     return lines[-1] if lines else UNEXPLAINED
 
 
+#: JAX 0.12's explanation when the keys differ in nothing it compares (a static argument).
+JAX_UNEXPLAINED = "cache miss explanation unavailable"
+
+
+def static_change_cause(
+    now: tuple[tuple[str, str, str], ...], before: dict[str, str] | None
+) -> str:
+    """The cause of a recompile whose static arguments are `now` ((where, repr, class name if
+    hashed by identity else "")), the function's previous compile having had `before`
+    (where -> repr; None: not seen): ``static argument changed: 2 -> 3``."""
+    changes = []
+    for where, text, identity_class in now:
+        if identity_class:
+            changes.append(f"a new {identity_class} object at {where} ({IDENTITY_HASHED})")
+        elif before is None or where not in before:
+            changes.append(f"{where} is {_short(text)}")
+        elif before[where] != text:
+            changes.append(f"{_short(before[where])} -> {_short(text)}")
+    return f"{STATIC_CHANGED}: {', '.join(changes)}" if changes else STATIC_CHANGED
+
+
 def _type_text(text: str) -> str:
     """A type as JAX's explanation prints it, without the noise: ``f32[4,4]({}){weak_type=
     False}https://...`` (a hint glued to the last line) is ``f32[4,4]``."""

@@ -29,7 +29,8 @@ def status_text(auto_profiling: bool, backends: dict) -> str:
 
 def _with_release(name: str) -> str:
     """A runtime's name with its installed release (``jax 0.10.2``, ``torch_lazy (torch
-    2.13.0)``), and whether the release is outside xlanb's supported range."""
+    2.13.0)``), and whether the release is below xlanb's supported range or newer than its
+    tested one."""
     if name not in versions.RUNTIMES:
         return name
     gate, distribution = versions.gate(name), versions.RUNTIMES[name].distribution
@@ -40,6 +41,8 @@ def _with_release(name: str) -> str:
         if distribution.replace("-", "_") == name
         else (f"{name} ({distribution} {gate.version})")
     )
+    if gate.newer:
+        return f"{release}, newer than tested"
     return release if gate.supported else f"{release}, outside the supported range"
 
 

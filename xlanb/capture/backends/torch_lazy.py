@@ -207,6 +207,9 @@ def _hook_mark_step(syncs: list[_Sync]) -> None:
             )
             for active in list(_sync_lists):
                 active.append(sync)
+            # the runtime has read its switches at its first sync: a child process started
+            # next in the cell must not inherit them
+            switches.seal_pending()
 
     lazy_c._mark_step = timed_mark_step
 

@@ -243,7 +243,58 @@ def begin(options: CaptureOptions) -> _Token:
         if note:
             token.notes.append(note)
     token.reads = torch_reads.start("xla")
+    _hook_step_marker()
     return token
+
+
+#: Captures holding the step-marker wrapper, and the entry it replaced.
+_step_marker_holds = 0
+_original_step_marker: Any = None
+
+
+def _hook_step_marker() -> None:
+    """Wrap ``torch_xla._XLAC._xla_step_marker`` (what ``torch_xla.sync()`` and
+    ``xm.mark_step()`` call) while captures run and a switch is not given back yet: after a
+    sync the runtime has read its switches (its first compile), so they are given back at
+    once and a child process started next in the cell does not inherit them. Untested: the
+    test machine has no torch_xla environment by default."""
+    global _step_marker_holds, _original_step_marker
+    _step_marker_holds += 1
+    if _original_step_marker is not None or not switches.pending():
+        return
+    try:
+        import torch_xla
+
+        xlac = torch_xla._XLAC
+        original = xlac._xla_step_marker
+    except Exception:
+        return
+
+    def step_marker_then_seal(*args, **kwargs):
+        try:
+            return original(*args, **kwargs)
+        finally:
+            switches.seal_pending()
+
+    try:
+        xlac._xla_step_marker = step_marker_then_seal
+    except Exception:
+        return
+    _original_step_marker = original
+
+
+def _unhook_step_marker() -> None:
+    global _step_marker_holds, _original_step_marker
+    _step_marker_holds = max(0, _step_marker_holds - 1)
+    if _step_marker_holds or _original_step_marker is None:
+        return
+    try:
+        import torch_xla
+
+        torch_xla._XLAC._xla_step_marker = _original_step_marker
+    except Exception:
+        pass
+    _original_step_marker = None
 
 
 def between_cells() -> bool:
@@ -378,6 +429,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     import torch_xla.core.xla_model as xm
 
     reads = torch_reads.stop(token.reads) if token.reads is not None else []
+    _unhook_step_marker()
     # Executions run asynchronously: wait for the cell's to finish and record their times.
     xm.wait_device_ops()
     ended_at = time.time()

@@ -7,7 +7,8 @@ The package: this module is the backend protocol (``begin``, ``end``, ...); :mod
 holds every private JAX touch point (each checked once, a missing one turning its feature
 off with a note), :mod:`.state` the mutable state (one instance, locked where threads share
 it), :mod:`.events` the records the listeners make, :mod:`.rows` the frames' rows built from
-them, and :mod:`.dispatch` the CPython side of the dispatch counter.
+them, :mod:`.dispatch` the CPython side of the dispatch counter, and :mod:`.trace_session`
+JAX's profiler session for the device trace.
 
 How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
 
@@ -86,7 +87,7 @@ from typing import Any
 from xlanb.analysis.peaks import part_of
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
-from xlanb.capture.backends.jax import hooks, rows
+from xlanb.capture.backends.jax import hooks, rows, trace_session
 from xlanb.capture.backends.jax.events import Duration
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
@@ -207,7 +208,7 @@ def begin(options: CaptureOptions) -> Token:
     if options.device_trace:
         token.trace, note = device_trace.start(
             NAME,
-            hooks.start_trace,
+            trace_session.start_trace,
             runs=_runs,
             window_runs=options.trace_runs,
             settle=_settle,

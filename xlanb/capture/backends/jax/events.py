@@ -60,6 +60,12 @@ class CompileRecord:
     #: A program JAX compiled for code outside ``jit`` (a single primitive, a ``jax.numpy``
     #: function).
     eager: bool
+    #: Compiled inside a call of a jitted function JAX made itself (the backward pass of
+    #: ``jax.grad`` of a jitted function).
+    internal_caller: bool = False
+    #: The static arguments of the call that compiled it: (where, its repr, its class's name
+    #: when it is hashed by identity, else "").
+    statics: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

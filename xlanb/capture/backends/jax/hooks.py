@@ -5,8 +5,9 @@ succeed, ``hasattr``, a signature or layout check), cached with :func:`functools
 touch point this JAX lacks turns its feature off: :func:`switch_on` hands back a one-line note
 per missing one (shown once per session, with the first capture), and nothing raises into the
 user's cell. Above the checks sits the version gate (:mod:`xlanb.capture.versions`): a JAX
-outside the supported range gets none of these touch points, only the public API (compiles
-from ``jax.monitoring``, live arrays). Names were checked in ``jax/_src`` of JAX 0.10.2 and
+older than the supported range gets none of these touch points, only the public API
+(compiles from ``jax.monitoring``, live arrays); a JAX newer than the tested range gets them
+all, each checked as here. Names were checked in ``jax/_src`` of JAX 0.12.0.1, 0.10.2 and
 0.6.1.
 
 Touch points (what it is used for; how it is checked):
@@ -36,27 +37,31 @@ Touch points (what it is used for; how it is checked):
    callbacks (no host callbacks when only the argument is missing).
 6. ``jax._src.lib.mlir.ir.StringAttr``: the StableHLO module's ``sym_name``, kept in the
    compile records. Checked: import. Missing: the name is "" (it is not shown anywhere).
-7. ``jax._src.lib._jax.PjitFunction`` (its ``__call__`` slot and the ``tp_flags`` vectorcall
-   bit, changed through ctypes by :mod:`.dispatch`), ``jax._src.array.ArrayImpl`` and
-   ``jax.tree_util.tree_leaves``: the dispatch counter that makes the ``executions`` rows and
-   finds host-to-device transfers. Checked: imports, ``__call__`` in the type's dict, and the
-   type's layout (:func:`.dispatch.vectorcall_flag`). Missing: executions and transfers are
-   not counted.
+7. ``jax._src.lib._jax.PjitFunction`` (in ``_jax`` from JAX 0.6 to 0.12; its ``__call__``
+   slot and the ``tp_flags`` vectorcall bit, changed through ctypes by :mod:`.dispatch`),
+   ``jax._src.array.ArrayImpl`` and ``jax.tree_util.tree_leaves``: the dispatch counter
+   that makes the ``executions`` rows and finds host-to-device transfers. Checked: imports,
+   ``__call__`` in the type's dict, and the type's layout (:func:`.dispatch.vectorcall_flag`).
+   Missing: executions and transfers are not counted.
 8. Attributes of a ``PjitFunction`` (``_fun``, ``_fun._apply_primitive``, the ``name`` in
    the closure of ``_cache_miss``, ``_jit_info.static_argnums`` / ``static_argnames``) and
    the ``apply_primitive`` frame of ``jax/_src/dispatch.py``: program names, the ``eager``
-   flag and static arguments. Checked: per object, ``getattr`` with a default. Missing: a
-   less exact name (``<unnamed function>``, ``<jax internal>``) or ``eager`` flag; never an
-   error.
+   flag, static arguments (their values at a compile: JAX 0.12 no longer says which one
+   changed) and programs derived inside a jitted function JAX made (no ``_fun``: the
+   backward pass of ``jax.grad``, which JAX 0.12 explains as a function never seen).
+   Checked: per object, ``getattr`` with a default. Missing: a less exact name
+   (``<unnamed function>``, ``<jax internal>``), ``eager`` flag or cause; never an error.
 9. ``jax._src.source_info_util.register_exclusion`` and
    ``jax._src.traceback_util.register_exclusion``: keep xlanb's frames out of the source
    locations JAX records and out of JAX's filtered tracebacks. Checked: ``hasattr``;
    registered once. Missing: locations or tracebacks may show xlanb's frames.
-10. ``jax._src.profiler`` (``start_trace``, ``_profile_state.profile_session``) and
-    ``jax._src.lib._profiler.ProfilerSession``: the device trace runs as JAX's own session
-    (no file, no Python tracer), and a ``jax.profiler`` trace the user starts in the cell
-    takes over. Checked: imports and ``hasattr``. Missing: the public
-    ``jax.profiler.start_trace`` (a user's own trace in the cell then fails).
+10. ``jax._src.profiler`` (``start_trace``, ``_profile_state.profile_session``; from JAX
+    0.12 ``_profile_state.session`` and ``ProfileSession.start``, through which every trace
+    starts) and ``jax._src.lib._profiler.ProfilerSession``: the device trace runs as JAX's
+    own session (no file, no Python tracer), and a ``jax.profiler`` trace the user starts in
+    the cell takes over. Checked: imports and ``hasattr``. Missing: the public
+    ``jax.profiler.start_trace`` (a user's own trace in the cell then fails; JAX 0.12's
+    ``stop_trace`` hands back a ``ProfileData``, and the file it writes is read).
 11. ``jax._src.xla_bridge.backends_are_initialized`` and ``jax._src.lib.version_str``: the
     jaxlib version and platform of the profile's environment. Checked: imports and
     ``hasattr``. Missing: the environment names JAX's version only.
@@ -99,7 +104,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from xlanb.capture import device_trace, versions
+from xlanb.capture import versions
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
@@ -371,7 +376,8 @@ def switch_on() -> list[str]:
         log_filters(),
         environment_readers(),
     )
-    notes = [check.note for check in checks if check.note]
+    # the gate's own line first: a release newer than tested, or below the range
+    notes = [versions.gate("jax").note] + [check.note for check in checks if check.note]
     restore = Restore()
     _explain_on(restore, notes)
     _compile_hook_on(restore, notes)
@@ -668,6 +674,8 @@ def compile_hook(backend, computation, *args, **kwargs):
                     len(host_callbacks or ()),
                     tuple(frames),
                     eager,
+                    current is not None and getattr(current, "_fun", None) is None,
+                    static_arguments(current, sys._getframe(1)),
                 )
             )
         except Exception:  # never let the profiler break a compile
@@ -827,6 +835,10 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
     return count_call
 
 
+#: The code of the dispatch counter's ``count_call`` (found on the stack at a compile).
+_COUNT_CALL_CODE = _dispatch_counter(None, DispatchTarget(type, type, frozenset(), list)).__code__
+
+
 def _arg_types(arg) -> Any:
     """An argument's type, with its children's for a dict, list or tuple (a batch)."""
     kind = type(arg)
@@ -864,6 +876,47 @@ def module_name(computation) -> str:
         return string_attr(computation.operation.attributes["sym_name"]).value
     except Exception:
         return ""
+
+
+#: Characters of a static argument's repr kept in a compile record.
+STATIC_REPR_CHARS = 80
+
+
+def static_arguments(function, frame) -> tuple[tuple[str, str, str], ...]:
+    """The static arguments of the running top-level call of `function` (read from the
+    dispatch counter's frame on the stack above `frame`): where each is, its repr, and its
+    class's name when it hashes by identity (else ""). JAX 0.12's explanations no longer say
+    which static argument changed. Nothing is kept of the objects themselves."""
+    static = static_positions(function) if function is not None else None
+    if static is None:
+        return ()
+    while frame is not None and frame.f_code is not _COUNT_CALL_CODE:
+        frame = frame.f_back
+    if frame is None:
+        return ()
+    args, kwargs = frame.f_locals.get("args", ()), frame.f_locals.get("kwargs", {})
+    numbers, names = static
+    found = [(f"args[{n}]", args[n + 1]) for n in sorted(numbers) if 0 <= n < len(args) - 1]
+    found += [(f"keyword {name}", kwargs[name]) for name in sorted(names) if name in kwargs]
+    return tuple(
+        (where, _short_repr(value), type(value).__name__ if _identity_hashed(value) else "")
+        for where, value in found
+    )
+
+
+def _identity_hashed(value: Any) -> bool:
+    """Whether `value` hashes by identity (a class without ``__hash__``/``__eq__`` of its own):
+    each new object is a new static value."""
+    kind = type(value)
+    return kind.__hash__ is object.__hash__ and kind.__eq__ is object.__eq__
+
+
+def _short_repr(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__} object>"
+    return text if len(text) <= STATIC_REPR_CHARS else text[: STATIC_REPR_CHARS - 1] + "…"
 
 
 def static_positions(function) -> tuple[frozenset[int], frozenset[str]] | None:
@@ -1293,52 +1346,7 @@ def environment() -> dict[str, Any]:
     return found
 
 
-# -- device trace ----------------------------------------------------------------------------
-def start_trace(directory: str) -> Callable[[], bytes | None]:
-    """Start JAX's profiler session without its Python tracer (it slows short steps ~3x);
-    returns the function that stops it and hands back the XSpace bytes (no file). The session
-    is JAX's own ``ProfilerSession`` rather than ``jax.profiler.start_trace``, so a trace the
-    user starts inside the cell still works (xlanb's then comes back empty). Touch point 10."""
-    import jax
-
-    options = jax.profiler.ProfileOptions()
-    options.python_tracer_level = 0
-    options.host_tracer_level = 2
-    if hasattr(options, "enable_hlo_proto"):
-        # the HLO of every live executable, at each stop (~30 ms, growing with the programs
-        # compiled): xlanb has the texts of its programs already
-        options.enable_hlo_proto = False
-    check = profiler_session()
-    if check.found is None:  # a JAX without the private session: the public API writes a file
-        jax.profiler.start_trace(directory, profiler_options=options)
-        return jax.profiler.stop_trace
-    jax_profiler, session_type = check.found
-    state = getattr(jax_profiler, "_profile_state", None)
-    if getattr(state, "profile_session", None) is not None:
-        raise RuntimeError("a jax.profiler trace is already running")
-    session = session_type(options)
-    user_start = jax_profiler.start_trace
-
-    def start_trace_after_ours(*args, **kwargs):  # the user's own trace: ours steps aside
-        device_trace.yield_to_user()
-        return user_start(*args, **kwargs)
-
-    # jax.profiler.trace() and jax.profiler.start_trace both go through this one function
-    jax_profiler.start_trace = start_trace_after_ours
-    public = jax.profiler.start_trace is user_start
-    if public:
-        jax.profiler.start_trace = start_trace_after_ours
-
-    def stop() -> bytes | None:
-        if jax_profiler.start_trace is start_trace_after_ours:
-            jax_profiler.start_trace = user_start
-        if public and jax.profiler.start_trace is start_trace_after_ours:
-            jax.profiler.start_trace = user_start
-        return session.stop()
-
-    return stop
-
-
+# -- arrays ----------------------------------------------------------------------------------
 def weak_output(value: Any) -> Callable[[], Any]:
     """A weak reference to the first array of a call's result `value` (a pytree): its run's
     outputs are ready together, and the user's array is never kept alive by xlanb. Calls

@@ -46,6 +46,8 @@ from xlanb.formats.jax_text import (
     HOST_CALLBACK,
     HOST_READ,
     HOST_TRANSFER,
+    JAX_UNEXPLAINED,
+    NEVER_SEEN,
     UNEXPLAINED,
     CallbackOp,
     Explanation,
@@ -53,6 +55,7 @@ from xlanb.formats.jax_text import (
     count_stablehlo_ops,
     hlo_signature,
     parse_explanation,
+    static_change_cause,
     strip_jit,
 )
 
@@ -181,7 +184,7 @@ def _compile_row(
         eager = record.eager
     trigger = "eager op" if eager else "jit" if traced is not None else "transformation"
     if explanation is not None:
-        cause = explanation.cause
+        cause = _explained_cause(compiled.name, explanation.cause, record, session)
     elif eager:
         cause = EAGER_OP
     elif traced is not None:
@@ -212,6 +215,25 @@ def _compile_row(
                     del session.peaks[next(iter(session.peaks))]
         _graph_rows(compiled.name, compile_id, record, options, capture, session)
     return row
+
+
+def _explained_cause(name: str, cause: str, record: CompileRecord | None, session: Session) -> str:
+    """JAX's cause, made exact where JAX 0.12 says less: a program compiled inside a jitted
+    function JAX made itself (the backward pass of ``jax.grad``) is derived, whatever JAX
+    says; a miss JAX cannot explain, of a function with static arguments, names the static
+    argument that changed (from the call's own arguments)."""
+    if record is None:
+        return cause
+    before = session.statics.pop(name, None)
+    if record.statics:
+        session.statics[name] = {where: text for where, text, _ in record.statics}
+        while len(session.statics) > PEAKS_KEPT:
+            del session.statics[next(iter(session.statics))]
+    if cause == NEVER_SEEN and record.internal_caller:
+        return DERIVED
+    if cause == JAX_UNEXPLAINED and record.statics:
+        return static_change_cause(record.statics, before)
+    return cause
 
 
 def _graph_rows(

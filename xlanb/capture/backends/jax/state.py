@@ -144,6 +144,9 @@ class Session:
     totals: Counter[str] = field(default_factory=Counter)
     #: Peak memory of each function's latest compile seen in a capture, for its later runs.
     peaks: dict[str, float] = field(default_factory=dict)
+    #: The static arguments (where -> repr) of each function's latest compile seen in a
+    #: capture, to name the one that changed (the least recent forgotten past PEAKS_KEPT).
+    statics: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)
