@@ -559,3 +559,48 @@ torch_xla.sync()
     assert abs(memory["inputs"] - (128 * 256 + 256 * 64) * 4) < kilobyte, memory
     assert abs(memory["outputs"] - 128 * 64 * 4) < kilobyte, memory
     assert memory["peak"] >= memory["inputs"] + memory["outputs"] - kilobyte
+
+
+#: A fresh process whose torch_xla starts inside a capture: right after its first sync a plain
+#: Python child is started; it prints which of xlanb's switches it inherited.
+FIRST_SYNC_CHILD = """
+import json, os, subprocess, sys, xlanb
+xlanb.enable()
+import torch, torch_xla
+import torch_xla.core.xla_model as xm
+switches = json.loads(os.environ["XLANB_SWITCHES"])
+show = "import json, os, sys; print(json.dumps(sorted(k for k in sys.argv[1:] if k in os.environ)))"
+dev = torch_xla.device()
+with xlanb.profile(backend="torch_xla") as prof:
+    for rows in (3, 6):
+        y = (torch.randn(rows, 5).to(dev) * 2).sum()
+        {sync}
+    done = subprocess.run([sys.executable, "-c", show, *switches], capture_output=True, text=True)
+print(json.dumps({{"set": sorted(switches), "child": json.loads(done.stdout),
+                  "causes": list(prof.compiles["cause"])}}))
+"""
+
+
+@pytest.mark.parametrize("sync", ["torch_xla.sync()", "xm.mark_step()"])
+def test_a_child_started_after_the_first_sync_inherits_no_switches(tmp_path, sync):
+    """torch_xla has read its switches by its first sync: xlanb gives the user's environment back
+    right after it, so a child started next in the cell inherits none (it used to, until the
+    cell's end, and wrote its compiles into the parent's profile); the sync's cause is still
+    read from PT_XLA_DEBUG (the wrapper sits above ``torch_xla.sync``, whose frame names it)."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("XLANB")}
+    for name in json.loads(os.environ.get("XLANB_SWITCHES", "[]")):
+        env.pop(name, None)
+    env["XLANB_WORKDIR_ROOT"] = str(tmp_path)
+    env["PJRT_DEVICE"] = "CPU"
+    code = FIRST_SYNC_CHILD.format(sync=sync)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert {"PT_XLA_DEBUG_FILE", "XLA_FLAGS"} <= set(found["set"]), found
+    assert found["child"] == [], found
+    assert found["causes"] == ["new graph", "new shape: f32[3,5] -> f32[6,5]"], found

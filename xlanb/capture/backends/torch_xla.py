@@ -7,6 +7,7 @@ snapshots.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import math
 import os
@@ -247,17 +248,18 @@ def begin(options: CaptureOptions) -> _Token:
     return token
 
 
-#: Captures holding the step-marker wrapper, and the entry it replaced.
+#: Captures holding the sync wrapper, and the ``torch_xla.sync`` it replaced.
 _step_marker_holds = 0
 _original_step_marker: Any = None
 
 
 def _hook_step_marker() -> None:
-    """Wrap ``torch_xla._XLAC._xla_step_marker`` (what ``torch_xla.sync()`` and
-    ``xm.mark_step()`` call) while captures run and a switch is not given back yet: after a
-    sync the runtime has read its switches (its first compile), so they are given back at
-    once and a child process started next in the cell does not inherit them. Untested: the
-    test machine has no torch_xla environment by default."""
+    """Wrap ``torch_xla.sync`` (what ``xm.mark_step()`` calls too) while captures run and a
+    switch is not given back yet: after a sync the runtime has read its switches (its first
+    compile), so they are given back at once and a child process started next in the cell
+    does not inherit them. Not the C++ ``_xla_step_marker`` under it: PT_XLA_DEBUG names a
+    sync's cause from its immediate Python caller (``sync`` in ``torch_xla.py``), which a
+    wrapper there would replace."""
     global _step_marker_holds, _original_step_marker
     _step_marker_holds += 1
     if _original_step_marker is not None or not switches.pending():
@@ -265,11 +267,11 @@ def _hook_step_marker() -> None:
     try:
         import torch_xla
 
-        xlac = torch_xla._XLAC
-        original = xlac._xla_step_marker
+        original = torch_xla.sync
     except Exception:
         return
 
+    @functools.wraps(original)
     def step_marker_then_seal(*args, **kwargs):
         try:
             return original(*args, **kwargs)
@@ -277,7 +279,7 @@ def _hook_step_marker() -> None:
             switches.seal_pending()
 
     try:
-        xlac._xla_step_marker = step_marker_then_seal
+        torch_xla.sync = step_marker_then_seal
     except Exception:
         return
     _original_step_marker = original
@@ -291,7 +293,7 @@ def _unhook_step_marker() -> None:
     try:
         import torch_xla
 
-        torch_xla._XLAC._xla_step_marker = _original_step_marker
+        torch_xla.sync = _original_step_marker
     except Exception:
         pass
     _original_step_marker = None
