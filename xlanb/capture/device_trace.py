@@ -14,9 +14,9 @@ same code (a cell run again) is known to run big programs, the window holds abou
 :data:`WINDOW_EVENTS` events instead (:func:`window_limit`); before that is known, after
 :data:`FIRST_WINDOW_SECONDS` of runs (at least :data:`MIN_WINDOW_RUNS`). A window that closes is
 read on the watchdog thread while the cell goes on: the end of the cell then neither stops
-the profiler nor reads. The backends account the runs after the window from the runtime's
-own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
-marked estimated). ``runs=None`` traces the whole capture.
+the profiler nor reads. The runs after the window are estimated in
+:mod:`xlanb.analysis.device_time`, from what the backends gather (torch_xla's ``ExecuteTime``
+samples, JAX's calls). ``runs=None`` traces the whole capture.
 
 From the trace a capture gets:
 
@@ -527,35 +527,6 @@ def window_span(
             "seconds": max(end - trace.started_at, 0.0),
             "estimated": False,
         }
-    ]
-
-
-#: At most this many spans stand for runs spread over a stretch of a capture.
-MAX_SPREAD_SPANS = 200
-
-
-def spread_spans(
-    backend: str, name: str, start: float, end: float, count: int, seconds: float
-) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for `count` runs of `seconds` in all that the runtime counted
-    but did not time one by one, evenly spaced over ``[start, end]`` (at most
-    :data:`MAX_SPREAD_SPANS`, each then standing for several runs)."""
-    if count <= 0 or end <= start or seconds <= 0:
-        return []
-    spans = min(count, MAX_SPREAD_SPANS)
-    step = (end - start) / spans
-    each = min(seconds / spans, step)
-    return [
-        {
-            "backend": backend,
-            "lane": "device",
-            "name": name,
-            "graph": None,
-            "start": start + index * step,
-            "seconds": each,
-            "estimated": True,
-        }
-        for index in range(spans)
     ]
 
 
