@@ -43,6 +43,19 @@ def test_the_calls_of_a_function_are_the_runs_of_its_module_in_a_gpu_trace():
     }
 
 
+@pytest.mark.parametrize(
+    ("function", "module"),
+    [
+        ("jit(train_step)", "jit_train_step"),
+        ("jit(<lambda>)", "jit__lambda"),  # JAX 0.10's HloModule names of these functions
+        ("jit(<unnamed function>)", "jit__unnamed_function"),
+        ("jit(f_)", "jit_f"),
+    ],
+)
+def test_a_jitted_function_and_its_module_are_one_program(function, module):
+    assert device_time.program_key(function) == device_time.program_key(module)
+
+
 def test_untraced_gpu_calls_are_queued_after_the_window_at_the_traced_mean():
     # the window held the first 2 of 5 runs: its 3 other calls (launched while run 2 ran,
     # under async dispatch) ran after it, one at a time

@@ -30,7 +30,6 @@ import pandas as pd
 from xlanb.analysis.command_buffers import COMMAND_BUFFER, UNATTRIBUTED, attribute
 from xlanb.analysis.op_kinds import instruction_categories
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
-from xlanb.formats.jax_text import strip_jit
 from xlanb.graphs.ops import thunk_category
 
 #: The XLine of the Python main thread on the runtimes' host plane: the process's name,
@@ -614,8 +613,14 @@ def _source_of(sources: dict[str, HloOpSource], op: str) -> HloOpSource | None:
 @functools.lru_cache(maxsize=1024)
 def program_key(name: str) -> str:
     """JAX's function ``jit(train step)`` and the HLO module its runs have in the trace,
-    ``jit_train_step`` (on XLA:CPU and XLA:GPU alike), as one key."""
-    return re.sub(r"\W", "_", strip_jit(name.removeprefix("jit_")))
+    ``jit_train_step`` (on XLA:CPU and XLA:GPU alike), as one key: the module name as JAX
+    makes it (``jit(<lambda>)`` is ``jit__lambda``), without ``jit_``."""
+    return _MODULE_NAME.sub("_", name).rstrip("_").removeprefix("jit_")
+
+
+#: What JAX replaces by ``_`` in a program's name to name its module (``mlir.sanitize_name``;
+#: it then strips trailing ``_``).
+_MODULE_NAME = re.compile(r"[^\w.-]")
 
 
 def traced_runs(spans: Sequence[dict[str, Any]]) -> list[tuple[str, str, float]]:
