@@ -447,6 +447,27 @@ def test_a_compile_overlapping_queued_runs_marks_only_its_own_step_warm_up(run, 
     assert list(steps["phase"]) == ["warm-up", "steady", "steady", "warm-up", "steady", "steady"]
 
 
+def test_the_runs_of_a_jitted_lambda_after_the_window_are_estimated_too(run, shell):
+    """JAX names a lambda's program ``jit__lambda`` (its own sanitizing of ``jit(<lambda>)``):
+    the calls of the lambda are the trace's runs of that module, so the runs after the window
+    are estimated, as a named function's are."""
+    run("ta_lam = jax.jit(lambda a: jnp.tanh(a @ a) @ a)\nta_lam(ta_big).block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --trace-runs 5 --var lam\nfor _ in range(20):\n"
+        "    out = ta_lam(ta_big)\nout.block_until_ready()"
+    )
+    prof = shell.user_ns["lam"]
+    assert_adds_up(prof)
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured, estimated = device[~device["estimated"]], device[device["estimated"]]
+    assert set(measured["name"]) == {"jit__lambda"} and 5 <= len(measured) < 20
+    assert set(estimated["name"]) == {"jit__lambda"}
+    assert_one_at_a_time(estimated)
+    row = prof.executions.set_index("graph").loc["jit(<lambda>)"]
+    assert row["count"] == 20 and bool(row["seconds_estimated"])
+    assert row["seconds"] == pytest.approx(measured["seconds"].sum() + estimated["seconds"].sum())
+
+
 def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run, shell):
     """A loop longer than the trace's window: per-op times come from the first runs, the
     runs after the window are estimated from them, and the account counts them as device time

@@ -1,24 +1,25 @@
 """Device time per platform, from the XLA profiler's trace events (a live capture's window,
 :mod:`xlanb.capture.device_trace`, or a trace read offline): per-op rows and one ``device``
-span per program run (:func:`rows`, :func:`summarize`).
+span per program run (:func:`rows`, :func:`summarize`); then the runs after a window closed,
+estimated from the traced ones (:func:`after_window_from_calls`, JAX's calls;
+:func:`after_window_from_samples`, torch_xla's execute-time samples), on both platforms.
 
 XLA:CPU: thunk events on host threads (a thunk's own time excludes those nested in it); each
 run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10).
-
 XLA:GPU: kernel events on ``/device:GPU:N`` planes. A run is the host's execute span
-(``CommonPjRtLoadedExecutable::Execute (NAME)``, with ``run_id``); a kernel belongs to the
-run whose span holds its launch (the host event with the same ``correlation_id``: a kernel
-launch, or a whole command buffer's ``cuGraphLaunch``). Kernels launched outside every run
-are not the program's: compiling runs the GPU (the autotuner's kernels, of fusion modules
-being tuned or of none), and that is compile time. Inside command buffers, kernels are
-placed on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the
-trace's end has fewer kernels than the program's others.
+(``CommonPjRtLoadedExecutable::Execute (NAME)``); a kernel belongs to the run whose span holds
+its launch (the host event with its ``correlation_id``). Kernels launched outside every run
+(the autotuner's, while compiling) are compile time. Kernels inside command buffers are placed
+on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the trace's end
+has fewer kernels than the program's others.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -606,3 +607,181 @@ def _source_of(sources: dict[str, HloOpSource], op: str) -> HloOpSource | None:
         return sources[op]
     base = op.rsplit(".", 1)[0] if op.rsplit(".", 1)[-1].isdigit() else op
     return sources.get(base)
+
+
+# -- the runs after the window ----------------------------------------------------------------
+@functools.lru_cache(maxsize=1024)
+def program_key(name: str) -> str:
+    """JAX's function ``jit(train step)`` and the HLO module its runs have in the trace,
+    ``jit_train_step`` (on XLA:CPU and XLA:GPU alike), as one key: the module name as JAX
+    makes it (``jit(<lambda>)`` is ``jit__lambda``), without ``jit_``."""
+    return _MODULE_NAME.sub("_", name).rstrip("_").removeprefix("jit_")
+
+
+#: What JAX replaces by ``_`` in a program's name to name its module (``mlir.sanitize_name``;
+#: it then strips trailing ``_``).
+_MODULE_NAME = re.compile(r"[^\w.-]")
+
+
+def traced_runs(spans: Sequence[dict[str, Any]]) -> list[tuple[str, str, float]]:
+    """(program key, name, seconds) of each traced ``device`` span of `spans`."""
+    return [
+        (program_key(str(span["name"])), str(span["name"]), float(span["seconds"]))
+        for span in spans
+        if span["lane"] == "device" and not span["estimated"]
+    ]
+
+
+#: The name of estimated spans standing for calls the dispatch samples did not keep.
+UNSAMPLED_CALLS = "calls past the sample cap"
+
+
+def after_window_from_calls(
+    backend: str,
+    traced: Sequence[tuple[str, str, float]],
+    calls: Sequence[tuple[str, float]],
+    window_end: float,
+    capture_end: float,
+    unsampled: Sequence[tuple[str, int]] = (),
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for the runs a trace's window did not hold, from the calls
+    that launched them (JAX).
+
+    Args:
+      traced: (program key, name, seconds) of each traced run (:func:`traced_runs`).
+      calls: (program key, launch epoch s) of each call in the capture, in call order: a
+        program's first calls are its traced runs (under async dispatch some called before
+        the window closed ran after it); the rest are queued one run at a time (a device
+        runs its programs in turn), each for its program's mean traced device time, none
+        before its call or `window_end`, clipped at `capture_end`. Back-to-back runs of one
+        program are one span, with no ``graph`` (they are not steps).
+      unsampled: (program key, calls) the calls leave out; spread after the queued runs.
+    Programs with no traced run get none (unknown)."""
+    durations: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for key, name, seconds in traced:
+        durations.setdefault(key, []).append(seconds)
+        names[key] = name
+    means = {key: sum(values) / len(values) for key, values in durations.items()}
+    seen: Counter[str] = Counter()
+    picked: list[tuple[str, float]] = []
+    for key, launched in calls:
+        if key in means:
+            seen[key] += 1
+            if seen[key] > len(durations[key]):
+                picked.append((key, launched))
+    spans: list[dict[str, Any]] = []
+    last_call = queue_end = window_end
+    if picked:
+        keys = [key for key, _ in picked]
+        called = np.fromiter((launched for _, launched in picked), float)
+        run_seconds = np.fromiter((means[key] for key in keys), float)
+        # end_i = max(called_i, end_i-1) + seconds_i, from the window's end, in closed form
+        done = np.cumsum(run_seconds)
+        ends = done + np.maximum(np.maximum.accumulate(called - (done - run_seconds)), window_end)
+        starts = ends - run_seconds
+        inside = starts < capture_end
+        ends = np.minimum(ends, capture_end)
+        codes = np.unique(keys, return_inverse=True)[1]
+        # one span per stretch of back-to-back runs of one program
+        follows = np.r_[False, (called[1:] <= ends[:-1]) & (codes[1:] == codes[:-1])]
+        first = np.flatnonzero(~follows & inside)
+        last = np.r_[first[1:] - 1, np.flatnonzero(inside)[-1]] if len(first) else first
+        for a, b in zip(first.tolist(), last.tolist(), strict=True):
+            # the runs' own seconds, not a difference of epoch times (float64 keeps ~0.2 µs)
+            held = min(float(run_seconds[a : b + 1].sum()), capture_end - starts[a])
+            spans.append(_estimated(backend, names[keys[a]], starts[a], held))
+        last_call = max(float(called.max()), window_end)
+        if inside.any():
+            queue_end = float(ends[inside][-1])
+    missing = [(key, count) for key, count in unsampled if key in means and count > 0]
+    spans += spread_spans(
+        backend,
+        UNSAMPLED_CALLS,
+        max(last_call, queue_end),
+        capture_end,
+        sum(count for _, count in missing),
+        sum(count * means[key] for key, count in missing),
+    )
+    return spans
+
+
+#: The names of estimated spans from the runtime's execute-time samples.
+SCALED_SAMPLES = "ExecuteTime (scaled to the traced runs)"
+UNSAMPLED_RUNS = "ExecuteTime (not sampled)"
+
+
+def after_window_from_samples(
+    backend: str,
+    traced_seconds: float,
+    window_execute_seconds: float,
+    samples: Sequence[tuple[float, float]],
+    counted_after: tuple[int, float],
+    window_end: float,
+    capture_end: float,
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for the runs after a trace's window, from the runtime's own
+    timed runs (torch_xla's ExecuteTime: launch to completion, longer than the trace's device
+    time of the same runs).
+
+    Args:
+      traced_seconds: the traced runs' device seconds; window_execute_seconds: the runtime's
+        execute seconds of the runs up to the window's end. Their ratio (at most 1) scales
+        each sample after the window.
+      samples: (end epoch s, seconds) of the runs the runtime timed; those ending after
+        `window_end` become spans ending where they ended, one at a time: none starts before
+        the run timed before it ended (a queued run's sample holds its wait in the queue, as
+        under async dispatch on XLA:GPU).
+      counted_after: (runs, seconds) the runtime's totals count after the window; those its
+        samples no longer hold (a circular buffer keeps the newest) ran before the first
+        sampled run after the window: they are spread from `window_end` to its start (else
+        to `capture_end`)."""
+    ratio = 1.0
+    if window_execute_seconds > 0 and traced_seconds > 0:
+        ratio = min(traced_seconds / window_execute_seconds, 1.0)
+    timed = sorted(samples)
+    after = [(end, seconds) for end, seconds in timed if end > window_end]
+    count = counted_after[0] - len(after)
+    seconds = counted_after[1] - sum(value for _, value in after)
+    spans = []
+    # the run timed before each (unknown for the first after the window where runs are lost)
+    previous = len(timed) - len(after) - 1 if count <= 0 else -1
+    for end, value in after:
+        own = value * ratio
+        if previous >= 0:
+            own = min(own, end - timed[previous][0])
+        spans.append(_estimated(backend, SCALED_SAMPLES, end - own, own))
+        previous = len(timed) - len(after) + len(spans) - 1
+    first_run = min((span["start"] for span in spans), default=capture_end)
+    spans += spread_spans(backend, UNSAMPLED_RUNS, window_end, first_run, count, seconds * ratio)
+    return spans
+
+
+#: At most this many spans stand for runs spread over a stretch of a capture.
+MAX_SPREAD_SPANS = 200
+
+
+def spread_spans(
+    backend: str, name: str, start: float, end: float, count: int, seconds: float
+) -> list[dict[str, Any]]:
+    """Estimated ``device`` spans for `count` runs of `seconds` in all that the runtime counted
+    but did not time one by one, evenly spaced over ``[start, end]`` (at most
+    :data:`MAX_SPREAD_SPANS`, each then standing for several runs)."""
+    if count <= 0 or end <= start or seconds <= 0:
+        return []
+    spans = min(count, MAX_SPREAD_SPANS)
+    step = (end - start) / spans
+    each = min(seconds / spans, step)
+    return [_estimated(backend, name, start + index * step, each) for index in range(spans)]
+
+
+def _estimated(backend: str, name: str, start: float, seconds: float) -> dict[str, Any]:
+    return {
+        "backend": backend,
+        "lane": "device",
+        "name": name,
+        "graph": None,
+        "start": float(start),
+        "seconds": float(seconds),
+        "estimated": True,
+    }

@@ -1,28 +1,16 @@
-"""The XLA profiler's own trace around a capture (JAX and torch_xla): what ran on the device.
+"""The XLA profiler's own trace around a capture (JAX and torch_xla): the profiler session,
+its window and the watchdog that closes it.
 
 One trace at a time per process (the XLA profiler allows one session): the outermost capture
 that asks for one owns it; a nested capture reads the same trace's events for its own span
 when its owner stops, and otherwise goes without. Traces are written into xlanb's workdir,
-one fresh directory per trace, read with :mod:`xlanb.formats.xspace` and removed at once.
-
-The trace covers a *window*: by default a cell's first :data:`WINDOW_RUNS` program runs (or
-its first :data:`WINDOW_SECONDS`), then a watchdog thread stops it while the cell goes on. The
-XLA profiler records every thunk (tens of events a run, ~+60% on a 70 µs step) and reading the
-events costs ~10 µs each, so a whole 2,000-step loop of tiny steps would cost more to trace than
-to run; the first runs hold the warm-up and enough steady runs for per-op times. Once the
-same code (a cell run again) is known to run big programs, the window holds about
-:data:`WINDOW_EVENTS` events instead (:func:`window_limit`); before that is known, after
-:data:`FIRST_WINDOW_SECONDS` of runs (at least :data:`MIN_WINDOW_RUNS`). A window that closes is
-read on the watchdog thread while the cell goes on: the end of the cell then neither stops
-the profiler nor reads. The backends account the runs after the window from the runtime's
-own samples (torch_xla ``ExecuteTime``) or from the traced runs' mean device time (JAX,
-marked estimated). ``runs=None`` traces the whole capture.
-
-From the trace a capture gets:
-
-- ``ops`` rows: one per (program, HLO op) with the measured device seconds and run count;
-- ``spans`` rows: one ``device`` span per program run (from its first op's start to its last
-  op's end), and the runtime's own ``transfer`` and ``sync_wait`` host spans.
+read with :mod:`xlanb.formats.xspace` and removed at once. The trace covers a *window*: a
+cell's first :data:`WINDOW_RUNS` runs (or :data:`WINDOW_SECONDS`), fewer once the same code
+is known to run big programs (:func:`window_limit`, about :data:`WINDOW_EVENTS` events), or
+:data:`FIRST_WINDOW_SECONDS` of runs before that is known; a watchdog thread stops it and
+reads its events while the cell goes on. ``runs=None`` traces the whole capture. What the
+events mean (ops, one ``device`` span per run) and the estimate of the runs after the window
+are :mod:`xlanb.analysis.device_time`'s; the README says why and what it costs.
 """
 
 from __future__ import annotations
@@ -527,35 +515,6 @@ def window_span(
             "seconds": max(end - trace.started_at, 0.0),
             "estimated": False,
         }
-    ]
-
-
-#: At most this many spans stand for runs spread over a stretch of a capture.
-MAX_SPREAD_SPANS = 200
-
-
-def spread_spans(
-    backend: str, name: str, start: float, end: float, count: int, seconds: float
-) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for `count` runs of `seconds` in all that the runtime counted
-    but did not time one by one, evenly spaced over ``[start, end]`` (at most
-    :data:`MAX_SPREAD_SPANS`, each then standing for several runs)."""
-    if count <= 0 or end <= start or seconds <= 0:
-        return []
-    spans = min(count, MAX_SPREAD_SPANS)
-    step = (end - start) / spans
-    each = min(seconds / spans, step)
-    return [
-        {
-            "backend": backend,
-            "lane": "device",
-            "name": name,
-            "graph": None,
-            "start": start + index * step,
-            "seconds": each,
-            "estimated": True,
-        }
-        for index in range(spans)
     ]
 
 

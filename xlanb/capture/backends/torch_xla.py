@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches, torch_reads, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
@@ -555,12 +556,9 @@ def _untraced_runs(
     capture: Capture,
     ended_at: float,
 ) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for the runs after the trace's window closed. The runtime's
-    ExecuteTime (launch to completion) is longer than the trace's device time of the same
-    runs; so each run after the window is its ExecuteTime sample scaled by the window's
-    ratio (traced device seconds / ExecuteTime seconds), ending when the sample ended. Runs
-    the sample buffer (its newest 1,024) no longer holds are spread between the window's end
-    and the oldest sample, from the ExecuteTime totals."""
+    """Estimated ``device`` spans for the runs after the trace's window closed
+    (:func:`xlanb.analysis.device_time.after_window_from_samples`): the runtime's ExecuteTime
+    samples, and its totals at the capture's start, the window's end and now."""
     trace = token.trace
     if trace is None or trace.stopped_at is None:
         return []
@@ -569,27 +567,15 @@ def _untraced_runs(
     before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))[1]
     window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
     traced = sum(span["seconds"] for span in capture.rows["spans"] if span["lane"] == "device")
-    ratio = min(traced / window_seconds, 1.0) if window_seconds > 0 and traced > 0 else 1.0
-    after = [(ts, value) for ts, value in samples if ts > trace.stopped_at]
-    spans = [
-        {
-            "backend": NAME,
-            "lane": "device",
-            "name": "ExecuteTime (scaled to the traced runs)",
-            "graph": None,
-            "start": ts - value * ratio,
-            "seconds": value * ratio,
-            "estimated": True,
-        }
-        for ts, value in after
-    ]
-    count = total_count - at_stop_count - len(after)
-    seconds = total_seconds - at_stop_seconds - sum(value for _, value in after)
-    first_sample = min((ts - value for ts, value in after), default=ended_at)
-    spans += device_trace.spread_spans(
-        NAME, "ExecuteTime (not sampled)", trace.stopped_at, first_sample, count, seconds * ratio
+    return device_time.after_window_from_samples(
+        NAME,
+        traced,
+        window_seconds,
+        samples,
+        (total_count - at_stop_count, total_seconds - at_stop_seconds),
+        trace.stopped_at,
+        ended_at,
     )
-    return spans
 
 
 def _trace_rows(

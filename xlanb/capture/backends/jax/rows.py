@@ -10,15 +10,13 @@ functions) are read through :mod:`.hooks`.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import time
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
+from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
 from xlanb.capture.backends.jax import hooks
@@ -397,87 +395,23 @@ def _remember_programs(capture: Capture, session: Session) -> None:
 def _untraced_runs(
     taken: Taken, spans: list[dict[str, Any]], stopped_at: float, ended_at: float
 ) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for the runs the trace's window did not hold (a program's
-    calls past its traced runs: under async dispatch some were called before the window
-    closed): each for its program's mean traced device time, one run at a time in call order
-    (a device runs its programs in turn), none before its call or the window's end;
-    back-to-back runs of one program are one span, with no ``graph`` (they are not steps).
-    Calls past the dispatch samples' cap are spread over the rest of the capture. Programs
-    with no traced run get none (unknown)."""
-    traced: dict[str, list[float]] = {}
-    names: dict[str, str] = {}  # program key -> the traced spans' name
-    for span in spans:
-        if span["lane"] == "device" and not span["estimated"]:
-            key = _program_key(str(span["name"]))
-            traced.setdefault(key, []).append(span["seconds"])
-            names[key] = str(span["name"])
-    means = {key: sum(values) / len(values) for key, values in traced.items()}
+    """Estimated ``device`` spans for the runs the trace's window did not hold
+    (:func:`xlanb.analysis.device_time.after_window_from_calls`): the capture's calls by
+    program and launch time, from the dispatch samples, and the calls past their cap."""
     wall_offset = time.time() - time.perf_counter()
-    functions = [sample.function for sample in taken.samples]
-    sampled = Counter(functions)
-    program: dict[Any, str] = {
-        function: _program_key(hooks.function_name(function)[0]) for function in sampled
+    programs = {
+        function: _program_key(hooks.function_name(function)[0])
+        for function in {sample.function for sample in taken.samples}
     }
-    # calls run in call order: the first ones of each program are its traced runs (some called
-    # before the window closed ran after it); the rest are queued one at a time
-    seen: Counter[str] = Counter()
-    picked: list[int] = []
-    for index, function in enumerate(functions):
-        key = program[function]
-        if key in means:
-            seen[key] += 1
-            if seen[key] > len(traced[key]):
-                picked.append(index)
-    out: list[dict[str, Any]] = []
-    last_call = queue_end = stopped_at
-    if picked:
-        keys = [program[functions[i]] for i in picked]
-        called = np.fromiter((taken.samples[i].started for i in picked), float) + wall_offset
-        seconds = np.fromiter((means[key] for key in keys), float)
-        # end_i = max(called_i, end_i-1) + seconds_i, from the window's end, in closed form
-        done = np.cumsum(seconds)
-        ends = done + np.maximum(np.maximum.accumulate(called - (done - seconds)), stopped_at)
-        starts = ends - seconds
-        inside = starts < ended_at
-        ends = np.minimum(ends, ended_at)
-        codes = np.unique(keys, return_inverse=True)[1]
-        # one span per stretch of back-to-back runs of one program
-        follows = np.r_[False, (called[1:] <= ends[:-1]) & (codes[1:] == codes[:-1])]
-        first = np.flatnonzero(~follows & inside)
-        last = np.r_[first[1:] - 1, np.flatnonzero(inside)[-1]] if len(first) else first
-        for a, b in zip(first.tolist(), last.tolist(), strict=True):
-            out.append(_estimated_run(names[keys[a]], starts[a], ends[b] - starts[a]))
-        last_call, queue_end = max(float(called.max()), stopped_at), float(ends[inside][-1])
-    unsampled_count, unsampled_seconds = 0, 0.0
-    for call in taken.calls:
-        mean = means.get(_program_key(hooks.function_name(call.function)[0]))
-        missing = call.count - sampled[call.function]
-        if mean is not None and missing > 0:
-            unsampled_count += missing
-            unsampled_seconds += missing * mean
-    out.extend(
-        device_trace.spread_spans(
-            NAME,
-            "calls past the sample cap",
-            max(last_call, queue_end),
-            ended_at,
-            unsampled_count,
-            unsampled_seconds,
-        )
+    calls = [(programs[sample.function], sample.started + wall_offset) for sample in taken.samples]
+    sampled = Counter(sample.function for sample in taken.samples)
+    unsampled = [
+        (_program_key(hooks.function_name(call.function)[0]), call.count - sampled[call.function])
+        for call in taken.calls
+    ]
+    return device_time.after_window_from_calls(
+        NAME, device_time.traced_runs(spans), calls, stopped_at, ended_at, unsampled
     )
-    return out
-
-
-def _estimated_run(name: str, start: float, seconds: float) -> dict[str, Any]:
-    return {
-        "backend": NAME,
-        "lane": "device",
-        "name": name,
-        "graph": None,
-        "start": start,
-        "seconds": seconds,
-        "estimated": True,
-    }
 
 
 # -- executions ------------------------------------------------------------------------------
@@ -506,10 +440,7 @@ def _execution_rows(calls: list[CallDelta]) -> list[dict[str, Any]]:
     return ordered
 
 
-@functools.lru_cache(maxsize=1024)
-def _program_key(name: str) -> str:
-    """``jit(train step)`` and its HLO module ``jit_train_step`` as one key."""
-    return re.sub(r"\W", "_", strip_jit(name.removeprefix("jit_")))
+_program_key = device_time.program_key
 
 
 def _execution_seconds(

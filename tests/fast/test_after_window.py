@@ -1,0 +1,213 @@
+"""The runs after a trace's window closed, estimated from the traced ones
+(:mod:`xlanb.analysis.device_time`), on inputs taken from real recorded traces: JAX's calls on
+XLA:CPU (JAX 0.10) and XLA:GPU (H100, JAX 0.11), torch_xla's execute-time samples."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from xlanb.analysis import device_time
+from xlanb.formats.xspace import read_xspace
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+WHOLE = (0.0, 1e12)
+
+
+def _device_runs(path: Path, backend: str = "jax") -> tuple[list[dict], object]:
+    events = read_xspace(path, markers=False)
+    _, spans = device_time.rows(backend, events, WHOLE)
+    return [span for span in spans if span["lane"] == "device"], events
+
+
+def _end(span: dict) -> float:
+    return span["start"] + span["seconds"]
+
+
+def _gpu_steady() -> tuple[list[dict], list[float]]:
+    """The 5 traced runs of the steady GPU trace and the launch (host execute span) of each."""
+    runs, events = _device_runs(DATA / "xla_gpu" / "mlp_nocmdbuf" / "steady5.xplane.pb")
+    launches = (device_time.gpu_runs(events.events)["start_ns"] / 1e9).tolist()
+    assert len(runs) == len(launches) == 5
+    return runs, launches
+
+
+def test_the_calls_of_a_function_are_the_runs_of_its_module_in_a_gpu_trace():
+    runs, _ = _gpu_steady()
+    # the trace names a run by its HLO module, JAX's call hook by the jitted function
+    assert {span["name"] for span in runs} == {"jit_train_step"}
+    assert {key for key, _, _ in device_time.traced_runs(runs)} == {
+        device_time.program_key("jit(train_step)")
+    }
+
+
+@pytest.mark.parametrize(
+    ("function", "module"),
+    [
+        ("jit(train_step)", "jit_train_step"),
+        ("jit(<lambda>)", "jit__lambda"),  # JAX 0.10's HloModule names of these functions
+        ("jit(<unnamed function>)", "jit__unnamed_function"),
+        ("jit(f_)", "jit_f"),
+    ],
+)
+def test_a_jitted_function_and_its_module_are_one_program(function, module):
+    assert device_time.program_key(function) == device_time.program_key(module)
+
+
+def test_untraced_gpu_calls_are_queued_after_the_window_at_the_traced_mean():
+    # the window held the first 2 of 5 runs: its 3 other calls (launched while run 2 ran,
+    # under async dispatch) ran after it, one at a time
+    runs, launches = _gpu_steady()
+    traced, window_end = runs[:2], _end(runs[1])
+    key = device_time.program_key("jit(train_step)")
+    calls = [(key, launched) for launched in launches]
+    assert max(launches) < window_end
+    mean = (runs[0]["seconds"] + runs[1]["seconds"]) / 2
+    estimated = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, window_end + 1.0
+    )
+    # back to back runs of one program: one span of 3 runs from the window's end
+    assert len(estimated) == 1
+    span = estimated[0]
+    assert span["lane"] == "device" and span["estimated"] and span["graph"] is None
+    assert span["name"] == "jit_train_step" and span["start"] == window_end
+    assert span["seconds"] == pytest.approx(3 * mean, rel=1e-12)
+    # a capture that ended in the third: clipped at its end
+    capture_end = window_end + 2.5 * mean
+    clipped = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, capture_end
+    )
+    assert [(s["start"], s["seconds"]) for s in clipped] == [(window_end, capture_end - window_end)]
+    # one that ended before the window's end holds none of them
+    assert not device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, window_end
+    )
+
+
+def test_a_run_called_after_the_queue_drained_starts_at_its_call():
+    runs, launches = _gpu_steady()
+    traced, window_end = runs[:2], _end(runs[1])
+    mean = (runs[0]["seconds"] + runs[1]["seconds"]) / 2
+    key = device_time.program_key("jit(train_step)")
+    late = window_end + 10 * mean  # the fifth call, made long after the others ran
+    calls = [(key, launched) for launched in launches[:4]] + [(key, late)]
+    estimated = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, late + 1.0
+    )
+    assert [(s["start"], s["seconds"]) for s in estimated] == [
+        (window_end, pytest.approx(2 * mean, rel=1e-12)),
+        (late, pytest.approx(mean, rel=1e-12)),
+    ]
+    # calls past the dispatch samples' cap: spread after the last call, each the mean
+    spread = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, late + 1.0, [(key, 4)]
+    )
+    extra = spread[len(estimated) :]
+    assert len(extra) == 4 and {s["name"] for s in extra} == {device_time.UNSAMPLED_CALLS}
+    assert extra[0]["start"] == _end(estimated[-1])
+    assert sum(s["seconds"] for s in extra) == pytest.approx(4 * mean, rel=1e-12)
+    assert max(_end(s) for s in extra) <= late + 1.0
+    # a program that never ran in the window gets nothing: its runs' time is unknown
+    other = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), [("other", late)], window_end, late + 1.0
+    )
+    assert other == []
+
+
+def test_a_cut_cpu_run_and_the_queued_calls_after_it_are_estimated_from_the_whole_runs():
+    # JAX 0.10 on XLA:CPU: 3 waited calls, 3 queued ones, the trace stopped in the first of
+    # those; each call is a PjitFunction span of the Python thread
+    runs, events = _device_runs(DATA / "xspace" / "jax_cut_mm.xplane.pb")
+    info = json.loads((DATA / "xspace" / "jax_cut_mm.json").read_text())
+    frame = events.events
+    pjit = frame[frame["name"] == "PjitFunction(mm)"].sort_values("start_ns", kind="stable")
+    # the outer span of each call (the runtime writes it twice, one inside the other)
+    outer = pjit[pjit["start_ns"] > (pjit["start_ns"] + pjit["duration_ns"]).shift().fillna(0)]
+    launches = (outer["start_ns"] / 1e9).tolist()
+    assert len(runs) == info["waited_runs"] and len(launches) == 6
+    window_end = float((frame["start_ns"] + frame["duration_ns"]).max()) / 1e9
+    key = device_time.program_key("jit(mm)")
+    calls = [(key, launched) for launched in launches]
+    mean = sum(span["seconds"] for span in runs) / len(runs)
+    traced = device_time.traced_runs(runs)
+    estimated = device_time.after_window_from_calls("jax", traced, calls, window_end, 1e12)
+    assert [(s["name"], s["start"]) for s in estimated] == [("jit_mm", window_end)]
+    assert estimated[0]["seconds"] == pytest.approx(info["queued_calls"] * mean, rel=1e-12)
+    # the capture ended soon after the trace stopped: the estimate ends there too
+    capture_end = info["after_stop_ns"] / 1e9
+    clipped = device_time.after_window_from_calls("jax", traced, calls, window_end, capture_end)
+    assert [(s["start"], s["seconds"]) for s in clipped] == [(window_end, capture_end - window_end)]
+
+
+def _timed_runs(case: str) -> tuple[list[dict], list[tuple[float, float]]]:
+    """The traced runs of a recorded trace and (end, seconds) of each from its launch to its
+    completion, as the runtime's ExecuteTime samples time them: torch_xla 2.9 on XLA:CPU
+    (launch and wait spans of the thunk executor), and the GPU trace (the host's execute span
+    to the run's last kernel)."""
+    if case == "cpu":
+        runs, events = _device_runs(DATA / "xspace" / "torch_xla_mlp.xplane.pb", "torch_xla")
+        windows = device_time._execution_windows(events.events) / 1e9
+        timed = [(float(done), float(done - launch)) for launch, done in windows]
+    else:
+        runs, launches = _gpu_steady()
+        timed = [
+            (_end(run), _end(run) - launch) for run, launch in zip(runs, launches, strict=True)
+        ]
+    assert len(runs) == len(timed) == 5
+    return runs, timed
+
+
+@pytest.mark.parametrize("case", ["cpu", "gpu"])
+def test_runs_after_the_window_are_their_samples_scaled_to_the_traced_runs(case):
+    runs, timed = _timed_runs(case)
+    # the window held 3 runs; the runtime timed all 5
+    traced = sum(span["seconds"] for span in runs[:3])
+    window_execute = sum(seconds for _, seconds in timed[:3])
+    window_end = timed[2][0]
+    after = timed[3:]
+    # the runs' device time over their launch to completion (at most 1: a run's last thunk
+    # may end a little after its wait on XLA:CPU)
+    ratio = min(traced / window_execute, 1.0)
+    counted = (2, sum(seconds for _, seconds in after))
+    estimated = device_time.after_window_from_samples(
+        "torch_xla", traced, window_execute, timed, counted, window_end, 1e12
+    )
+    # each ends where its sample ended; none starts before the run timed before it ended
+    scaled = [seconds * ratio for _, seconds in after]
+    room = [end - before for (end, _), (before, _) in zip(after, timed[2:4], strict=True)]
+    assert [s["seconds"] for s in estimated] == [
+        min(a, b) for a, b in zip(scaled, room, strict=True)
+    ]
+    assert [s["start"] + s["seconds"] for s in estimated] == pytest.approx(
+        [end for end, _ in after],
+        abs=1e-6,  # float64 epoch seconds: ~0.2 µs apart
+    )
+    assert {s["name"] for s in estimated} == {device_time.SCALED_SAMPLES}
+    assert all(s["estimated"] and s["graph"] is None for s in estimated)
+    if case == "cpu":
+        # torch_xla's runs one after another: each its sample scaled
+        assert scaled == [s["seconds"] for s in estimated]
+    else:
+        # runs queued under async dispatch: a sample holds the wait for the runs before it
+        assert all(a > b for a, b in zip(scaled, room, strict=True))
+
+
+def test_runs_whose_samples_the_runtime_dropped_are_spread_before_the_next_sampled_run():
+    # the runtime's buffer keeps the newest samples: it lost the fourth run's; its time, from
+    # the totals, is spread from the window's end to the start of the run sampled after it
+    runs, timed = _timed_runs("cpu")
+    traced = sum(span["seconds"] for span in runs[:3])
+    window_execute = sum(seconds for _, seconds in timed[:3])
+    window_end, after = timed[2][0], timed[3:]
+    ratio = min(traced / window_execute, 1.0)
+    counted = (2, sum(seconds for _, seconds in after))
+    lost = device_time.after_window_from_samples(
+        "torch_xla", traced, window_execute, timed[:3] + timed[4:], counted, window_end, 1e12
+    )
+    assert [s["name"] for s in lost] == [device_time.SCALED_SAMPLES, device_time.UNSAMPLED_RUNS]
+    sampled, spread = lost
+    assert sampled["seconds"] == after[1][1] * ratio
+    assert spread["start"] == window_end
+    assert spread["seconds"] == min(after[0][1] * ratio, sampled["start"] - window_end)
