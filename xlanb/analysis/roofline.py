@@ -97,7 +97,11 @@ def with_op_rates(
             continue
         peak = device_peak(environment, matmul_dtype(text))
         parts.append(op_rates(rows, text, peak))
-    return pd.concat(parts).loc[ops.index] if parts else ops
+    rated = pd.concat(parts).loc[ops.index]
+    if "bound" in rated.columns:
+        # rows of programs without a text: None as in the rated rows (a concat fills NaN)
+        rated["bound"] = rated["bound"].astype(object).where(rated["bound"].notna(), None)
+    return rated
 
 
 def _optimized_texts(graphs: pd.DataFrame) -> dict[str, str]:
