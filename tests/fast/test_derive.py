@@ -88,3 +88,36 @@ def test_derive_of_a_loaded_trace_gives_its_frames_again(mlp):
     for name in DERIVED:
         pd.testing.assert_frame_equal(getattr(again, name), getattr(mlp, name))
     assert not math.isnan(again.executions["flops_per_second"].iloc[0])
+
+
+def test_each_traced_run_is_rated_with_the_program_that_ran():
+    # the first cell ran jit(train_step) compiled for the full batch 12 times, then for the
+    # half batch 3 times: each run's FLOPs are its own program's
+    first = xlanb.load(GPU / "mlp_first15")
+    runs = first.executions
+    assert list(runs["module_id"]) == [12603] * 12 + [146222] * 3
+    for module_id, group in runs.groupby("module_id"):
+        (path,) = (GPU / "mlp_first15" / "xla_dump").glob(
+            f"module_{module_id}.*gpu_after_optimizations.txt"
+        )
+        flops = program_cost(path.read_text()).flops
+        pd.testing.assert_series_equal(
+            group["flops_per_second"], flops / group["seconds"], check_names=False
+        )
+    assert set(runs["bound"]) == {"compute"}
+
+
+def test_ops_of_a_function_compiled_for_two_shapes_count_each_programs_flops():
+    # rows of jit(train_step) add up both programs' runs where an op came from the same line:
+    # over all matrix products, the FLOPs are 12 full-batch and 3 half-batch steps'
+    first = xlanb.load(GPU / "mlp_first15")
+    matmuls = first.ops[first.ops["category"] == "matmul"]
+    dump = GPU / "mlp_first15" / "xla_dump"
+    full, half = (
+        matmul_flops(next(dump.glob(f"module_{module}.*gpu_after_optimizations.txt")).read_text())
+        for module in (12603, 146222)
+    )
+    assert (matmuls["flops"] * matmuls["count"]).sum() == pytest.approx(12 * full + 3 * half)
+    assert set(matmuls["bound"]) == {"compute"}
+    flop_peak, _ = peak_for(first.environment["device_kind"], "f32")
+    assert (matmuls["flops_per_second"] < flop_peak).all()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from xlanb.analysis.attribution import attribute_fallbacks
 from xlanb.analysis.breakdown import breakdown_frame
 from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
@@ -41,11 +43,21 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     profile.breakdown = breakdown_frame(profile)
     profile.step_times = step_frame(profile)
     profile.executions = with_rates(profile)
-    profile.ops = with_op_rates(profile.ops, profile.graphs, profile.environment)
+    profile.ops = with_op_rates(
+        profile.ops, profile.graphs, profile.environment, _program_runs(profile.spans)
+    )
     general = findings_frame(profile).to_dict("records")
     rows = general + _source_findings(profile, general)
     profile.findings = make_frame("findings", by_cost(rows, profile.wall_seconds))
     return profile
+
+
+def _program_runs(spans: pd.DataFrame) -> dict[int, int]:
+    """module id -> traced runs: the ``device`` spans that name their program."""
+    if spans.empty or "module_id" not in spans.columns:
+        return {}
+    ran = spans.loc[spans["lane"] == "device", "module_id"].dropna()
+    return {int(module): int(runs) for module, runs in ran.value_counts().items()}
 
 
 def _with_rank_findings(profile: Profile) -> Profile:

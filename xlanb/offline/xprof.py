@@ -78,6 +78,7 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
                 "seconds": span["seconds"],
                 "time": span["start"] + span["seconds"],
                 "count": 1,
+                "module_id": span.get("module_id"),
             }
             for span in spans
             if span["lane"] == "device"
