@@ -1,4 +1,4 @@
-"""Roofline on XLA:GPU from the H100 recordings (JAX 0.11.2, tests/data/xla_gpu_dump): each
+"""Roofline on XLA:GPU from the H100 recordings (JAX 0.11.2, tests/data/xla_gpu*): each
 program's FLOPs as XLA:GPU's cost_analysis() counts them, as xlanb counts them from the
 optimized HLO, and its matrix products alone; the steady mlp step's achieved rate against the
 H100's data sheet; the five slowest ops of that step (the trace without command buffers)
@@ -18,6 +18,11 @@ from pathlib import Path
 import results
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "xla_gpu_dump"
+#: Each case's dump: the mlp's is its first cell's (full and half batch).
+DUMPS = {
+    "mlp": DATA.parent / "xla_gpu" / "mlp_first15" / "xla_dump",
+    "transformer": DATA / "transformer",
+}
 
 
 def main() -> int:
@@ -33,7 +38,7 @@ def main() -> int:
     figures: dict[str, float | str] = {}
     for case in ("mlp", "transformer"):
         meta = json.loads((DATA / case / "meta.json").read_text())
-        text = _full_batch_module(DATA / case)
+        text = _full_batch_module(DUMPS[case])
         counted = program_cost(text)
         figures[f"{case}: cost_analysis flops"] = meta["cost_analysis"]["flops"]
         figures[f"{case}: HLO-counted flops"] = counted.flops
@@ -43,7 +48,7 @@ def main() -> int:
 
     meta = json.loads((DATA / "mlp" / "meta.json").read_text())
     truth = json.loads((DATA / "mlp" / "steady5_truth_nocmdbuf.json").read_text())
-    text = _full_batch_module(DATA / "mlp")
+    text = _full_batch_module(DUMPS["mlp"])
     peak = peak_for(meta["device_kind"], matmul_dtype(text))
     assert peak is not None
     step = program_cost(text)
@@ -60,11 +65,31 @@ def main() -> int:
         figures[f"mlp op {row.op}: TFLOP/s, GB/s, bound"] = (
             f"{row.flops_per_second / 1e12:.0f}, {row.bytes_per_second / 1e9:.0f}, {row.bound}"
         )
+    figures.update(_loaded_trace(peak))
     figures.update(_cpu_check(program_cost))
     for name, value in figures.items():
         print(f"{name}: {value:.4g}" if isinstance(value, float) else f"{name}: {value}")
     results.write("gpu_roofline", figures)
     return results.check([], False)
+
+
+def _loaded_trace(peak: tuple[float, float]) -> dict[str, float | str]:
+    """What ``xlanb.load`` of the steady mlp trace folder (command buffers on) derives: each
+    run's achieved FLOP/s (its device span) and the range over its matrix-product ops."""
+    import xlanb
+
+    loaded = xlanb.load(DATA.parent / "xla_gpu" / "mlp_cmdbuf")
+    runs = loaded.executions["flops_per_second"]
+    matmuls = loaded.ops[loaded.ops["category"] == "matmul"]
+    rates = matmuls["flops_per_second"] / 1e12
+    return {
+        "loaded mlp_cmdbuf: device_kind": loaded.environment.get("device_kind", ""),
+        "loaded mlp_cmdbuf: run TFLOP/s, median of 5": float(runs.median()) / 1e12,
+        "loaded mlp_cmdbuf: run share of TF32 peak": float(runs.median()) / peak[0],
+        "loaded mlp_cmdbuf: run bound": "/".join(sorted(set(loaded.executions["bound"]))),
+        "loaded mlp_cmdbuf: matmul ops TFLOP/s": f"{rates.min():.0f}-{rates.max():.0f}",
+        "loaded mlp_cmdbuf: matmul ops bound": "/".join(sorted(set(matmuls["bound"]))),
+    }
 
 
 def _cpu_check(program_cost) -> dict[str, float]:

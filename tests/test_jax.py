@@ -1059,3 +1059,21 @@ def test_arrays_the_cell_leaves_alive_are_counted_by_shape(run, shell):
     assert grew["severity"] == "info" and grew["title"].startswith("live device memory grew by 40")
     assert "float32[1000,1000] ×10" in grew["detail"]
     run("jt_kept.clear()")
+
+
+def test_derive_of_a_reloaded_capture_makes_the_frames_of_the_live_one(run, shell, tmp_path):
+    import pandas as pd
+
+    from xlanb.analysis import derive
+
+    run("@jax.jit\ndef jt_derived(x):\n    return jnp.cos(x) @ x\nnp_derived = np.ones((4, 4))")
+    run(
+        "%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    out = jt_derived(xa)\n"
+        "out = jt_derived(np_derived)\nvalue = float(out.sum())"
+    )
+    prof = shell.user_ns["prof"]
+    assert not prof.breakdown.empty and not prof.step_times.empty and not prof.findings.empty
+    assert "flops_per_second" in prof.executions.columns
+    reloaded = derive(xlanb.load(prof.save(tmp_path / "derived.xlanb.json")))
+    for name in ("breakdown", "step_times", "executions", "ops", "findings", "fallbacks"):
+        pd.testing.assert_frame_equal(getattr(reloaded, name), getattr(prof, name))

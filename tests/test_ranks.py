@@ -25,6 +25,7 @@ from tests.helpers import clean_env, packed_graphs
 from xlanb.analysis import findings as diagnose
 from xlanb.analysis.ranks import outliers
 from xlanb.core.profile import FRAME_NAMES, Profile, load_profile
+from xlanb.core.units import format_seconds
 from xlanb.ranks import (
     RankFileWarning,
     RankIdentity,
@@ -334,3 +335,32 @@ def test_torch_distributed_collectives_are_counted_and_timed(tmp_path):
     stamped = json.loads((tmp_path / "dist.rank00000.xlanb.json").read_text())
     assert stamped["meta"]["environment"]["rank"]["run_id"] == "solo"
     assert rank_table(load_ranks(tmp_path))["collective_ops"].tolist() == [4]
+
+
+def test_merged_ranks_rules_see_the_timed_collectives(tmp_path):
+    """record() adds the timed torch.distributed calls before the Profile is derived and
+    written, so the merged run's rules over them see each rank's collectives."""
+    torch = pytest.importorskip("torch")
+    import torch.distributed as dist
+
+    recorded = tmp_path / "recorded"
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        with record(recorded, name="dist", backend=[], run_id="solo") as prof:
+            dist.all_reduce(torch.ones(4))
+    finally:
+        dist.destroy_process_group()
+    waited = prof.metrics.set_index("name").loc["CollectiveTime", "total"]
+    merged = tmp_path / "merged"
+    for rank in range(4):
+        copy = Profile.from_dict(prof.to_dict())
+        if rank:  # the other ranks waited 10 s for rank 0 in their collectives
+            timed = copy.metrics["name"] == "CollectiveTime"
+            copy.metrics.loc[timed, "total"] = 10.0
+        save_rank(copy, merged, identity=identity(rank, run_id="solo"))
+    titles = list(load_ranks(merged).findings["title"])
+    assert [t for t in titles if "straggler" in t] == [
+        f"rank 0 is the straggler: the other ranks waited {format_seconds(10.0)} (median) in "
+        "collectives, "
+        f"rank 0 {format_seconds(waited)}"
+    ]

@@ -47,8 +47,13 @@ def test_a_dump_directorys_profile_has_each_programs_temporaries_with_their_sour
     assert step["source_file"].endswith("jax_workload.py") and step["source_line"] == 4
 
 
-# -- XLA:GPU (JAX 0.11.2 on an H100: tests/data/xla_gpu_dump, copied from the recordings) ----
-GPU_MLP = DATA / "xla_gpu_dump/mlp"
+# -- XLA:GPU (JAX 0.11.2 on an H100: the dump of tests/data/xla_gpu/mlp_first15) -------------
+GPU_MLP = DATA / "xla_gpu/mlp_first15/xla_dump"
+#: `compiled.as_text()` of the full batch (the steady trace's module, under its dump name)
+GPU_MLP_COMPILED = (
+    DATA
+    / "xla_gpu/mlp_cmdbuf/xla_dump/module_10613.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
+)
 GPU_MLP_MODULE = 12603  # the full-batch train step (x: f32[2048,2048])
 
 
@@ -130,7 +135,7 @@ def test_a_program_without_a_module_id_finds_its_dumped_module_by_its_header():
     step finds module 12603 by name and entry layout, not the half-batch 146222."""
     from xlanb.formats.buffer_assignment import dump_module_id, dumped_temporaries
 
-    compiled_text = (GPU_MLP / "compiled_as_text.txt").read_text()
+    compiled_text = GPU_MLP_COMPILED.read_text()
     assert dump_module_id(GPU_MLP, compiled_text) == GPU_MLP_MODULE
     assert dumped_temporaries(GPU_MLP, None, compiled_text)[0] == Temporary(
         "copy.2", "", "f32[4096,4096]", 67108864

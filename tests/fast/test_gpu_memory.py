@@ -18,7 +18,7 @@ def test_the_allocator_lane_stays_under_the_allocators_own_peak():
     of 5 steady steps) against the `peak_bytes_in_use` the BFC allocator writes on the same
     events: never above it, the peak never falls, and it holds at least the program's compiled
     peak (`memory_analysis()`)."""
-    events = read_xspace(DATA / "steady5.xplane.pb")
+    events = read_xspace(DATA.parent.parent / "xla_gpu" / "mlp_cmdbuf" / "steady5.xplane.pb")
     memory = events.memory
     assert set(memory["allocator"]) == {"GPU_0_bfc"} and len(memory) == 30
     lane = memory_samples("jax", events, (0.0, float("inf")))

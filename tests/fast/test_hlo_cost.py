@@ -11,8 +11,9 @@ from xlanb.graphs import hlo
 from xlanb.graphs.hlo_cost import matmul_dtype, matmul_flops, op_costs, program_cost
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "xla_gpu_dump"
-MLP = DATA / "mlp/module_12603.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
-MLP_HALF = DATA / "mlp/module_146222.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
+FIRST = DATA.parent / "xla_gpu" / "mlp_first15" / "xla_dump"
+MLP = FIRST / "module_12603.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
+MLP_HALF = FIRST / "module_146222.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
 TRANSFORMER = DATA / "transformer/module_17932.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
 
 

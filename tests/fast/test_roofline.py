@@ -18,7 +18,8 @@ from xlanb.core.schema import make_frame
 from xlanb.graphs.hlo_cost import matmul_flops, program_cost
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "xla_gpu_dump" / "mlp"
-MLP = (DATA / "module_12603.jit_train_step.sm_9.0a_gpu_after_optimizations.txt").read_text()
+FIRST = DATA.parent.parent / "xla_gpu" / "mlp_first15" / "xla_dump"
+MLP = (FIRST / "module_12603.jit_train_step.sm_9.0a_gpu_after_optimizations.txt").read_text()
 META = json.loads((DATA / "meta.json").read_text())
 TRUTH = json.loads((DATA / "steady5_truth_nocmdbuf.json").read_text())
 H100 = META["device_kind"]  # "NVIDIA H100 80GB HBM3"

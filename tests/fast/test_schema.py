@@ -15,7 +15,7 @@ import pytest
 
 import xlanb
 from tests.helpers import ROOT
-from xlanb.analysis import finish_ranks
+from xlanb.analysis import derive
 from xlanb.core.errors import SchemaError, XlanbError
 from xlanb.core.schema import (
     DTYPES,
@@ -229,7 +229,7 @@ def test_every_column_of_merged_ranks_is_declared():
         }
         ranked["file"] = f"run.rank{rank:05d}.xlanb.json"
         documents.append(ranked)
-    profile = finish_ranks(merge(documents))
+    profile = derive(merge(documents))
     assert list(profile.compiles.columns)[0] == "rank"
     assert "ranks" in profile.findings.columns  # rank 2 is missing: a finding
     _check_declared(profile, "merged ranks")

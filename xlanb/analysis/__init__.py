@@ -1,23 +1,41 @@
 """Analysis: frames computed from a Profile's captured frames (findings, cell-line attribution,
-comparisons, per-rank tables). Nothing here touches a live runtime."""
+comparisons, per-rank tables). Nothing here touches a live runtime.
+
+:func:`derive` makes every derived frame of a Profile, whatever its source (a live capture, a
+file or trace folder read by :mod:`xlanb.offline`, rank files merged), once; the API layer
+calls it, views only read what it made."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pandas as pd
+
 from xlanb.analysis.attribution import attribute_fallbacks
 from xlanb.analysis.breakdown import breakdown_frame
 from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
+from xlanb.analysis.ranks import is_multi_rank
 from xlanb.analysis.rates import with_rates
 from xlanb.analysis.roofline import with_op_rates
 from xlanb.analysis.step_times import step_frame
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame, rank_findings_frame
 
+__all__ = ["derive"]
 
-def finish(profile: Profile, *, attribute_lines: bool = False) -> Profile:
-    """Fill what is derived from a captured Profile: cell lines of fallbacks (when the code
-    ran in a cell or script whose source the Profile holds) and the findings."""
+
+def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
+    """Fill every frame derived from `profile`'s captured ones: the cell lines of fallbacks
+    (`attribute_lines`: the code ran in a cell or script whose source the Profile holds), the
+    breakdown, the steps, the programs' and ops' rates and the findings. The findings a source
+    alone can give (a file's, each rank's of a merge), already in ``findings``, are kept
+    beside the general rules', most costly first. Deriving a derived Profile again (a saved
+    one) gives the same frames.
+
+    A Profile merged from rank files keeps each rank's frames (derived when it was captured)
+    and gains the rules over the ranks."""
+    if is_multi_rank(profile):
+        return _with_rank_findings(profile)
     if attribute_lines:
         profile.fallbacks = attribute_fallbacks(
             profile.fallbacks, profile.compiles, profile.source, profile.executions
@@ -25,27 +43,36 @@ def finish(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     profile.breakdown = breakdown_frame(profile)
     profile.step_times = step_frame(profile)
     profile.executions = with_rates(profile)
-    profile.ops = with_op_rates(profile.ops, profile.graphs, profile.environment)
-    profile.findings = findings_frame(profile)
-    return profile
-
-
-def finish_capture(profile: Profile, options: Any) -> None:
-    """:func:`finish` for a live capture (the recorder's `finish` callable)."""
-    finish(profile, attribute_lines=bool(getattr(options, "cell_filename", None)))
-
-
-def finish_offline(profile: Profile) -> Profile:
-    """The general rules added to a Profile read from runtime files (whose ``findings`` hold the
-    rules only a file can give), most severe first."""
-    rows = findings_frame(profile).to_dict("records") + profile.findings.to_dict("records")
+    profile.ops = with_op_rates(
+        profile.ops, profile.graphs, profile.environment, _program_runs(profile.spans)
+    )
+    general = findings_frame(profile).to_dict("records")
+    rows = general + _source_findings(profile, general)
     profile.findings = make_frame("findings", by_cost(rows, profile.wall_seconds))
     return profile
 
 
-def finish_ranks(profile: Profile) -> Profile:
-    """The rank rules added to a Profile merged from rank files (whose ``findings`` hold the
-    per-file findings of the merge), most severe first."""
-    rows = [row for rule in RANK_RULES for row in rule(profile)]
-    profile.findings = rank_findings_frame(rows + profile.findings.to_dict("records"))
+def _program_runs(spans: pd.DataFrame) -> dict[int, int]:
+    """module id -> traced runs: the ``device`` spans that name their program."""
+    if spans.empty or "module_id" not in spans.columns:
+        return {}
+    ran = spans.loc[spans["lane"] == "device", "module_id"].dropna()
+    return {int(module): int(runs) for module, runs in ran.value_counts().items()}
+
+
+def _with_rank_findings(profile: Profile) -> Profile:
+    """The rank rules added to a Profile merged from rank files, most severe first."""
+    rules = [row for rule in RANK_RULES for row in rule(profile)]
+    profile.findings = rank_findings_frame(rules + _source_findings(profile, rules))
     return profile
+
+
+def _source_findings(profile: Profile, derived: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``findings`` that the rules did not just make again (those of a file or of
+    each rank; none in a capture not derived yet)."""
+    made = {(row["severity"], row["title"], row["detail"]) for row in derived}
+    return [
+        row
+        for row in profile.findings.to_dict("records")
+        if (row["severity"], row["title"], row["detail"]) not in made
+    ]

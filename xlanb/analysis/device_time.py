@@ -234,6 +234,11 @@ def rows(
         _span(backend, lane, name, graph_of(module, program) if module else None, start, end)
         for lane, name, module, program, start, end in summary.spans
     ]
+    for row, (lane, _name, _module, program, _start, _end) in zip(
+        span_rows, summary.spans, strict=True
+    ):
+        if lane == "device" and program is not None:
+            row["module_id"] = program  # which of a graph's programs ran
     return op_rows, span_rows
 
 

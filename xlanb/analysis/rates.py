@@ -26,17 +26,25 @@ def with_rates(profile: Profile) -> pd.DataFrame:
     costs = program_costs(profile.graphs, count_hlo=not complete)
     if executions.empty or not costs:
         return executions
+    by_program = {} if complete else _costs_by_module(profile.graphs)
+    programs = (
+        executions["module_id"]
+        if "module_id" in executions.columns
+        else pd.Series(None, index=executions.index, dtype=object)
+    )
     flop_rates, byte_rates, bounds = [], [], []
     estimated = (
         executions["seconds_estimated"]
         if "seconds_estimated" in executions.columns
         else pd.Series(False, index=executions.index)
     )
-    for row, guessed in zip(executions.itertuples(), estimated, strict=True):
+    for row, guessed, program in zip(executions.itertuples(), estimated, programs, strict=True):
         flop_rate = byte_rate = math.nan
         bound = None
-        if row.graph in costs and row.seconds and row.seconds > 0 and guessed is not True:
-            flops, accessed, dtype = costs[row.graph]
+        cost = by_program.get(program) if pd.notna(program) else None
+        cost = cost or costs.get(row.graph)
+        if cost is not None and row.seconds and row.seconds > 0 and guessed is not True:
+            flops, accessed, dtype = cost
             flop_rate = flops * row.count / row.seconds
             byte_rate = accessed * row.count / row.seconds
             if row.seconds / row.count < LAUNCH_BOUND_SECONDS:
@@ -79,6 +87,20 @@ def program_costs(
                 found[str(row.graph)] = counted
             else:
                 found[str(row.graph)] = (*found[str(row.graph)][:2], counted[2])
+    return found
+
+
+def _costs_by_module(graphs: pd.DataFrame) -> dict[int, tuple[float, float, str]]:
+    """module id -> (FLOPs, bytes, matrix-product element type) of one run, counted from each
+    optimized HLO with a module id (a trace's runs say which of a graph's programs ran)."""
+    if graphs.empty or not {"kind", "text", "module_id"} <= set(graphs.columns):
+        return {}
+    optimized = graphs[(graphs["kind"] == "hlo_optimized") & graphs["module_id"].notna()]
+    found = {}
+    for row in optimized.itertuples():
+        counted = _counted(row.text)
+        if counted is not None:
+            found[int(row.module_id)] = counted
     return found
 
 

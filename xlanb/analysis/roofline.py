@@ -7,6 +7,7 @@ exceeds the peak's (peak FLOP/s over peak bytes/s), else ``memory``.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -80,10 +81,16 @@ def op_rates(ops: pd.DataFrame, hlo_text: str, peak: tuple[float, float] | None)
 
 
 def with_op_rates(
-    ops: pd.DataFrame, graphs: pd.DataFrame, environment: Mapping[str, Any]
+    ops: pd.DataFrame,
+    graphs: pd.DataFrame,
+    environment: Mapping[str, Any],
+    program_runs: Mapping[int, int] | None = None,
 ) -> pd.DataFrame:
     """:func:`op_rates` for each program of `ops` whose optimized HLO `graphs` holds (matched
-    by ``graph``, else by the ``module`` name the trace gives); `ops` unchanged without any."""
+    by ``graph``, else by the ``module`` name the trace gives); `ops` unchanged without any.
+    Where a graph's rows add up the runs of several of its programs (a function compiled for
+    several shapes) and `program_runs` (module id -> traced runs) names them, an op's cost is
+    the mean of its programs' weighted by their runs."""
     if ops.empty or graphs.empty or "kind" not in graphs.columns or "op" not in ops.columns:
         return ops
     texts = _optimized_texts(graphs)
@@ -96,8 +103,77 @@ def with_op_rates(
             parts.append(rows)
             continue
         peak = device_peak(environment, matmul_dtype(text))
-        parts.append(op_rates(rows, text, peak))
-    return pd.concat(parts).loc[ops.index] if parts else ops
+        programs = _traced_programs(graphs, str(key), program_runs or {})
+        parts.append(
+            _run_weighted_rates(rows, programs, peak)
+            if len(programs) > 1
+            else op_rates(rows, text, peak)
+        )
+    rated = pd.concat(parts).loc[ops.index]
+    if "bound" in rated.columns:
+        # rows of programs without a text: None as in the rated rows (a concat fills NaN)
+        rated["bound"] = rated["bound"].astype(object).where(rated["bound"].notna(), None)
+    return rated
+
+
+def _traced_programs(
+    graphs: pd.DataFrame, key: str, program_runs: Mapping[int, int]
+) -> list[tuple[str, int]]:
+    """(optimized HLO text, traced runs) of each program of graph (or module name) `key` that
+    ran in the trace."""
+    if not program_runs or "module_id" not in graphs.columns:
+        return []
+    found = []
+    optimized = graphs[(graphs["kind"] == "hlo_optimized") & graphs["module_id"].notna()]
+    for row in optimized.itertuples():
+        text = row.text if isinstance(row.text, str) else ""
+        runs = program_runs.get(int(row.module_id), 0)
+        name = text[len("HloModule") :].split(",")[0].strip()
+        if runs and text.startswith("HloModule") and key in (str(row.graph), name):
+            found.append((text, runs))
+    return found
+
+
+def _run_weighted_rates(
+    ops: pd.DataFrame, programs: list[tuple[str, int]], peak: tuple[float, float] | None
+) -> pd.DataFrame:
+    """:func:`op_rates` where the rows of `ops` add up the runs of several `programs` (text,
+    runs): an op's FLOPs and bytes per run are those of the programs whose runs make its
+    ``count`` (an instruction name means another op in another program), weighted by their
+    runs; unknown where no one set of them does."""
+    costs = [(op_costs(text), runs) for text, runs in programs]
+    flops, moved = [], []
+    counts = ops["count"] if "count" in ops.columns else pd.Series(1, index=ops.index)
+    for op, count in zip(ops["op"].astype(str), counts, strict=True):
+        found = _programs_of_count([(c[op], runs) for c, runs in costs if op in c], count)
+        total = sum(runs for _, runs in found)
+        flops.append(sum(c.flops * r for c, r in found) / total if total else math.nan)
+        moved.append(sum(c.bytes * r for c, r in found) / total if total else math.nan)
+    seconds = ops["seconds"].astype(float).where(ops["seconds"].astype(float) > 0)
+    runs = ops["count"].astype(float) if "count" in ops.columns else 1.0
+    return ops.assign(
+        flops=flops,
+        bytes=moved,
+        flops_per_second=pd.Series(flops, index=ops.index) * runs / seconds,
+        bytes_per_second=pd.Series(moved, index=ops.index) * runs / seconds,
+        bound=pd.Series(
+            [bound_of(f, b, peak) for f, b in zip(flops, moved, strict=True)],
+            index=ops.index,
+            dtype=object,
+        ),
+    )
+
+
+def _programs_of_count(found: list[tuple[Any, int]], count: Any) -> list[tuple[Any, int]]:
+    """The one subset of `found` (an op's cost in a program, that program's runs) whose runs
+    add up to `count`; empty when none or several do."""
+    matches = [
+        chosen
+        for size in range(1, len(found) + 1)
+        for chosen in itertools.combinations(found, size)
+        if sum(runs for _, runs in chosen) == count
+    ]
+    return list(matches[0]) if len(matches) == 1 else []
 
 
 def _optimized_texts(graphs: pd.DataFrame) -> dict[str, str]:

@@ -5,7 +5,9 @@
 
 from __future__ import annotations
 
-from xlanb.analysis import finish_capture, finish_offline, finish_ranks
+from typing import Any
+
+from xlanb.analysis import derive
 from xlanb.capture import switches
 from xlanb.capture.backends import BACKENDS
 from xlanb.capture.recorder import Recorder
@@ -14,6 +16,12 @@ from xlanb.capture.recorder import history as history
 from xlanb.capture.recorder import last as last
 from xlanb.capture.recorder import set_history_limit as set_history_limit
 from xlanb.core.profile import Profile
+
+
+def derive_capture(profile: Profile, options: Any) -> None:
+    """:func:`xlanb.analysis.derive` of a live capture (the recorder's `finish` callable): the
+    cell lines of fallbacks where the code ran in a cell or script."""
+    derive(profile, attribute_lines=bool(getattr(options, "cell_filename", None)))
 
 
 class profile(Recorder):
@@ -34,7 +42,7 @@ class profile(Recorder):
     """
 
     #: What makes a capture a profile: findings, attribution, the time account.
-    finish_profile = staticmethod(finish_capture)
+    finish_profile = staticmethod(derive_capture)
 
 
 def load(path, *more, dump=None) -> Profile:
@@ -67,14 +75,14 @@ def load(path, *more, dump=None) -> Profile:
         return profiles[0]
     if is_ranks_dir(path):
         return load_ranks(path)
-    return _finished(*read(path, dump))
+    return _derived(*read(path, dump))
 
 
-def _finished(profile: Profile, file_format: str) -> Profile:
-    """A Profile read from a file with the general rules added (a saved one has them)."""
+def _derived(profile: Profile, file_format: str) -> Profile:
+    """A Profile read from a file with its derived frames (a saved one has them)."""
     from xlanb.offline.detect import SAVED_PROFILE
 
-    return profile if file_format == SAVED_PROFILE else finish_offline(profile)
+    return profile if file_format == SAVED_PROFILE else derive(profile)
 
 
 def load_inputs(paths: list) -> list[Profile]:
@@ -87,8 +95,8 @@ def load_inputs(paths: list) -> list[Profile]:
     if len(paths) > 1 and not any(is_ranks_dir(path) for path in paths):
         inputs = [read(path) for path in paths]  # each file is read once
         if is_one_run([file_format for _, file_format in inputs]):
-            return [finish_offline(merge_run_files(inputs))]
-        return [_finished(profile, file_format) for profile, file_format in inputs]
+            return [derive(merge_run_files(inputs))]
+        return [_derived(profile, file_format) for profile, file_format in inputs]
     return [load(path) for path in paths]
 
 
@@ -97,7 +105,7 @@ def load_ranks(path, *, run_id: str | None = None, name: str | None = None) -> P
     :func:`xlanb.offline.ranks.load_ranks`), with the rank findings."""
     from xlanb.offline.ranks import load_ranks as merge_rank_files
 
-    return finish_ranks(merge_rank_files(path, run_id=run_id, name=name))
+    return derive(merge_rank_files(path, run_id=run_id, name=name))
 
 
 def record(

@@ -8,11 +8,13 @@ import os
 import warnings
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import pandas as pd
 
-from xlanb.api import profile
+from xlanb.api import derive_capture, profile
 from xlanb.capture import rank_identity as identity_module
+from xlanb.capture.backends.base import CaptureOptions
 from xlanb.capture.collectives import CollectiveProbe
 from xlanb.capture.rank_identity import RankIdentity
 from xlanb.core.files import write_atomically
@@ -76,7 +78,10 @@ class record:
         collectives: bool = True,
     ) -> None:
         self.directory = Path(directory)
-        self._capture = profile(backend=backend, name=name or DEFAULT_NAME, graphs=graphs)
+        self._capture = profile(
+            backend=backend, name=name or DEFAULT_NAME, graphs=graphs, finish=self._derive
+        )
+        self._collective_rows: dict[str, list[dict[str, Any]]] = {}
         self._overrides = {"rank": rank, "world_size": world_size, "run_id": run_id}
         self._probe = CollectiveProbe() if collectives else None
         self.path: Path | None = None
@@ -101,16 +106,9 @@ class record:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool:
-        rows = self._probe.stop() if self._probe is not None else {}
+        self._collective_rows = self._probe.stop() if self._probe is not None else {}
         self._capture.__exit__(exc_type, exc, traceback)
         profile = self._capture.profile
-        for frame_name, frame_rows in rows.items():
-            current, added = getattr(profile, frame_name), make_frame(frame_name, frame_rows)
-            setattr(
-                profile,
-                frame_name,
-                added if current.empty else pd.concat([current, added], ignore_index=True),
-            )
         try:
             self.identity = identity_module.identify(**self._overrides)
             self.path = save_rank(profile, self.directory, identity=self.identity)
@@ -119,3 +117,15 @@ class record:
                 raise
             warnings.warn(f"xlanb: this rank's profile was not written: {error!r}", stacklevel=2)
         return False  # never swallow the user's exception
+
+    def _derive(self, profile: Profile, options: CaptureOptions) -> None:
+        """The timed collectives join the captured frames, then the capture is derived (its
+        findings and time account see them)."""
+        for frame_name, frame_rows in self._collective_rows.items():
+            current, added = getattr(profile, frame_name), make_frame(frame_name, frame_rows)
+            setattr(
+                profile,
+                frame_name,
+                added if current.empty else pd.concat([current, added], ignore_index=True),
+            )
+        derive_capture(profile, options)

@@ -1,7 +1,7 @@
 """Start and stop the backends around user code and combine what they saw into a Profile.
 
 The recorder only captures: findings, attribution and the time account are computed above it
-(:func:`xlanb.analysis.finish`), by the `finish` callable the API layer passes in."""
+(:func:`xlanb.analysis.derive`), by the `finish` callable the API layer passes in."""
 
 from __future__ import annotations
 

@@ -551,6 +551,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "of its Post Compilation Analysis), also when it was compiled in an earlier cell",
             ("jax", "torch_xla"),
         ),
+        _c(
+            "module_id",
+            "Int64",
+            "",
+            "the program id of a traced run (`xlanb.load` of a trace: one row per run), whose "
+            "optimized HLO gives the rates",
+            ("xspace",),
+        ),
         _rank(),
     ),
     "fallbacks": (
@@ -738,6 +746,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "window (JAX: the program's mean traced device time), rather than measured by "
             "the runtime or its trace",
             _SPAN_WRITERS,
+        ),
+        _c(
+            "module_id",
+            "Int64",
+            "",
+            "`device` spans: the program id of the run in the trace (a function compiled for "
+            "several shapes runs several programs of one graph; the dump's module number)",
+            ("xspace",),
         ),
         _rank(),
     ),

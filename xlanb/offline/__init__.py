@@ -29,8 +29,9 @@ __all__ = ["from_text", "load", "read", "step_table"]
 
 
 def load(path: str | os.PathLike, dump: str | os.PathLike | None = None) -> Profile:
-    """Read any supported offline input at `path` into a Profile (findings: only the ones a
-    file alone can give; :func:`xlanb.load` adds the general rules)."""
+    """Read any supported offline input at `path` into a Profile of what it holds (findings:
+    only the ones a file alone can give); :func:`xlanb.load` adds the derived frames
+    (:func:`xlanb.analysis.derive`: breakdown, steps, rates, the general rules)."""
     return read(path, dump)[0]
 
 

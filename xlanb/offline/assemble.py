@@ -1,6 +1,7 @@
 """Building a Profile from what an offline file holds: frames from rows or columns, the
 findings only a file can give (:mod:`xlanb.offline.findings`), and the provenance in
-``environment``. The general rules are added above this layer (:func:`xlanb.load`)."""
+``environment``. The derived frames are made above this layer (:func:`xlanb.load` calls
+:func:`xlanb.analysis.derive`)."""
 
 from __future__ import annotations
 
@@ -47,9 +48,9 @@ def new_profile(path: str | os.PathLike, backend: str, file_format: str, **extra
     )
 
 
-def finish(profile: Profile, offline_findings: list[dict[str, Any]]) -> Profile:
+def with_file_findings(profile: Profile, offline_findings: list[dict[str, Any]]) -> Profile:
     """Fill ``findings`` with the rules only offline files can give, most severe first
-    (:func:`xlanb.analysis.finish_offline` adds the general rules)."""
+    (:func:`xlanb.analysis.derive` adds the general rules and the other derived frames)."""
     rows = sorted(offline_findings, key=lambda f: SEVERITY_ORDER.get(f["severity"], 9))
     profile.findings = make_frame("findings", rows)
     return profile

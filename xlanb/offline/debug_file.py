@@ -13,7 +13,7 @@ from xlanb.core.profile import Profile, make_frame
 from xlanb.formats.compile_causes import FORCED_SYNC, NEW_GRAPH
 from xlanb.formats.pt_xla_debug import SIZE_COLUMNS, parse_debug_text
 from xlanb.formats.python_frames import frame_location
-from xlanb.offline.assemble import finish, new_profile
+from xlanb.offline.assemble import new_profile, with_file_findings
 from xlanb.offline.findings import graphs_per_line
 
 BACKEND = "torch_xla"
@@ -63,4 +63,4 @@ def load_debug_file(text: str, path: str | os.PathLike) -> Profile:
             executions.append({**common, "count": 1})
     profile.compiles = make_frame("compiles", compiles)
     profile.executions = make_frame("executions", executions)
-    return finish(profile, graphs_per_line(profile.compiles))
+    return with_file_findings(profile, graphs_per_line(profile.compiles))

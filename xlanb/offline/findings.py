@@ -1,8 +1,8 @@
 """Findings only offline files can give: per-step compile history, compile frequency against
 steps, and graphs compiled from one line (PT_XLA_DEBUG) or one function (XLA dumps).
 
-Each rule returns finding rows (``severity, title, detail, advice``); :func:`assemble.finish`
-merges them with the live rules of :mod:`xlanb.analysis.findings`.
+Each rule returns finding rows (``severity, title, detail, advice``);
+:func:`xlanb.analysis.derive` merges them with the live rules of :mod:`xlanb.analysis.findings`.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import pandas as pd
 
 from xlanb.core.profile import Profile
 from xlanb.formats.metrics_report import Report, StepColumns, parse_metrics_file
-from xlanb.offline.assemble import finish, frame_from_columns, new_profile
+from xlanb.offline.assemble import frame_from_columns, new_profile, with_file_findings
 from xlanb.offline.findings import compile_frequency, recompilation_history
 from xlanb.offline.report import MAX_COMPILE_ROWS, fill_report_frames, report_backend
 
@@ -244,7 +244,7 @@ def _profile(columns: StepColumns, last: Report, path: str | os.PathLike) -> Pro
     profile.steps = steps_frame(columns)
     table = _table_of_columns(profile.steps, columns)
     profile.compiles, profile.executions = _step_events(backend, table)
-    return finish(profile, compile_frequency(profile) + recompilation_history(table))
+    return with_file_findings(profile, compile_frequency(profile) + recompilation_history(table))
 
 
 def _step_events(backend: str, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -283,7 +283,7 @@ def merge(documents: list[dict[str, Any]], directory: Path | None = None) -> Pro
         environment=environment,
         **frames,
     )
-    # The rank rules over the merged frames are added by xlanb.analysis.finish_ranks.
+    # The rank rules over the merged frames are added by xlanb.analysis.derive.
     profile.findings = rank_findings_frame(_rank_findings(documents, identities))
     return profile
 

@@ -10,7 +10,7 @@ from typing import Any
 from xlanb.core.profile import Profile, make_frame
 from xlanb.formats.counters import counter_rows, fallback_rows
 from xlanb.formats.metrics_report import Report, parse_report_lines
-from xlanb.offline.assemble import finish, new_profile
+from xlanb.offline.assemble import new_profile, with_file_findings
 from xlanb.offline.findings import compile_frequency
 
 
@@ -83,7 +83,7 @@ def report_profile(
     backend = backend or report_backend(report)
     profile = new_profile(path, backend, file_format)
     fill_report_frames(profile, report, backend)
-    return finish(profile, compile_frequency(profile))
+    return with_file_findings(profile, compile_frequency(profile))
 
 
 def fill_report_frames(profile: Profile, report: Report, backend: str) -> None:

@@ -35,7 +35,7 @@ from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_row
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
-from xlanb.offline.assemble import finish, new_profile
+from xlanb.offline.assemble import new_profile, with_file_findings
 from xlanb.offline.findings import shape_changes
 
 _TOTAL_BYTES = re.compile(r"^Total bytes(?: used)?: (\d+)", re.MULTILINE | re.ASCII)
@@ -203,10 +203,10 @@ def load_dump_dir(path: str | os.PathLike) -> Profile:
         ],
     )
     if backend != "jax":
-        return finish(profile, [])
+        return with_file_findings(profile, [])
     # diagnose's live shape rule skips JAX (it reads JAX's own explanations): say it here.
     jitted = profile.compiles[~profile.compiles["eager"].astype(bool)]
-    return finish(profile, shape_changes(jitted))
+    return with_file_findings(profile, shape_changes(jitted))
 
 
 def load_hlo_module(text: str, path: str | os.PathLike) -> Profile:
@@ -229,4 +229,4 @@ def load_hlo_module(text: str, path: str | os.PathLike) -> Profile:
             }
         ],
     )
-    return finish(profile, [])
+    return with_file_findings(profile, [])

@@ -2,10 +2,12 @@
 (TensorBoard's ``plugins/profile/RUN/HOST.xplane.pb`` included), with an XLA dump folder
 beside it (``dump=`` names it; else the first folder under it holding dump files; any subset
 of the dump's files, the after-optimizations HLO at least, for per-op names, categories and
-source lines). It gives the frames of a live capture: ``ops``, ``spans`` and one
+source lines). It gives the captured frames of a live capture: ``ops``, ``spans`` and one
 ``executions`` row per traced run from the trace (device time by
-:mod:`xlanb.analysis.device_time`'s rules), compiles, graphs and temporaries from the dump,
-memory samples, the breakdown and the steps.
+:mod:`xlanb.analysis.device_time`'s rules), compiles (timed by the trace's compile events),
+graphs and temporaries from the dump, memory samples, and the device's name in
+``environment["device_kind"]``; :func:`xlanb.analysis.derive` makes the rest (breakdown,
+steps, rates and roofline, findings). The Profile is named after the trace's folder.
 """
 
 from __future__ import annotations
@@ -14,15 +16,13 @@ import os
 from pathlib import Path
 from typing import Any
 
-from xlanb.analysis.breakdown import breakdown_frame
 from xlanb.analysis.device_time import memory_samples, rows
-from xlanb.analysis.step_times import step_frame
 from xlanb.analysis.time_account import merge_intervals
 from xlanb.core.errors import FormatError
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
 from xlanb.formats.xspace import find_xspace_files, read_xspace
-from xlanb.offline.assemble import finish, new_profile
+from xlanb.offline.assemble import new_profile, with_file_findings
 
 FORMAT = "xprof_trace"
 
@@ -78,15 +78,74 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
                 "seconds": span["seconds"],
                 "time": span["start"] + span["seconds"],
                 "count": 1,
+                "module_id": span.get("module_id"),
             }
             for span in spans
             if span["lane"] == "device"
         ],
     )
+    profile.compiles = _timed_compiles(profile.compiles, frame)
+    profile.name = _folder_name(path)
     profile.environment["trace"] = os.fspath(files[0])
-    profile.breakdown = breakdown_frame(profile)
-    profile.step_times = step_frame(profile)
-    return finish(profile, profile.findings.to_dict("records"))
+    profile.environment.update(device_environment(events.plane_stats))
+    return with_file_findings(profile, profile.findings.to_dict("records"))
+
+
+def _folder_name(path: str | os.PathLike) -> str:
+    """The trace's folder (the file's own name less ``.xplane.pb`` for a file given alone)."""
+    given = Path(path)
+    if given.is_file():
+        return given.name.removesuffix(".xplane.pb")
+    return given.resolve().name or os.fspath(path)
+
+
+#: The GPU plane's stats kept in ``environment``: stat name -> key.
+_DEVICE_STATS = {"gpu_device_name": "device_kind", "core_count": "device_cores"}
+
+
+def device_environment(plane_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the trace says of its first device: ``device_kind`` (the GPU's name, as JAX's
+    ``device_kind`` gives it: ``NVIDIA H100 80GB HBM3``, whose data-sheet peak
+    :mod:`xlanb.analysis.peaks` holds), ``compute_capability`` and ``device_cores``."""
+    devices = sorted(name for name in plane_stats if name.startswith("/device:GPU:"))
+    if not devices:
+        return {}
+    stats = plane_stats[devices[0]]
+    found: dict[str, Any] = {
+        key: str(stats[stat]) for stat, key in _DEVICE_STATS.items() if stats.get(stat)
+    }
+    if "device_cores" in found:
+        found["device_cores"] = int(found["device_cores"])
+    major, minor = stats.get("compute_cap_major"), stats.get("compute_cap_minor")
+    if major is not None and minor is not None:
+        found["compute_capability"] = f"{major}.{minor}"
+    return found
+
+
+#: The host event of one compile of a JAX program: ``...CompileAndLoad(<HLO module name>)``.
+_COMPILE_EVENT = "CompileAndLoad("
+
+
+def _timed_compiles(compiles: Any, frame: Any) -> Any:
+    """`compiles` (the dump's, untimed) with ``seconds`` and ``time`` (its end) from the
+    trace's compile event of each program, where the trace holds one per compile of that
+    module name (in order); the others stay unknown."""
+    if compiles.empty or frame.empty:
+        return compiles
+    events = frame[frame["name"].astype(str).str.contains(_COMPILE_EVENT, regex=False)]
+    events = events.sort_values("start_ns", kind="stable")
+    module = events["name"].astype(str).str.extract(r"CompileAndLoad\((.*)\)$")[0]
+    timed = compiles.copy()
+    for graph, positions in timed.groupby("graph", sort=False).indices.items():
+        mine = events[module == graph]
+        if len(mine) != len(positions):
+            continue
+        order = timed.iloc[positions].sort_values("module_id", kind="stable").index
+        seconds = mine["duration_ns"].to_numpy(dtype=float) / 1e9
+        ends = (mine["start_ns"].to_numpy(dtype=float) + mine["duration_ns"].to_numpy()) / 1e9
+        timed.loc[order, "seconds"] = seconds
+        timed.loc[order, "time"] = ends
+    return timed
 
 
 def _compile_spans(backend: str, frame: Any) -> list[dict[str, Any]]:
