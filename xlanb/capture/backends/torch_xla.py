@@ -249,55 +249,56 @@ def begin(options: CaptureOptions) -> _Token:
     return token
 
 
-#: Captures holding the sync wrapper, and the ``torch_xla.sync`` it replaced.
+#: Captures holding the sync wrappers, and the (module, name, function) each replaced.
 _step_marker_holds = 0
-_original_step_marker: Any = None
+_original_step_markers: list[tuple[Any, str, Any]] = []
 
 
 def _hook_step_marker() -> None:
-    """Wrap ``torch_xla.sync`` (what ``xm.mark_step()`` calls too) while captures run and a
-    switch is not given back yet: after a sync the runtime has read its switches (its first
-    compile), so they are given back at once and a child process started next in the cell
-    does not inherit them. Not the C++ ``_xla_step_marker`` under it: PT_XLA_DEBUG names a
-    sync's cause from its immediate Python caller (``sync`` in ``torch_xla.py``), which a
-    wrapper there would replace."""
-    global _step_marker_holds, _original_step_marker
+    """Wrap ``torch_xla.sync`` and ``xm.mark_step`` (torch_xla 2.7's does not call ``sync``)
+    while captures run and a switch is not given back yet: after a sync the runtime has read
+    its switches (its first compile), so they are given back at once and a child process
+    started next in the cell does not inherit them. Not the C++ ``_xla_step_marker`` under
+    them: PT_XLA_DEBUG names a sync's cause from its immediate Python caller (``sync`` or
+    ``mark_step``), which a wrapper there would replace."""
+    global _step_marker_holds
     _step_marker_holds += 1
-    if _original_step_marker is not None or not switches.pending():
+    if _original_step_markers or not switches.pending():
         return
     try:
         import torch_xla
-
-        original = torch_xla.sync
+        import torch_xla.core.xla_model as xm
     except Exception:
         return
+    for module, name in ((torch_xla, "sync"), (xm, "mark_step")):
+        original = getattr(module, name, None)
+        if original is None:
+            continue
 
-    @functools.wraps(original)
-    def step_marker_then_seal(*args, **kwargs):
+        def step_marker_then_seal(*args, _original=original, **kwargs):
+            try:
+                return _original(*args, **kwargs)
+            finally:
+                switches.seal_pending()
+
         try:
-            return original(*args, **kwargs)
-        finally:
-            switches.seal_pending()
-
-    try:
-        torch_xla.sync = step_marker_then_seal
-    except Exception:
-        return
-    _original_step_marker = original
+            setattr(module, name, functools.wraps(original)(step_marker_then_seal))
+        except Exception:
+            continue
+        _original_step_markers.append((module, name, original))
 
 
 def _unhook_step_marker() -> None:
-    global _step_marker_holds, _original_step_marker
+    global _step_marker_holds
     _step_marker_holds = max(0, _step_marker_holds - 1)
-    if _step_marker_holds or _original_step_marker is None:
+    if _step_marker_holds:
         return
-    try:
-        import torch_xla
-
-        torch_xla.sync = _original_step_marker
-    except Exception:
-        pass
-    _original_step_marker = None
+    while _original_step_markers:
+        module, name, original = _original_step_markers.pop()
+        try:
+            setattr(module, name, original)
+        except Exception:
+            pass
 
 
 def between_cells() -> bool:
