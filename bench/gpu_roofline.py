@@ -97,19 +97,8 @@ def _cpu_check(program_cost) -> dict[str, float]:
     cross-entropy, SGD) compiled for XLA:CPU: its cost analysis against the HLO count."""
     import jax
     import jax.numpy as jnp
-
-    sizes = [2048, 4096, 4096, 4096, 4096, 1000]
-
-    def loss_fn(params, x, y):
-        h = x
-        for w, b in params[:-1]:
-            h = jax.nn.gelu(h @ w + b)
-        w, b = params[-1]
-        return -jnp.mean(jnp.sum(jax.nn.log_softmax(h @ w + b) * y, axis=-1))
-
-    def train_step(params, x, y):
-        loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return jax.tree_util.tree_map(lambda p, g: p - 1e-3 * g, params, grads), loss
+    from gpu_check import MLP_SIZES as sizes
+    from gpu_check import mlp_train_step as train_step
 
     shape = jax.ShapeDtypeStruct
     params = [
