@@ -145,9 +145,13 @@ def loop(step: Any, state: Any, batch: tuple[Any, ...], steps: int) -> Any:
     return state
 
 
-def traced_kernels(step: Any, state: Any, batch: tuple[Any, ...], steps: int) -> dict[str, Any]:
+def traced_kernels(
+    step: Any, state: Any, batch: tuple[Any, ...], steps: int, keep: Path | None = None
+) -> dict[str, Any]:
     """JAX's own trace of `steps` steps: the GPU's busy time (union of kernel intervals) and
-    seconds per ``hlo_op`` (per thunk on XLA:CPU)."""
+    seconds per ``hlo_op`` (per thunk on XLA:CPU). `keep`: where to copy the recording."""
+    import shutil
+
     import jax
 
     from xlanb.formats.xspace import read_xspace
@@ -156,7 +160,11 @@ def traced_kernels(step: Any, state: Any, batch: tuple[Any, ...], steps: int) ->
     jax.profiler.start_trace(folder)
     loop(step, state, batch, steps)
     jax.profiler.stop_trace()
-    events = read_xspace(next(Path(folder).rglob("*.xplane.pb"))).events
+    recording = next(Path(folder).rglob("*.xplane.pb"))
+    if keep is not None:
+        keep.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(recording, keep)
+    events = read_xspace(recording).events
     gpu = events["plane"].astype(str).str.startswith("/device:GPU")
     kernels = events[gpu] if gpu.any() else events[events["hlo_op"].notna()]
     spans = sorted(
@@ -214,6 +222,10 @@ def main() -> None:
     parser.add_argument("--out", default=os.environ.get("OUT", "out"))
     parser.add_argument("--truth-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if not args.truth_only:
+        import xlanb
+
+        xlanb.enable()  # what %load_ext does: the XLA dump, before JAX starts its backend
     import jax
 
     make, state, batch = build(args.model, args.small)
@@ -260,7 +272,8 @@ def main() -> None:
     )
     with xlanb.profile(name="whole", trace_runs=None) as whole:
         state = loop(first_step, state, batch, args.truth_steps)
-    truth = traced_kernels(first_step, state, batch, args.truth_steps)
+    recording = Path(args.out) / f"trace_{args.model}.xplane.pb"
+    truth = traced_kernels(first_step, state, batch, args.truth_steps, keep=recording)
     bucket = float(whole.breakdown.set_index("bucket").loc["device", "seconds"])
     report(
         "device",
