@@ -203,7 +203,8 @@ def truth_child(args: argparse.Namespace) -> dict[str, Any]:
     """The same program, command buffers off, in a child process (XLA reads its flags once)."""
     env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {TRUTH_FLAG}".strip())
     command = [sys.executable, __file__, "--truth-only", "--model", args.model]
-    command += ["--steps", str(args.truth_steps)] + (["--small"] if args.small else [])
+    command += ["--steps", str(args.truth_steps), "--out", args.out]
+    command += ["--small"] if args.small else []
     done = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -232,7 +233,8 @@ def main() -> None:
     step = make()
     state = loop(step, state, batch, 2)
     if args.truth_only:
-        print(json.dumps(traced_kernels(step, state, batch, args.truth_steps)))
+        keep = Path(args.out) / f"truth_{args.model}.xplane.pb"
+        print(json.dumps(traced_kernels(step, state, batch, args.truth_steps, keep=keep)))
         return
     import xlanb
 
@@ -283,6 +285,16 @@ def main() -> None:
     reference = truth_child(args)["per_op"] if on_gpu else truth["per_op"]
     report("per_op", compare(whole.ops, reference))
     out = Path(args.out)
+    graphs = whole.graphs if not whole.graphs.empty else first.graphs
+    report(
+        "programs",
+        {
+            "graphs": graphs.drop(columns=["text"], errors="ignore").astype(str).to_dict("records"),
+            "ops_sample": whole.ops["op"].astype(str).head(5).tolist(),
+        },
+    )
+    text = first_step.lower(state, *batch).compile().as_text()
+    (out / f"hlo_{args.model}.txt").write_text(text)
     out.mkdir(parents=True, exist_ok=True)
     whole.to_html(out / f"gpu_check_{args.model}.html")
     report("done", {"report": str(out / f"gpu_check_{args.model}.html")})

@@ -4,6 +4,8 @@ cell line."""
 
 from __future__ import annotations
 
+import threading
+
 import pandas as pd
 import pytest
 
@@ -510,6 +512,35 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
     assert whole.spans.loc[whole.spans["lane"] == "trace", "name"].iloc[0] == "device trace"
     runs = whole.spans[whole.spans["lane"] == "device"]
     assert len(runs) == 40 and not runs["estimated"].any()
+
+
+def test_on_an_accelerator_the_window_is_closed_on_the_launching_thread(run, shell, monkeypatch):
+    """With an accelerator plugin the profiler is stopped by the thread that launches the
+    programs, before its next launch (XLA:GPU: a stop from the watchdog thread while CUDA
+    graphs launch left the context failing every later launch). Forced here on XLA:CPU: the
+    window closes the same way and the account is the windowed one."""
+    from xlanb.capture import device_trace
+    from xlanb.capture.backends import jax as jax_backend
+
+    stopped_on: list[int] = []
+    stop_early = device_trace.Trace.stop_early
+
+    def recorded(trace, note=None):
+        stopped_on.append(threading.get_ident())
+        return stop_early(trace, note)
+
+    monkeypatch.setattr(jax_backend, "stops_where_launched", lambda: True)
+    monkeypatch.setattr(device_trace.Trace, "stop_early", recorded)
+    prof = profile_mm_loop(run, shell, "launching_thread", 40, "--trace-runs 5")
+    assert stopped_on == [threading.get_ident()]
+    assert_adds_up(prof)
+    windows = prof.spans[prof.spans["lane"] == "trace"]
+    assert windows["name"].iloc[0].startswith("device trace: first ")
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert 5 <= len(measured) < 40 and device["estimated"].any()
+    assert (prof.ops["count"] == len(measured)).all(), prof.ops[["op", "count"]]
+    assert prof.executions.set_index("graph").loc["jit(ta_mm)", "count"] == 40
 
 
 def test_a_bad_trace_window_is_a_usage_error(shell):

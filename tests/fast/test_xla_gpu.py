@@ -143,3 +143,32 @@ def test_a_tensorboard_log_dir_with_its_dump_loads_and_reports(tmp_path):
     out = tmp_path / "report.html"
     assert cli.main(["report", str(tmp_path), "-o", str(out)]) == 0
     assert "loop_multiply_fusion" in out.read_text()
+
+
+@pytest.mark.parametrize("case", ["mlp", "transformer"])
+def test_a_program_compiled_before_the_capture_is_placed_from_the_dump(case):
+    """A program compiled in an unprofiled cell: the capture has no graph of it, so the live
+    path reads its optimized HLO from the dump xlanb set, and its kernels inside command
+    buffers are placed on their instructions (not all on ``command_buffer_1``)."""
+    from xlanb.capture.backends.jax.rows import remember_dumped_programs
+    from xlanb.capture.backends.jax.state import Session
+
+    session = Session()
+    remember_dumped_programs(session, str(DATA / f"{case}_cmdbuf" / "xla_dump"))
+    (module_id,) = [key for key in session.programs if isinstance(key, int)]
+    assert session.programs["jit_train_step"] is session.programs[module_id]
+    events = read_xspace(DATA / f"{case}_cmdbuf" / "steady5.xplane.pb", markers=False)
+    known = dict(session.programs)
+    ops, _ = device_time.rows(
+        "jax",
+        events,
+        WHOLE,
+        known_modules={key: graph for key, (graph, _, _) in known.items()},
+        known_sources={key: sources for key, (_, sources, _) in known.items()},
+        known_texts={key: text for key, (_, _, text) in known.items()},
+    )
+    assert ops and not any(row["op"].startswith(COMMAND_BUFFER) for row in ops)
+    assert {row["count"] for row in ops} == {5}
+    # and without the dump, what a capture of such a program had: one command buffer
+    bare, _ = device_time.rows("jax", events, WHOLE)
+    assert {row["op"] for row in bare} == {"command_buffer_1"}

@@ -133,6 +133,10 @@ class Trace:
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
+    #: Where the profiler must be stopped on the thread that launches programs (XLA:GPU: a
+    #: stop from another thread while CUDA graphs launch can poison the context), the
+    #: backend's way to run a function there before its next launch; None: stop anywhere.
+    hand_over: Callable[[Callable[[], None]], None] | None = None
 
     def stop_early(self, note: str | None = None) -> bool:
         """Stop the profiler now, keeping what it recorded (once; False when it had stopped)."""
@@ -329,12 +333,11 @@ def _watch(
                     settle(until)
                     if trace._done.is_set():
                         return  # the capture ended meanwhile: the trace covers all of it
-                taken = snapshot() if snapshot is not None else None
-                counted = runs() - base
-                if trace.stop_early():
-                    trace.window_closed = True
-                    trace.snapshot_at_stop = taken
-                    trace.runs_traced = counted
+                if trace.hand_over is None:
+                    closed = _close_window(trace, snapshot, runs, base)
+                else:
+                    closed = _close_on_launching_thread(trace, snapshot, runs, base)
+                if closed:
                     # read the window's events now, while the cell goes on
                     trace.early_events = _read(trace, trace.early_data)
                     trace.early_data = None
@@ -346,6 +349,42 @@ def _watch(
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
         trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
+
+
+def _close_window(
+    trace: Trace, snapshot: Callable[[], Any] | None, runs: Callable[[], int], base: int
+) -> bool:
+    """Stop `trace`'s profiler as its window closes (False: it had stopped already)."""
+    taken = snapshot() if snapshot is not None else None
+    counted = runs() - base
+    if not trace.stop_early():
+        return False
+    trace.window_closed = True
+    trace.snapshot_at_stop = taken
+    trace.runs_traced = counted
+    return True
+
+
+def _close_on_launching_thread(
+    trace: Trace, snapshot: Callable[[], Any] | None, runs: Callable[[], int], base: int
+) -> bool:
+    """:func:`_close_window`, run by the backend on the thread that launches programs, before
+    its next launch; False when the capture ends first (:func:`finish` stops it there)."""
+    outcome: list[bool] = []
+    done = threading.Event()
+
+    def close() -> None:
+        try:
+            outcome.append(_close_window(trace, snapshot, runs, base))
+        finally:
+            done.set()
+
+    assert trace.hand_over is not None
+    trace.hand_over(close)
+    while not done.wait(POLL_SECONDS):
+        if trace._done.is_set() and not done.wait(POLL_SECONDS):
+            return False
+    return bool(outcome and outcome[0])
 
 
 def count_runs(trace: Trace) -> None:

@@ -82,6 +82,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from xlanb.analysis.peaks import part_of
@@ -216,6 +217,8 @@ def begin(options: CaptureOptions) -> Token:
             making=_making_seconds,
         )
         if token.trace is not None and token.trace.window_runs is not None:
+            if stops_where_launched():
+                token.trace.hand_over = _hand_over
             STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
             fewest = min(device_trace.MIN_WINDOW_RUNS, token.trace.window_runs)
             STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
@@ -245,6 +248,25 @@ def _making_seconds() -> float:
     first eager op does not use up the window)."""
     with STATE.lock:
         return sum(event.seconds for event in STATE.events if isinstance(event, Duration))
+
+
+def between_cells() -> bool:
+    """The janitor's step before it empties the dump: remember the programs compiled since
+    the last capture (:func:`~xlanb.capture.backends.jax.rows.remember_dumped_programs`)."""
+    rows.remember_dumped_programs(STATE.session)
+    return True
+
+
+def stops_where_launched() -> bool:
+    """Whether the trace's window is closed on the thread that launches the programs: with an
+    accelerator plugin (XLA:GPU's CUPTI stopped from another thread while command buffers
+    launch can leave the CUDA context failing every later launch)."""
+    return accelerator_plugin() is not None
+
+
+def _hand_over(close: Callable[[], None]) -> None:
+    """Have the dispatch counter run `close` on the user's thread before its next launch."""
+    STATE.stop_here = close
 
 
 def _runs() -> int:
@@ -279,6 +301,7 @@ def _settle(ended: device_trace.Until) -> None:
 
 
 def end(token: Token, options: CaptureOptions) -> Capture:
+    STATE.stop_here = None  # a window still open is closed by device_trace.finish, here
     if token.thread == threading.get_ident():
         hooks.explain_exit()
     if token.trace is not None:

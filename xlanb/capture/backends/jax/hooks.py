@@ -703,6 +703,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
         if state.current is not None:  # a call inside another one (e.g. while tracing)
             return original(*args, **kwargs) if kwargs else original(*args)
+        if state.stop_here is not None:
+            stop_here, state.stop_here = state.stop_here, None
+            stop_here()
         self = state.current = args[0]
         started = perf()
         try:

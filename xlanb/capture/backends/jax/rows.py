@@ -11,6 +11,7 @@ functions) are read through :mod:`.hooks`.
 from __future__ import annotations
 
 import math
+import os
 import re
 import time
 from collections import Counter
@@ -56,6 +57,7 @@ from xlanb.formats.jax_text import (
     static_change_cause,
     strip_jit,
 )
+from xlanb.formats.xla_dump_names import dump_file_name
 
 NAME = jax_text.BACKEND
 
@@ -75,6 +77,7 @@ def fill(
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
     if trace_events is not None:
+        remember_dumped_programs(session)
         _trace_rows(capture, trace_events, window, options, session, taken)
         if trace is not None:
             capture.rows["spans"] += device_trace.window_span(
@@ -335,7 +338,8 @@ def _trace_rows(
     """``ops`` and device/transfer ``spans`` from the device trace; ops are located through
     the optimized HLO's metadata of the programs compiled in this capture or remembered from
     earlier ones, and an op the cell did not write is on the line that called its program."""
-    known = session.programs
+    with session.programs_lock:
+        known = dict(session.programs)
     ops, spans = device_trace.rows(
         NAME,
         events,
@@ -376,6 +380,36 @@ def _trace_rows(
         capture.add("samples", sample)
 
 
+def remember_dumped_programs(session: Session, dump_dir: str | None = None) -> None:
+    """Programs compiled outside any capture (an unprofiled cell), from the optimized HLO
+    files of XLA's dump (set by xlanb where an accelerator plugin is installed): a later
+    capture that only runs them names and locates their ops, and on XLA:GPU places the
+    kernels inside their command buffers. A program the session knows is not read again."""
+    if dump_dir is None:
+        dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
+    try:
+        filenames = sorted(os.listdir(dump_dir)) if dump_dir else []
+    except OSError:
+        return
+    for filename in filenames:
+        name = dump_file_name(filename)
+        if name is None or not (name.is_hlo and name.optimized):
+            continue
+        if name.module_id in session.programs:
+            continue
+        try:
+            with open(os.path.join(dump_dir, filename), encoding="utf-8") as file:
+                text = file.read()
+        except (OSError, UnicodeDecodeError):
+            continue  # removed meanwhile, or still being written
+        kept = (name.module, hlo_op_sources(text), text)
+        with session.programs_lock:  # the janitor's thread reads the dump between cells
+            session.programs[name.module_id] = kept
+            session.programs.setdefault(name.module, kept)  # a capture's compile stays first
+            while len(session.programs) > PROGRAMS_KEPT:
+                session.programs.popitem(last=False)
+
+
 def _remember_programs(capture: Capture, session: Session) -> None:
     """Keep the graph and op sources of each program compiled in the capture, for later
     captures that run it without compiling (their ops located outside any one cell)."""
@@ -384,12 +418,14 @@ def _remember_programs(capture: Capture, session: Session) -> None:
             kept = (row["graph"], hlo_op_sources(row["text"]), row["text"])
             # by module name (the latest compile of a function), and by the trace's program
             # id where known (each compile its own sources)
-            for key in (hlo_module_name(row["text"]), row.get("module_id")):
-                if key is not None:
-                    session.programs[key] = kept
-                    session.programs.move_to_end(key)
-    while len(session.programs) > PROGRAMS_KEPT:
-        session.programs.popitem(last=False)
+            with session.programs_lock:
+                for key in (hlo_module_name(row["text"]), row.get("module_id")):
+                    if key is not None:
+                        session.programs[key] = kept
+                        session.programs.move_to_end(key)
+    with session.programs_lock:
+        while len(session.programs) > PROGRAMS_KEPT:
+            session.programs.popitem(last=False)
 
 
 def _untraced_runs(

@@ -139,6 +139,8 @@ class Session:
     programs: OrderedDict[str | int, tuple[str, dict[str, HloOpSource], str]] = field(
         default_factory=OrderedDict
     )
+    #: Guards ``programs``, which the workdir's janitor also fills between captures.
+    programs_lock: threading.Lock = field(default_factory=threading.Lock)
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)
@@ -199,6 +201,9 @@ class JaxState:
     #: The result of the latest top-level call (dropped when the capture ends): still being
     #: computed then, the cell ended with runs queued on the device.
     last_result: Any = None
+    #: Set by the trace's watchdog on GPU/TPU: the dispatch counter calls it on the user's
+    #: thread before the next launch (the profiler is stopped where programs are launched).
+    stop_here: Callable[[], None] | None = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------
