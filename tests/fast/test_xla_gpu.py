@@ -1,4 +1,5 @@
-"""XLA:GPU traces recorded on an H100 (JAX 0.11.2, ``tests/data/xla_gpu``): per-op time through
+"""XLA:GPU traces recorded on an H100 and an H200 (``h200_*``: bench/gpu_check.py; JAX 0.11.2,
+``tests/data/xla_gpu``): per-op time through
 command buffers, what ops compute, and device time that is the program's own."""
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def _ops(folder: str, name: str = "steady5.xplane.pb") -> tuple[list[dict], list
     return ops, spans, events
 
 
-@pytest.mark.parametrize("case", ["mlp", "transformer"])
+@pytest.mark.parametrize("case", ["mlp", "transformer", "h200_mlp"])
 def test_kernels_in_command_buffers_are_placed_on_their_instructions(case):
     ops, _, events = _ops(f"{case}_cmdbuf")
     frame = events.events
