@@ -5,6 +5,9 @@
 
 from __future__ import annotations
 
+import xlanb.analysis.programs
+import xlanb.formats.profile_json
+import xlanb.views.methods  # noqa: F401 - registers Profile and Graph display
 from xlanb.analysis import derive
 from xlanb.api.profiling import derive_capture as derive_capture
 from xlanb.api.profiling import profile as profile

@@ -22,6 +22,10 @@ from xlanb.core.files import write_atomically
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
 from xlanb.views.escape import escape
+from xlanb.views.graph_viewer import graph_fragment, graph_views, json_for_script, viewer_assets
+from xlanb.views.graph_viewer.html import KIND_LABELS
+from xlanb.views.graph_viewer.patch import PagePayloads
+from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
 from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
 from xlanb.views.summary import title
 
@@ -49,8 +53,6 @@ PLOTLY_JS = Path(__file__).parent / "static" / "plotly-basic.min.js"
 
 @functools.cache
 def _packed_plotly_js() -> str:
-    from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
-
     packed = packed_bytes(PLOTLY_JS.read_bytes(), 9)
     return f'<script type="{PACKED_TYPE}" id="xlanb-plotly">{packed}</script>'
 
@@ -77,8 +79,6 @@ _PLOTLY_LOADER = """<script>globalThis.xlanbPlotly = (function () {
 def chart_html(figure: dict[str, Any]) -> str:
     """A div drawn by plotly.js from `figure` (the page's ``xlanbPlotly``: :func:`report_html`
     puts it there)."""
-    from xlanb.views.graph_viewer import json_for_script
-
     element = f"xlanb-chart-{next(_chart_ids)}"
     spec = json_for_script(
         {
@@ -122,9 +122,6 @@ def _graphs(profile: Profile, page: PagePayloads) -> str:
     """Every compiled program (each compile of a function its own), its other texts a tab
     away, and a recompile's changes from the compile before it; each payload a patch of the
     page's one most like it where that is smaller (`page`)."""
-    from xlanb.views.graph_viewer import graph_fragment, graph_views
-    from xlanb.views.graph_viewer.html import KIND_LABELS
-
     entries = labelled_entries(profile)
     if entries.empty:
         return ""
@@ -169,9 +166,6 @@ def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str
 
 def report_html(profiles: list[Profile], heading: str | None = None) -> str:
     """The report page of `profiles` (one or more)."""
-    from xlanb.views.graph_viewer import viewer_assets
-    from xlanb.views.graph_viewer.patch import PagePayloads
-
     if not profiles:
         raise ValueError("a report needs at least one profile")
     heading = heading or (
