@@ -215,3 +215,8 @@ class Profile:
 def _nan_sum(values: pd.Series) -> float:
     total = float(values.sum(skipna=True)) if not values.empty else 0.0
     return 0.0 if math.isnan(total) else total
+
+
+def is_multi_rank(profile: Profile) -> bool:
+    """Whether `profile` was merged from rank files (its frames carry a ``rank`` column)."""
+    return "rank" in profile.compiles.columns and "ranks" in profile.environment

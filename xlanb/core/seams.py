@@ -13,7 +13,11 @@ import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-PROVIDERS = ("xlanb.formats.profile_json", "xlanb.analysis.programs", "xlanb.views.methods")
+PROVIDERS = (
+    "xlanb.formats.profile_json",
+    "xlanb.analysis.programs",
+    "xlanb.views.methods",
+)
 
 _IMPLEMENTATIONS: dict[str, Callable[..., Any]] = {}
 Implementation = TypeVar("Implementation", bound=Callable[..., Any])

@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from xlanb.analysis.attribution import forced_sync_places
-from xlanb.analysis.ranks import is_multi_rank
-from xlanb.core.profile import Profile
+from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
 from xlanb.core.words import magic_command
 from xlanb.graphs import diff

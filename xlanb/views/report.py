@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xlanb.analysis.compare import compare
-from xlanb.core.files import write_atomically
+import pandas as pd
+
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
 from xlanb.views.escape import escape
@@ -26,11 +26,15 @@ from xlanb.views.graph_viewer import graph_fragment, graph_views, json_for_scrip
 from xlanb.views.graph_viewer.html import KIND_LABELS
 from xlanb.views.graph_viewer.patch import PagePayloads
 from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
-from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
+from xlanb.views.html import (
+    STYLE,
+    changes_view,
+    comparison_html,
+    labelled_entries,
+    profile_html,
+    table,
+)
 from xlanb.views.summary import title
-
-if TYPE_CHECKING:
-    from xlanb.views.graph_viewer.patch import PagePayloads
 
 _chart_ids = itertools.count(1)
 
@@ -98,8 +102,6 @@ def chart_html(figure: dict[str, Any]) -> str:
 
 
 def _environment(profile: Profile) -> str:
-    import pandas as pd
-
     rows = []
     for key, value in sorted(profile.environment.items()):
         if isinstance(value, dict):
@@ -164,8 +166,12 @@ def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str
     return "".join(parts)
 
 
-def report_html(profiles: list[Profile], heading: str | None = None) -> str:
-    """The report page of `profiles` (one or more)."""
+def report_html(
+    profiles: list[Profile], heading: str | None = None, comparisons: Sequence[Any] = ()
+) -> str:
+    """The report page of `profiles` (one or more), with `comparisons` of each profile with
+    the next (:func:`xlanb.analysis.compare.compare`'s; :func:`xlanb.api.report.report_html`
+    makes them)."""
     if not profiles:
         raise ValueError("a report needs at least one profile")
     heading = heading or (
@@ -175,11 +181,10 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
     sections = [
         _profile_section(profile, heading=len(profiles) > 1, page=page) for profile in profiles
     ]
-    if len(profiles) > 1:
+    if comparisons:
         sections.append("<h2>Comparison</h2>")
-        for a, b in itertools.pairwise(profiles):
-            comparison = compare(a, b)
-            sections.append(comparison._repr_html_())
+        for comparison in comparisons:
+            sections.append(comparison_html(comparison))
             sections.append(chart_html(comparison_figure(comparison)))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -188,12 +193,3 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         f"{viewer_assets()}{_packed_plotly_js()}{_PLOTLY_LOADER}</head>"
         f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
-
-
-def write_report(
-    profiles: list[Profile], path: str | os.PathLike, heading: str | None = None
-) -> Path:
-    """Write :func:`report_html` to `path` and return it."""
-    path = Path(path)
-    write_atomically(path, report_html(profiles, heading))
-    return path
