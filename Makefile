@@ -72,11 +72,13 @@ $(VENV_XLA_OLD)/.ready: pyproject.toml
 	$(PY_XLA_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
 	touch $@
 
-# ruff, and the import contract (.importlinter): layers import only downwards.
+# ruff, the import contract (.importlinter: layers import only downwards) and
+# tools/architecture.py (no import cycle, views read frames, sizes).
 lint: $(VENV)/.ready
 	$(VENV)/bin/ruff check xlanb tests bench notebooks tools
 	$(VENV)/bin/ruff format --check xlanb tests bench notebooks tools
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) tools/architecture.py
 	$(VENV)/bin/mypy
 
 # The fast tier: formats, graphs, analysis, views and the schema on recorded fixtures and saved

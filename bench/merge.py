@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import results
 
 import xlanb
-from xlanb.core.profile import Profile, load_profile
+from xlanb.core.profile import Profile
+from xlanb.formats.profile_json import load_profile
 from xlanb.ranks import RankIdentity, load_ranks, save_rank
 from xlanb.views.html import profile_html
 

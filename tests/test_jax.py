@@ -88,7 +88,9 @@ def test_first_call_compiles_once_then_hits_the_cache(run, shell):
     assert graphs.loc["hlo_optimized", "signature"] == "f32[4,4], f32[4,3]"
     assert set(first.graphs["compile_id"]) == {row["compile_id"]}
 
-    assert cached.compiles.empty and cached.graphs.empty
+    assert cached.compiles.empty  # it holds the graphs of the program it ran
+    kept = ["graph", "kind", "text", "compile_id"]
+    assert cached.graphs[kept].equals(first.graphs[kept])
     assert executions(cached) == {"jit(jt_first)": 5}
     assert cached.summary()["executions"] == 5
     assert cached.executions.iloc[0]["seconds"] > 0
@@ -412,6 +414,22 @@ def test_untraced_jax_graph_opens_on_the_optimized_hlo(run, shell):
     assert set(prof.graphs["kind"]) == {"stablehlo", "hlo_optimized"}
     assert prof.graph(0).kind == "hlo"  # the optimized HLO: fusions and scopes, as XLA runs it
     assert prof.graph(0, kind="stablehlo").kind == "stablehlo"  # one argument away
+
+
+def test_a_steady_profile_holds_the_programs_it_ran(run, shell):
+    """A program compiled in one profiled cell and run, without compiling, in the next: the
+    second profile holds that program's graphs (``prof.graph(0)`` raised KeyError "this
+    profile holds no graph") and its report shows them in the viewer."""
+    run("@jax.jit\ndef jt_steady(x):\n    return jnp.sin(x @ x).sum()")
+    run("%%xla_profile -b jax -q --var first\nout = jt_steady(xa)")
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(3):\n    out = jt_steady(xa)")
+    first, prof = shell.user_ns["first"], shell.user_ns["prof"]
+    assert jit_compiles(prof).empty and executions(prof) == {"jit(jt_steady)": 3}
+    assert set(prof.graphs["graph"]) == set(first.graphs["graph"]) != set()
+    assert prof.graph(0).text == first.graph(0).text
+    assert prof.graph(0, kind="stablehlo").kind == "stablehlo"
+    shown = packed_graphs(prof.to_html())
+    assert [g["kind"] for g in shown if "jt_steady" in g["title"]] == ["hlo", "stablehlo"]
 
 
 def test_debug_print_and_no_graphs(run, shell, capfd):

@@ -24,8 +24,9 @@ import pytest
 from tests.helpers import clean_env, packed_graphs
 from xlanb.analysis import findings as diagnose
 from xlanb.analysis.ranks import outliers
-from xlanb.core.profile import FRAME_NAMES, Profile, load_profile
+from xlanb.core.profile import FRAME_NAMES, Profile
 from xlanb.core.units import format_seconds
+from xlanb.formats.profile_json import load_profile
 from xlanb.ranks import (
     RankFileWarning,
     RankIdentity,

@@ -90,7 +90,7 @@ def test_report_of_several_profiles_has_a_comparison(lazy_runtime, tmp_path):
             kept = torch.ones(size, 7, device="lazy").sum()
             torch._lazy.mark_step()
         profiles.append(prof)
-    from xlanb.views.report import write_report
+    from xlanb.api.report import write_report
 
     path = write_report(profiles, tmp_path / "both.html")
     text = path.read_text()

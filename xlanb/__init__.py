@@ -82,13 +82,13 @@ _LAZY_SUBMODULES = ("compare", "graphs", "offline", "ranks", "views")
 
 def load_ipython_extension(ipython) -> None:
     """``%load_ext xlanb`` (see :mod:`xlanb.frontends.extension`)."""
-    from xlanb.frontends.extension import load_ipython_extension as load_extension
+    from xlanb.frontends.extension import load_ipython_extension as load_extension  # noqa: PLC0415 - loaded when used
 
     load_extension(ipython)
 
 
 def unload_ipython_extension(ipython) -> None:
-    from xlanb.frontends.extension import unload_ipython_extension as unload_extension
+    from xlanb.frontends.extension import unload_ipython_extension as unload_extension  # noqa: PLC0415 - loaded when used
 
     unload_extension(ipython)
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from xlanb.core.profile import Profile
+from xlanb.core.seams import implementation
 
 
 @dataclass
@@ -22,22 +23,15 @@ class Comparison:
     findings: pd.DataFrame  # title, status ("gone" / "changed" / "added"), change
 
     def _repr_html_(self) -> str:
-        from xlanb.views.html import comparison_html
-
-        return comparison_html(self)
+        return implementation("comparison_html")(self)
 
     def chart(self):
         """A grouped bar chart of the headline numbers, a beside b (an xlanb Chart: plotly
         where available, static SVG elsewhere)."""
-        from xlanb.views.charts import comparison_figure
-        from xlanb.views.notebook import Chart
-
-        return Chart("comparison", comparison_figure(self))
+        return implementation("comparison_chart")(self)
 
     def __repr__(self) -> str:
-        from xlanb.views.compare import comparison_text
-
-        return comparison_text(self)
+        return implementation("comparison_text")(self)
 
 
 def _side_by_side(a: pd.Series, b: pd.Series) -> pd.DataFrame:

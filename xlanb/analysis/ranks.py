@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.core.profile import Profile
+from xlanb.core.profile import is_multi_rank as is_multi_rank
 from xlanb.formats.rank_files import format_ranks  # noqa: F401 - re-exported
 
 #: Columns of :func:`rank_table`, in order.
@@ -49,11 +50,6 @@ _HLO_COLLECTIVE = re.compile(
     r"ragged-all-to-all|collective-permute|collective-broadcast)"
     r"(?:-start)?\("
 )
-
-
-def is_multi_rank(profile: Profile) -> bool:
-    """Whether `profile` was merged from rank files (its frames carry a ``rank`` column)."""
-    return "rank" in profile.compiles.columns and "ranks" in profile.environment
 
 
 def rank_info(profile: Profile) -> dict[str, Any]:

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from xlanb.core.units import percent
+
 __all__ = [
     "BUCKETS",
     "TimeAccount",
@@ -136,13 +138,6 @@ def format_duration(seconds: float) -> str:
     else:
         text = f"{value:.2f}"
     return f"{text} {unit}"
-
-
-def percent(share: float) -> str:
-    """A share of the wall as people read it: ``75%``, and ``<1%`` rather than ``0%``."""
-    if 0 < share < 0.005:
-        return "<1%"
-    return f"{share * 100:.0f}%"
 
 
 @dataclass(frozen=True)

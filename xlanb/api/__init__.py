@@ -5,44 +5,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+import xlanb.analysis.programs
+import xlanb.formats.profile_json
+import xlanb.views.methods  # noqa: F401 - registers Profile and Graph display
 from xlanb.analysis import derive
+from xlanb.api.profiling import derive_capture as derive_capture
+from xlanb.api.profiling import profile as profile
+from xlanb.api.ranks import record as record_rank
 from xlanb.capture import switches
 from xlanb.capture.backends import BACKENDS
-from xlanb.capture.recorder import Recorder
 from xlanb.capture.recorder import clear_history as clear_history
 from xlanb.capture.recorder import history as history
 from xlanb.capture.recorder import last as last
 from xlanb.capture.recorder import set_history_limit as set_history_limit
 from xlanb.core.profile import Profile
-
-
-def derive_capture(profile: Profile, options: Any) -> None:
-    """:func:`xlanb.analysis.derive` of a live capture (the recorder's `finish` callable): the
-    cell lines of fallbacks where the code ran in a cell or script."""
-    derive(profile, attribute_lines=bool(getattr(options, "cell_filename", None)))
-
-
-class profile(Recorder):
-    """Profile the code in a ``with`` block; the yielded Profile is filled when the block ends.
-
-    >>> with xlanb.profile(backend="auto", name="train") as prof:
-    ...     train_step()
-    >>> prof.compiles
-
-    `backend` is ``"auto"`` (every runtime the process has imported when the block starts), a
-    backend name (``torch_xla``, ``torch_lazy``, ``jax``) or a list of names; `graphs=False`
-    skips graph capture; `trace=False` skips the XLA profiler's device trace (JAX, torch_xla),
-    leaving the time account to the runtime's counters. The trace covers the block's first
-    `trace_runs` program runs (default 50, at most 10 s; per-op times come from those runs,
-    later runs are accounted from the runtime's samples); ``trace_runs=None`` traces the
-    whole block.
-    An exception in the block marks the Profile as failed and propagates unchanged.
-    """
-
-    #: What makes a capture a profile: findings, attribution, the time account.
-    finish_profile = staticmethod(derive_capture)
+from xlanb.offline import read
+from xlanb.offline.detect import SAVED_PROFILE
+from xlanb.offline.one_run import is_one_run, merge_run_files
+from xlanb.offline.ranks import is_ranks_dir
+from xlanb.offline.ranks import load_ranks as merge_rank_files
 
 
 def load(path, *more, dump=None) -> Profile:
@@ -62,8 +43,6 @@ def load(path, *more, dump=None) -> Profile:
     Raises :class:`FormatError` (naming the file and its first line that does not fit) for
     anything else; an incomplete last record of an appended file is a
     :class:`xlanb.errors.TruncatedRecordWarning`."""
-    from xlanb.offline import read
-    from xlanb.offline.ranks import is_ranks_dir
 
     if more:
         profiles = load_inputs([path, *more])
@@ -80,7 +59,6 @@ def load(path, *more, dump=None) -> Profile:
 
 def _derived(profile: Profile, file_format: str) -> Profile:
     """A Profile read from a file with its derived frames (a saved one has them)."""
-    from xlanb.offline.detect import SAVED_PROFILE
 
     return profile if file_format == SAVED_PROFILE else derive(profile)
 
@@ -88,9 +66,6 @@ def _derived(profile: Profile, file_format: str) -> Profile:
 def load_inputs(paths: list) -> list[Profile]:
     """The Profiles of `paths` (as :func:`load` reads each); files of one run (several, of
     different runtime file formats) are one Profile."""
-    from xlanb.offline import read
-    from xlanb.offline.one_run import is_one_run, merge_run_files
-    from xlanb.offline.ranks import is_ranks_dir
 
     if len(paths) > 1 and not any(is_ranks_dir(path) for path in paths):
         inputs = [read(path) for path in paths]  # each file is read once
@@ -103,7 +78,6 @@ def load_inputs(paths: list) -> list[Profile]:
 def load_ranks(path, *, run_id: str | None = None, name: str | None = None) -> Profile:
     """The rank files in directory `path` merged into one Profile (see
     :func:`xlanb.offline.ranks.load_ranks`), with the rank findings."""
-    from xlanb.offline.ranks import load_ranks as merge_rank_files
 
     return derive(merge_rank_files(path, run_id=run_id, name=name))
 
@@ -120,7 +94,6 @@ def record(
     host, device and the run id. ``xlanb.load(directory)`` merges the ranks. See
     :func:`xlanb.ranks.record` for `identity` (``rank=``, ``world_size=``, ``run_id=``,
     ``collectives=``)."""
-    from xlanb.api.ranks import record as record_rank
 
     return record_rank(directory, name=name, backend=backend, graphs=graphs, **identity)
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from xlanb.api import derive_capture, profile
+from xlanb.api.profiling import derive_capture, profile
 from xlanb.capture import rank_identity as identity_module
 from xlanb.capture.backends.base import CaptureOptions
 from xlanb.capture.collectives import CollectiveProbe

@@ -35,6 +35,7 @@ from xlanb.analysis.device_time import rows as rows
 from xlanb.capture import workdir
 from xlanb.capture.runtime_stderr import runtime_noise_dropped
 from xlanb.core.schema import WHOLE_TRACE
+from xlanb.formats.xspace import XSpaceError, find_xspace_files, parse_xspace, read_xspace
 
 #: Traces larger than this are not read (a note says so): reading 200 MB takes seconds.
 MAX_TRACE_BYTES = 200 * 1024 * 1024
@@ -434,8 +435,6 @@ def finish(trace: Trace) -> Any:
 def _read(trace: Trace, data: bytes | None) -> Any:
     """The events of `trace` (its XSpace `data`, else the file it wrote), or None with a note;
     learns the runtime's events per run for the next window."""
-    from xlanb.formats.xspace import XSpaceError
-
     try:
         events = _parse(trace, data)
     except XSpaceError as error:
@@ -471,8 +470,6 @@ def _runs_in(events: Any) -> int:
 
 def _parse(trace: Trace, data: bytes | None) -> Any:
     global last_trace_bytes
-    from xlanb.formats.xspace import find_xspace_files, parse_xspace, read_xspace
-
     if data is not None:
         last_trace_bytes = len(data)
         if len(data) > MAX_TRACE_BYTES:

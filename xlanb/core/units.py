@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 
 def time_unit(seconds: float) -> tuple[str, float]:
@@ -34,3 +35,28 @@ def format_bytes(size: float) -> str:
             value = size / factor
             return f"{value:.2f} {unit}" if value < 10 else f"{value:.1f} {unit}"
     return f"{size:.0f} B"
+
+
+def percent(share: float) -> str:
+    """A share of the wall as people read it: ``75%``, and ``<1%`` rather than ``0%``."""
+    if 0 < share < 0.005:
+        return "<1%"
+    return f"{share * 100:.0f}%"
+
+
+def finite_number(value: Any) -> float | None:
+    """`value` as a finite float, or None (missing, NaN, infinite or not a number)."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def event_span(time: Any, seconds: Any) -> tuple[float, float] | None:
+    """(start, duration) in seconds of an event that ended at `time` and took `seconds`, or
+    None when either is unknown."""
+    end, duration = finite_number(time), finite_number(seconds)
+    if end is None or duration is None:
+        return None
+    return end - duration, duration

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 
 def counted(count: int | float, noun: str, plural: str | None = None) -> str:
     """``1 compile``, ``0 compiles``, ``3 values``: `count` and `noun` in agreement (``plural``
@@ -14,6 +16,4 @@ def counted(count: int | float, noun: str, plural: str | None = None) -> str:
 def magic_command(*words: object) -> str:
     """``%xla_profile`` with `words` quoted as a shell would need them: a profile named
     ``my run`` is ``%xla_profile diff 'my run' 2``, which the magic reads back as two words."""
-    import shlex
-
     return " ".join(["%xla_profile", *(shlex.quote(str(word)) for word in words)])

@@ -16,7 +16,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from xlanb.core.errors import XlanbError
+from xlanb.core.errors import BackendUnavailable, XlanbError
 from xlanb.core.profile import Profile
 
 
@@ -70,14 +70,14 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["kernel"]:
-        from xlanb.frontends.kernel import main as kernel_main
+        from xlanb.frontends.kernel import main as kernel_main  # noqa: PLC0415 - loaded when used
 
         return kernel_main(argv[1:])
     args = _parser().parse_args(argv)
     if args.command == "run":
         return _run(args)  # the script's own exit status and exceptions pass through
     try:
-        from xlanb.api import load_inputs
+        from xlanb.api import load_inputs  # noqa: PLC0415 - loaded when used
 
         if args.command == "show":
             for shown in load_inputs(args.profiles):
@@ -95,14 +95,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _load(path: str) -> Profile:
-    import xlanb
+    import xlanb  # noqa: PLC0415 - loaded when used
 
     return xlanb.load(path)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from xlanb.core.errors import BackendUnavailable
-    from xlanb.frontends.run import run_script
+    from xlanb.frontends.run import run_script  # noqa: PLC0415 - loaded when used
 
     script = args.script
     if not os.path.isfile(script):
@@ -130,9 +129,9 @@ def _run(args: argparse.Namespace) -> int:
 
 # -- several inputs: one page ------------------------------------------------------------------
 def _report_of_inputs(profiles: list[Profile], path: str | os.PathLike) -> None:
-    """``xlanb report``: one page for all inputs (:func:`xlanb.views.report.write_report`),
+    """``xlanb report``: one page for all inputs (:func:`xlanb.api.report.write_report`),
     inputs with the same name told apart by primes."""
-    from xlanb.views.report import write_report
+    from xlanb.api.report import write_report  # noqa: PLC0415 - loaded when used
 
     _unique_names(profiles)
     write_report(profiles, path)

@@ -29,7 +29,7 @@ def _template_dir() -> Path:
 
 def kernel_spec(display_name: str, env: dict[str, str], profile_all: bool) -> dict[str, Any]:
     """The kernel.json for this Python: kernel_ext/kernel.json with its placeholders filled."""
-    from xlanb.capture.backends import BACKENDS
+    from xlanb.capture.backends import BACKENDS  # noqa: PLC0415 - loaded when used
 
     template = json.loads((_template_dir() / "kernel.json").read_text())
     bootstrap = (_template_dir() / "bootstrap.py").read_text()
@@ -98,9 +98,9 @@ def uninstall(name: str) -> None:
 def start(shell) -> str:
     """Inside a starting kernel: set the debug switches, load xlanb, switch on auto-profiling
     if asked. Returns a one-line message for the user ('' when all is well)."""
-    from xlanb import enable
-    from xlanb.capture.backends import BACKENDS
-    from xlanb.frontends.extension import load_ipython_extension
+    from xlanb import enable  # noqa: PLC0415 - loaded when used
+    from xlanb.capture.backends import BACKENDS  # noqa: PLC0415 - loaded when used
+    from xlanb.frontends.extension import load_ipython_extension  # noqa: PLC0415 - loaded when used
 
     missing = [
         name

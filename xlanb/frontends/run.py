@@ -33,9 +33,12 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import IO, Any
 
+import xlanb
 from xlanb.api import profile
+from xlanb.capture import backends as backend_registry
 from xlanb.core.profile import Profile
 from xlanb.core.words import counted
+from xlanb.ranks import save_rank
 
 #: Module whose import starts a backend under ``auto``: module name -> backend name.
 WATCHED_IMPORTS = {"torch_xla": "torch_xla", "torch._lazy": "torch_lazy", "jax": "jax"}
@@ -181,9 +184,6 @@ def run_script(
     the Profile or re-raise what the script raised (``SystemExit`` included). With
     `ranks_dir`, the profile is also written there as this process's rank file
     (:func:`xlanb.ranks.save_rank`), for runs with one process per device."""
-    import xlanb
-    from xlanb.capture import backends as backend_registry
-
     stream = stream if stream is not None else sys.stderr
     path = os.path.abspath(os.fspath(script))
     with open(path, encoding="utf-8") as handle:
@@ -251,8 +251,6 @@ def run_script(
 
 
 def _write_rank(profile: Profile, ranks_dir: str | os.PathLike, stream: IO[str]) -> None:
-    from xlanb.ranks import save_rank
-
     try:
         stream.write(f"xlanb: wrote {save_rank(profile, ranks_dir)}\n")
     except Exception as error:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from xlanb.core.seams import implementation
 from xlanb.graphs.model import Graph
 
 #: Columns of ``GraphDiff.nodes``.
@@ -41,9 +42,7 @@ class GraphDiff:
     def html(self, mode: str = "side-by-side", **options: Any) -> str:
         """The two graphs side by side (``mode="side-by-side"``) or one graph with the removed
         nodes drawn in (``mode="overlay"``), changes marked."""
-        from xlanb.views.graph_viewer import diff_html
-
-        return diff_html(self, mode=mode, **options)
+        return implementation("diff_html")(self, mode=mode, **options)
 
     def _repr_html_(self) -> str:
         return self.html()

@@ -13,9 +13,11 @@ from typing import Any
 import pandas as pd
 
 from xlanb.core.files import write_atomically
+from xlanb.core.seams import implementation
 from xlanb.graphs.cost import estimate
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.ops import base_op
+from xlanb.graphs.scopes import group_crowds
 from xlanb.graphs.shapes import dtype_of
 
 #: Columns of ``Graph.nodes``, in order.
@@ -169,24 +171,18 @@ class Graph:
     def html(self, **options: Any) -> str:
         """The viewer as an HTML fragment with its JS/CSS inline (see
         :func:`xlanb.views.graph_viewer.graph_html` for the options)."""
-        from xlanb.views.graph_viewer import graph_html
-
-        return graph_html(self, **options)
+        return implementation("graph_html")(self, **options)
 
     def to_html(self, path: str | os.PathLike | None = None, **options: Any) -> str:
         """A self-contained HTML page of the viewer; written to ``path`` when given."""
-        from xlanb.views.graph_viewer import graph_page
-
-        page = graph_page(self, **options)
+        page = implementation("graph_page")(self, **options)
         if path is not None:
             write_atomically(path, page)
         return page
 
     def viewer(self, **options: Any) -> Any:
         """A two-way notebook widget (anywidget): ``viewer.selected`` holds the clicked node."""
-        from xlanb.views.graph_viewer import viewer_widget
-
-        return viewer_widget(self, **options)
+        return implementation("viewer_widget")(self, **options)
 
     def _repr_html_(self) -> str:
         return self.html()
@@ -286,8 +282,6 @@ class GraphBuilder:
 
     def build(self, name: str = "") -> Graph:
         """The Graph: topological order, host callbacks, cost estimates, scope sizes."""
-        from xlanb.graphs.scopes import group_crowds
-
         nodes = self.nodes
         for source, target, _operand, _kind in self.edges:
             if source not in self.index or target not in self.index:

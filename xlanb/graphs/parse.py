@@ -7,7 +7,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import replace
 
-from xlanb.graphs import dot, hlo, ir, stablehlo, torchscript
+import xlanb.graphs.dot as dot
+import xlanb.graphs.hlo as hlo
+import xlanb.graphs.ir as ir
+import xlanb.graphs.stablehlo as stablehlo
+import xlanb.graphs.torchscript as torchscript
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 

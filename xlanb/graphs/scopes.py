@@ -5,9 +5,23 @@ thousands of instructions."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from xlanb.formats.text import split_top
-from xlanb.graphs.model import GraphBuilder
+
+
+class GraphBuilder(Protocol):
+    """What grouping reads and adds to of :class:`xlanb.graphs.model.GraphBuilder`."""
+
+    nodes: list[dict[str, Any]]
+    index: dict[str, int]
+    edges: list[tuple[str, str, int, str]]
+    scopes: list[dict[str, str]]
+    scope_index: dict[str, int]
+
+    def add_scope(
+        self, scope_id: str, *, parent: str = "", label: str = "", kind: str = "", node: str = ""
+    ) -> str: ...
 
 
 def split_op_name(op_name: str) -> list[str]:

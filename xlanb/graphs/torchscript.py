@@ -19,6 +19,7 @@ import re
 from xlanb.formats.text import closing, split_top, unquote
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph, GraphBuilder
+from xlanb.graphs.shapes import torch_shape
 
 KIND = "torchscript"
 
@@ -209,8 +210,6 @@ def _type(declaration: str) -> str:
     kind = kind.strip()
     match = re.match(r"(Float|Double|Half|BFloat16|Long|Int|Bool)\(([\d, ]*)", kind)
     if match:
-        from xlanb.graphs.shapes import torch_shape
-
         return torch_shape(f"[{match[1]}[{match[2].replace(' ', '').strip(',')}]]")
     return ""
 

@@ -23,7 +23,12 @@ import os
 from xlanb.core.errors import FormatError
 from xlanb.core.profile import Profile
 from xlanb.offline import detect as formats
-from xlanb.offline.metrics_file import step_table
+from xlanb.offline.debug_file import load_debug_file
+from xlanb.offline.metrics_file import load_metrics_file, step_table
+from xlanb.offline.report import load_report
+from xlanb.offline.saved import load_saved
+from xlanb.offline.xla_dump import load_dump_dir, load_hlo_module
+from xlanb.offline.xprof import FORMAT, has_trace, load_trace_dir
 
 __all__ = ["from_text", "load", "read", "step_table"]
 
@@ -41,13 +46,9 @@ def read(path: str | os.PathLike, dump: str | os.PathLike | None = None) -> tupl
     if os.path.exists(path) and not (os.path.isdir(path) or os.path.isfile(path)):
         # a FIFO would block the read forever and /dev/zero never ends
         raise FormatError(path, 0, "not a regular file or directory (a FIFO, device or socket?)")
-    from xlanb.offline.xprof import FORMAT, has_trace, load_trace_dir
-
     if os.fspath(path).endswith(".xplane.pb") or (os.path.isdir(path) and has_trace(path)):
         return load_trace_dir(path, dump), FORMAT
     if os.path.isdir(path):
-        from xlanb.offline.xla_dump import load_dump_dir
-
         return load_dump_dir(path), formats.XLA_DUMP
     text = formats.read_text(path)
     return from_text(text, path), formats.detect_text(text, path)
@@ -57,21 +58,11 @@ def from_text(text: str, path: str | os.PathLike = "<text>") -> Profile:
     """Read a file's `text` (`path` names it in errors and in the Profile)."""
     kind = formats.detect_text(text, path)
     if kind == formats.SAVED_PROFILE:
-        from xlanb.offline.saved import load_saved
-
         return load_saved(text, path)
     if kind == formats.METRICS_FILE:
-        from xlanb.offline.metrics_file import load_metrics_file
-
         return load_metrics_file(text, path)
     if kind == formats.METRICS_REPORT:
-        from xlanb.offline.report import load_report
-
         return load_report(text, path)
     if kind == formats.DEBUG_FILE:
-        from xlanb.offline.debug_file import load_debug_file
-
         return load_debug_file(text, path)
-    from xlanb.offline.xla_dump import load_hlo_module
-
     return load_hlo_module(text, path)

@@ -13,15 +13,9 @@ import numpy as np
 import pandas as pd
 
 from xlanb.core.errors import FormatError, XlanbError
-from xlanb.core.profile import (
-    FORMAT_NAME,
-    FRAME_COLUMNS,
-    FRAME_NAMES,
-    Profile,
-    empty_frame,
-    read_profile_json,
-)
+from xlanb.core.profile import FRAME_COLUMNS, FRAME_NAMES, Profile, empty_frame
 from xlanb.core.schema import rank_findings_frame
+from xlanb.formats.profile_json import FORMAT_NAME, read_profile_json
 from xlanb.formats.rank_files import FILE_SUFFIX, format_ranks, is_rank_file_name
 
 

@@ -36,6 +36,7 @@ from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
 from xlanb.offline.assemble import new_profile, with_file_findings
+from xlanb.offline.detect import read_text
 from xlanb.offline.findings import shape_changes
 
 _TOTAL_BYTES = re.compile(r"^Total bytes(?: used)?: (\d+)", re.MULTILINE | re.ASCII)
@@ -64,8 +65,6 @@ class DumpModule:
 
 
 def _read_hlo(path: str) -> str:
-    from xlanb.offline.detect import read_text
-
     text = read_text(path)
     first = next((line for line in text.split("\n") if line.strip()), "")
     if not first.startswith("HloModule "):
@@ -80,8 +79,6 @@ def _read_hlo(path: str) -> str:
 
 def scan_dump_dir(path: str | os.PathLike) -> list[DumpModule]:
     """The modules of a dump directory, in module-id order."""
-    from xlanb.offline.detect import read_text
-
     modules: dict[tuple[int, str], DumpModule] = {}
     for filename in sorted(os.listdir(path)):
         name = dump_file_name(filename)

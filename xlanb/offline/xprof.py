@@ -23,6 +23,7 @@ from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
 from xlanb.formats.xspace import find_xspace_files, read_xspace
 from xlanb.offline.assemble import new_profile, with_file_findings
+from xlanb.offline.xla_dump import load_dump_dir
 
 FORMAT = "xprof_trace"
 
@@ -49,8 +50,6 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
         raise FormatError(path, 0, "no *.xplane.pb file under this path")
     folder = _dump_dir(Path(path), dump)
     if folder is not None:
-        from xlanb.offline.xla_dump import load_dump_dir
-
         profile = load_dump_dir(folder)
         profile.environment.update({"source": os.fspath(path), "format": FORMAT})
     else:

@@ -17,11 +17,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from xlanb.analysis.events import graph_events
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, headline_host_kinds
 from xlanb.formats.jax_text import strip_jit
 from xlanb.views.escape import escape
+from xlanb.views.events import graph_events
 from xlanb.views.summary import time_unit
 
 PERCENTILES = np.arange(1, 100)

@@ -8,7 +8,7 @@ holding its compile and execute events, plus a ``transfers`` track (samples of t
 complete event (``ph: "X"``) with ``ts``/``dur`` in microseconds from the earliest event.
 
 Only events whose start and duration are known become events (see
-:mod:`xlanb.analysis.events`): rows with a missing ``time`` or ``seconds`` (offline files,
+:mod:`xlanb.views.events`): rows with a missing ``time`` or ``seconds`` (offline files,
 forced syncs) and aggregated rows (``count`` > 1) are skipped, never invented. ``time`` is
 when an event ended, so an event starts at ``time - seconds``.
 """
@@ -22,9 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from xlanb.analysis.events import event_span, finite_number, graph_events
 from xlanb.core.files import write_atomically
 from xlanb.core.profile import Profile
+from xlanb.core.units import event_span, finite_number
+from xlanb.views.events import graph_events
 
 TRANSFER_PREFIX = "Transfer"
 SYNC_METRIC = "SyncTime"

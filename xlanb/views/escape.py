@@ -5,7 +5,10 @@ a U+202E in a function name can never reverse the text around it on the page."""
 from __future__ import annotations
 
 import html
+import math
 from typing import Any
+
+import pandas as pd
 
 #: Unicode's explicit bidirectional formatting characters (embeddings, overrides, isolates,
 #: marks).
@@ -30,3 +33,12 @@ def json_visible_bidi(json_text: str) -> str:
     """JSON text whose strings' bidirectional controls (written raw, ``ensure_ascii=False``)
     decode to visible ``\\u202e`` text."""
     return json_text.translate(_VISIBLE_IN_JSON)
+
+
+def cell(value: Any) -> str:
+    """One escaped table cell value ('' for missing)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return escape(str(value))

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from xlanb.analysis.attribution import forced_sync_places
-from xlanb.analysis.ranks import is_multi_rank
-from xlanb.core.profile import Profile
+from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
 from xlanb.core.words import magic_command
+from xlanb.graphs import diff
 from xlanb.views.compare import summary_rows
-from xlanb.views.escape import escape
+from xlanb.views.escape import cell, escape
+from xlanb.views.graph_viewer import graph_fragment, graph_views, overlay_fragment, viewer_assets
+from xlanb.views.graph_viewer.html import KIND_LABELS
+from xlanb.views.ranks import ranks_section
 from xlanb.views.summary import (
     ALARM_KIND,
     ALARM_LABEL,
@@ -69,15 +72,6 @@ a.cells[i].textContent,y=b.cells[i].dataset.v||b.cells[i].textContent,
 nx=parseFloat(x),ny=parseFloat(y);var c=(!isNaN(nx)&&!isNaN(ny))?nx-ny:x.localeCompare(y);
 return asc?c:-c;});rows.forEach(function(r){body.appendChild(r);});});});});})();
 """
-
-
-def cell(value: Any) -> str:
-    """One escaped table cell value ('' for missing)."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return escape(str(value))
 
 
 def table(
@@ -253,8 +247,6 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
         _top_ops(profile),
     ]
     if is_multi_rank(profile):
-        from xlanb.views.ranks import ranks_section
-
         parts.append(ranks_section(profile))
     if not profile.fallbacks.empty:
         left = with_code(profile, profile.fallbacks).assign(
@@ -513,9 +505,6 @@ def _graph_viewers(profile: Profile) -> str:
     section (the viewer lays itself out when the section opens), each program's other texts
     (a JAX program's StableHLO) a tab away while they fit too. A cell's output never holds a
     graph's text: a notebook stays small; ``prof.graph(i).text`` has it."""
-    from xlanb.views.graph_viewer import graph_fragment, graph_views, viewer_assets
-    from xlanb.views.graph_viewer.html import KIND_LABELS
-
     # one viewer per compile (a JAX function recompiled shows each program)
     entries = labelled_entries(profile)
     if entries.empty:
@@ -632,9 +621,6 @@ def changes_view(
     compile of the same function or line, changed / added / removed nodes marked (None for a
     first compile). Past `max_nodes` or the `budget`, a note with the command instead; `page`:
     the payloads on the page, the changes sent as a patch of the one most like them."""
-    from xlanb.graphs import diff
-    from xlanb.views.graph_viewer import overlay_fragment
-
     previous = profile.previous_compile(index, entries)
     if previous is None:
         return None

@@ -10,8 +10,7 @@ import pandas as pd
 
 from xlanb.analysis.ranks import outliers, rank_info, rank_table
 from xlanb.core.profile import Profile
-from xlanb.views.escape import escape
-from xlanb.views.html import cell
+from xlanb.views.escape import cell, escape
 from xlanb.views.summary import format_seconds
 
 #: (column of the rank table, header, is a duration)

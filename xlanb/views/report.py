@@ -13,20 +13,28 @@ from __future__ import annotations
 
 import functools
 import itertools
-import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from xlanb.analysis.compare import compare
-from xlanb.core.files import write_atomically
+import pandas as pd
+
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
 from xlanb.views.escape import escape
-from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
+from xlanb.views.graph_viewer import graph_fragment, graph_views, json_for_script, viewer_assets
+from xlanb.views.graph_viewer.html import KIND_LABELS
+from xlanb.views.graph_viewer.patch import PagePayloads
+from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
+from xlanb.views.html import (
+    STYLE,
+    changes_view,
+    comparison_html,
+    labelled_entries,
+    profile_html,
+    table,
+)
 from xlanb.views.summary import title
-
-if TYPE_CHECKING:
-    from xlanb.views.graph_viewer.patch import PagePayloads
 
 _chart_ids = itertools.count(1)
 
@@ -49,8 +57,6 @@ PLOTLY_JS = Path(__file__).parent / "static" / "plotly-basic.min.js"
 
 @functools.cache
 def _packed_plotly_js() -> str:
-    from xlanb.views.graph_viewer.payload import PACKED_TYPE, packed_bytes
-
     packed = packed_bytes(PLOTLY_JS.read_bytes(), 9)
     return f'<script type="{PACKED_TYPE}" id="xlanb-plotly">{packed}</script>'
 
@@ -77,8 +83,6 @@ _PLOTLY_LOADER = """<script>globalThis.xlanbPlotly = (function () {
 def chart_html(figure: dict[str, Any]) -> str:
     """A div drawn by plotly.js from `figure` (the page's ``xlanbPlotly``: :func:`report_html`
     puts it there)."""
-    from xlanb.views.graph_viewer import json_for_script
-
     element = f"xlanb-chart-{next(_chart_ids)}"
     spec = json_for_script(
         {
@@ -98,8 +102,6 @@ def chart_html(figure: dict[str, Any]) -> str:
 
 
 def _environment(profile: Profile) -> str:
-    import pandas as pd
-
     rows = []
     for key, value in sorted(profile.environment.items()):
         if isinstance(value, dict):
@@ -122,9 +124,6 @@ def _graphs(profile: Profile, page: PagePayloads) -> str:
     """Every compiled program (each compile of a function its own), its other texts a tab
     away, and a recompile's changes from the compile before it; each payload a patch of the
     page's one most like it where that is smaller (`page`)."""
-    from xlanb.views.graph_viewer import graph_fragment, graph_views
-    from xlanb.views.graph_viewer.html import KIND_LABELS
-
     entries = labelled_entries(profile)
     if entries.empty:
         return ""
@@ -167,11 +166,12 @@ def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str
     return "".join(parts)
 
 
-def report_html(profiles: list[Profile], heading: str | None = None) -> str:
-    """The report page of `profiles` (one or more)."""
-    from xlanb.views.graph_viewer import viewer_assets
-    from xlanb.views.graph_viewer.patch import PagePayloads
-
+def report_html(
+    profiles: list[Profile], heading: str | None = None, comparisons: Sequence[Any] = ()
+) -> str:
+    """The report page of `profiles` (one or more), with `comparisons` of each profile with
+    the next (:func:`xlanb.analysis.compare.compare`'s; :func:`xlanb.api.report.report_html`
+    makes them)."""
     if not profiles:
         raise ValueError("a report needs at least one profile")
     heading = heading or (
@@ -181,11 +181,10 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
     sections = [
         _profile_section(profile, heading=len(profiles) > 1, page=page) for profile in profiles
     ]
-    if len(profiles) > 1:
+    if comparisons:
         sections.append("<h2>Comparison</h2>")
-        for a, b in itertools.pairwise(profiles):
-            comparison = compare(a, b)
-            sections.append(comparison._repr_html_())
+        for comparison in comparisons:
+            sections.append(comparison_html(comparison))
             sections.append(chart_html(comparison_figure(comparison)))
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -194,12 +193,3 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
         f"{viewer_assets()}{_packed_plotly_js()}{_PLOTLY_LOADER}</head>"
         f"<body><h1>{escape(heading)}</h1>{''.join(sections)}</body></html>"
     )
-
-
-def write_report(
-    profiles: list[Profile], path: str | os.PathLike, heading: str | None = None
-) -> Path:
-    """Write :func:`report_html` to `path` and return it."""
-    path = Path(path)
-    write_atomically(path, report_html(profiles, heading))
-    return path

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.breakdown import host_activity, traced_window, traced_window_name
-from xlanb.analysis.time_account import percent
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, headline_host_kinds
-from xlanb.core.units import format_seconds, time_unit  # noqa: F401 - re-exported
+from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
 
 
 def headline(profile: Profile) -> list[tuple[str, str]]:

@@ -66,6 +66,7 @@ __all__ = [
     "unused_donation",
 ]
 
+from xlanb.core.errors import CompileBudgetExceeded
 from xlanb.core.schema import SEVERITY_ORDER
 
 #: The rules for multi-process runs (also in :data:`RULES`; they do nothing for one process).
@@ -117,8 +118,6 @@ def compile_budget_error(profile: Profile, limit: int):
     """The :class:`xlanb.CompileBudgetExceeded` to raise when `profile` compiled more than
     `limit` graphs (JAX's eager single-op compiles are not counted), else None. The caller
     raises it, so the user's traceback ends there, not in xlanb's rules."""
-    from xlanb.core.errors import CompileBudgetExceeded
-
     compiles = profile.compiles
     if "eager" in compiles.columns:
         compiles = compiles[compiles["eager"] != True]  # noqa: E712 - NaN means not eager

@@ -9,6 +9,15 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding
+from xlanb.analysis.ranks import (
+    format_ranks,
+    is_multi_rank,
+    median_of_others,
+    outliers,
+    programs,
+    rank_table,
+    usual_count,
+)
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
 from xlanb.core.words import counted
@@ -18,8 +27,6 @@ DIVERGENT_SHOWN = 6
 
 
 def _rank_table(profile: Profile) -> pd.DataFrame | None:
-    from xlanb.analysis.ranks import is_multi_rank, rank_table
-
     if not is_multi_rank(profile):
         return None
     table = rank_table(profile)
@@ -27,8 +34,6 @@ def _rank_table(profile: Profile) -> pd.DataFrame | None:
 
 
 def _ranks_label(ranks: list[int]) -> str:
-    from xlanb.analysis.ranks import format_ranks
-
     return f"rank{'s' if len(ranks) > 1 else ''} {format_ranks(ranks)}"
 
 
@@ -38,8 +43,6 @@ def _spread(values: list[int]) -> str:
 
 
 def _rank_row(severity: str, ranks: list[int], title: str, detail: str, advice: str) -> Finding:
-    from xlanb.analysis.ranks import format_ranks
-
     return {
         "severity": severity,
         "title": title,
@@ -53,8 +56,6 @@ def _rank_row(severity: str, ranks: list[int], title: str, detail: str, advice: 
 def rank_skew(profile: Profile) -> list[Finding]:
     """One rank compiling or falling back more than the others, a rank whose execute time is
     an outlier, and the straggler the others wait for in collectives."""
-    from xlanb.analysis.ranks import median_of_others, outliers, usual_count
-
     table = _rank_table(profile)
     if table is None:
         return []
@@ -135,8 +136,6 @@ def rank_skew(profile: Profile) -> list[Finding]:
 
 
 def _extra_compiles(profile: Profile, ranks: list[int]) -> str:
-    from xlanb.analysis.ranks import programs
-
     table = programs(profile)
     everywhere = _programs_on_every_rank(profile, table)
     parts = []
@@ -180,8 +179,6 @@ def rank_divergent_programs(profile: Profile) -> list[Finding]:
     """Graphs (programs) that some ranks compiled or ran and others did not: the ranks traced
     different code or shapes. A JAX function compiled for other input types on some ranks is
     one item, with the input types of each."""
-    from xlanb.analysis.ranks import format_ranks, programs
-
     if _rank_table(profile) is None:
         return []
     table = programs(profile)
@@ -240,8 +237,6 @@ def rank_divergent_programs(profile: Profile) -> list[Finding]:
 
 def rank_health(profile: Profile) -> list[Finding]:
     """Ranks that wrote no profile, and ranks whose block raised."""
-    from xlanb.analysis.ranks import is_multi_rank
-
     if not is_multi_rank(profile):
         return []
     info = profile.environment["ranks"]

@@ -15,6 +15,8 @@ import pandas as pd
 
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
+from xlanb.graphs.overlay import overlay_graph
+from xlanb.graphs.parse import parse_once
 from xlanb.views.escape import escape
 from xlanb.views.graph_viewer.patch import PagePayloads, payload_patch, worth_patching
 from xlanb.views.graph_viewer.payload import (
@@ -136,8 +138,6 @@ def graph_fragment(
     mapping node id/name -> number) ``"custom"``, with measured device time (``measured``, a
     profile's ``ops`` rows, else ``graph.measured``) ``"time"``: see :func:`.payload.payload`."""
     if isinstance(graph, str):
-        from xlanb.graphs import parse_once
-
         text = graph
         try:
             graph = parse_once(text)
@@ -271,8 +271,6 @@ def overlay_fragment(result: GraphDiff, *, title: str | None = None, **options: 
     """Graph b with a's removed nodes drawn in, every node marked same / changed / added /
     removed, as one viewer fragment (needs :func:`viewer_assets`; options as
     :func:`graph_fragment`)."""
-    from xlanb.graphs.overlay import overlay_graph
-
     merged, status = overlay_graph(result)
     return graph_fragment(
         merged,

@@ -17,10 +17,10 @@ import time
 from collections import Counter
 from typing import Any
 
+import xlanb.capture.backends.jax.hooks as hooks
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
-from xlanb.capture.backends.jax import hooks
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
@@ -94,6 +94,8 @@ def fill(
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
     capture.rows["executions"] = executions
     _remember_programs(capture, session)
+    if options.graphs:
+        _ran_programs_graphs(capture, executions, session)
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
     _read_rows(capture, taken.reads, options)
     _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
@@ -426,6 +428,27 @@ def _remember_programs(capture: Capture, session: Session) -> None:
     with session.programs_lock:
         while len(session.programs) > PROGRAMS_KEPT:
             session.programs.popitem(last=False)
+
+
+def _ran_programs_graphs(
+    capture: Capture, executions: list[dict[str, Any]], session: Session
+) -> None:
+    """Remember the ``graphs`` rows of the programs compiled in the capture, and add those of
+    the programs it ran without compiling (compiled in an earlier capture): a profile holds
+    the graphs of every program it ran."""
+    rows = capture.rows.setdefault("graphs", [])
+    compiled: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        compiled.setdefault(str(row["graph"]), []).append(row)
+    for name, graph_rows in compiled.items():
+        latest = max(row.get("compile_id", 0) for row in graph_rows)
+        session.graphs[name] = [row for row in graph_rows if row.get("compile_id", 0) == latest]
+        session.graphs.move_to_end(name)
+    while len(session.graphs) > PROGRAMS_KEPT:
+        session.graphs.popitem(last=False)
+    for name in dict.fromkeys(str(row["graph"]) for row in executions):
+        if name not in compiled and name in session.graphs:
+            rows.extend(dict(row) for row in session.graphs[name])
 
 
 def _untraced_runs(

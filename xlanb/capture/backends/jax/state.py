@@ -141,6 +141,10 @@ class Session:
     )
     #: Guards ``programs``, which the workdir's janitor also fills between captures.
     programs_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The ``graphs`` rows of each function's latest compile seen in a capture, by graph name,
+    #: so a later capture that only runs it holds its graphs (the most recent
+    #: :data:`PROGRAMS_KEPT`).
+    graphs: OrderedDict[str, list[dict[str, Any]]] = field(default_factory=OrderedDict)
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)

@@ -10,29 +10,11 @@ invented.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from xlanb.core.profile import Profile
-
-
-def finite_number(value: Any) -> float | None:
-    """`value` as a finite float, or None (missing, NaN, infinite or not a number)."""
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
-def event_span(time: Any, seconds: Any) -> tuple[float, float] | None:
-    """(start, duration) in seconds of an event that ended at `time` and took `seconds`, or
-    None when either is unknown."""
-    end, duration = finite_number(time), finite_number(seconds)
-    if end is None or duration is None:
-        return None
-    return end - duration, duration
+from xlanb.core.units import event_span, finite_number
 
 
 @dataclass(frozen=True)
