@@ -824,12 +824,19 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
     def holds_host(arg) -> bool:
-        """Whether `arg` holds a host value directly (a container's children)."""
+        """Whether `arg` holds a host value: a dict's, list's or tuple's children, and theirs
+        (a batch of dicts of NumPy arrays)."""
         kind = type(arg)
         if kind is dict:
-            return not host_types.isdisjoint(map(type, arg.values()))
-        if isinstance(arg, list | tuple):
-            return not host_types.isdisjoint(map(type, arg))
+            children = arg.values()
+        elif isinstance(arg, list | tuple):
+            children = arg
+        else:
+            return False
+        for child in children:
+            kind = type(child)
+            if kind in host_types or (kind not in device_only and holds_host(child)):
+                return True
         return False
 
     return count_call
@@ -840,12 +847,13 @@ _COUNT_CALL_CODE = _dispatch_counter(None, DispatchTarget(type, type, frozenset(
 
 
 def _arg_types(arg) -> Any:
-    """An argument's type, with its children's for a dict, list or tuple (a batch)."""
+    """An argument's type, with its children's for a dict, list or tuple (a batch), and
+    theirs (nested dicts)."""
     kind = type(arg)
     if kind is dict:
-        return kind, tuple(map(type, arg.values()))
+        return kind, tuple(map(_arg_types, arg.values()))
     if kind is list or kind is tuple:
-        return kind, tuple(map(type, arg))
+        return kind, tuple(map(_arg_types, arg))
     return kind
 
 
