@@ -50,3 +50,27 @@ def test_host_inputs_inside_nested_pytrees_are_counted(run, shell):
     )
     rows = host_rows(shell.user_ns["prof"])
     assert int(rows["count"].sum()) == 30 and int(rows["calls"].sum()) == 10
+
+
+def test_host_transfers_are_those_jax_transfer_guard_logs(run, shell, capfd):
+    """A variable-length cell (a batch sliced from NumPy arrays, a step number the function
+    does not use): the host-to-device transfers of the jitted calls are as many as JAX's
+    transfer guard logs for them (jit drops the unused arguments: they were counted, 5 a
+    call where JAX copies 2), and the display names their direction."""
+    run(
+        "@jax.jit\ndef sg_step(w, batch, step):\n    return ((batch['x'] @ w - batch['y']) ** 2)"
+        ".mean()\nsg_w = jnp.ones((4, 1)); sg_X = np.ones((64, 4), np.float32)\n"
+        "sg_Y = np.ones((64, 1), np.float32); sg_mask = np.ones((64,), np.float32)"
+    )
+    capfd.readouterr()
+    run(
+        "%%xla_profile -b jax -q --var prof\nwith jax.transfer_guard('log'):\n"
+        "    for i, bs in enumerate([8, 16, 8, 32, 16, 8, 8]):\n"
+        "        loss = sg_step(sg_w, {'x': sg_X[:bs], 'y': sg_Y[:bs], 'm': sg_mask[:bs]}, i)"
+    )
+    logged = capfd.readouterr().err.count("host-to-device transfer")
+    prof = shell.user_ns["prof"]
+    rows = host_rows(prof)
+    assert logged == 14 and int(rows["count"].sum()) == logged, rows
+    assert prof.summary()["transfers"] == logged
+    assert "host-to-device transfers: 14" in repr(prof)

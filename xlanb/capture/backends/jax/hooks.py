@@ -819,8 +819,14 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         if entry is not None:  # no lock: as the call counts above
             entry[2] += 1
             return
-        traced = [*traced, *(arg for name, arg in kwargs.items() if name not in names)]
-        found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
+        dynamic = {name: arg for name, arg in kwargs.items() if name not in names}
+        leaves = tree_leaves((tuple(traced), dynamic))  # in the order jit flattens them
+        state.current = function  # JAX's calls while reading the lowering are not counted
+        try:
+            leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
+        finally:
+            state.current = None
+        found = Counter(kind for kind in map(type, leaves) if kind in host_types)
         state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
     def holds_host(arg) -> bool:
@@ -844,6 +850,19 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
 
 #: The code of the dispatch counter's ``count_call`` (found on the stack at a compile).
 _COUNT_CALL_CODE = _dispatch_counter(None, DispatchTarget(type, type, frozenset(), list)).__code__
+
+
+def _transferred_leaves(function, args: tuple, kwargs: dict, leaves: list) -> list:
+    """The argument `leaves` JAX copies to the device on a call of `function`: those its
+    program keeps (jit drops the arguments the function does not use), read from the lowering
+    of the call just made (JAX's caches hold it); all of them when that cannot be read."""
+    try:
+        lowering = function.trace(*args, **kwargs).lower()._lowering
+        kept = lowering.compile_args["kept_var_idx"]
+        hoisted = len(getattr(lowering, "const_args", None) or ())  # constants come first
+    except Exception:
+        return leaves
+    return [leaf for index, leaf in enumerate(leaves) if index + hoisted in kept]
 
 
 def _arg_types(arg) -> Any:
