@@ -398,7 +398,8 @@ def _live_arrays(profile: Profile) -> str:
     live = profile.live_arrays
     if live.empty:
         return ""
-    totals = live.groupby("snapshot")[["count", "bytes"]].sum()  # all ranks of a run
+    # all ranks of a run; bytes no rank measured stay unknown ("-"), not 0
+    totals = live.groupby("snapshot")[["count", "bytes"]].sum(min_count=1)
     if not {"before", "after"} <= set(totals.index):
         return ""
     before, after = totals.loc["before"], totals.loc["after"]
