@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xlanb.analysis.compare import compare
+from xlanb.analysis.compare import compare as compare_profiles
 from xlanb.core.files import write_atomically
 from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
@@ -167,8 +167,9 @@ def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str
     return "".join(parts)
 
 
-def report_html(profiles: list[Profile], heading: str | None = None) -> str:
-    """The report page of `profiles` (one or more)."""
+def report_html(profiles: list[Profile], heading: str | None = None, compare: bool = True) -> str:
+    """The report page of `profiles` (one or more), each compared with the next when
+    `compare`."""
     from xlanb.views.graph_viewer import viewer_assets
     from xlanb.views.graph_viewer.patch import PagePayloads
 
@@ -181,10 +182,10 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
     sections = [
         _profile_section(profile, heading=len(profiles) > 1, page=page) for profile in profiles
     ]
-    if len(profiles) > 1:
+    if compare and len(profiles) > 1:
         sections.append("<h2>Comparison</h2>")
         for a, b in itertools.pairwise(profiles):
-            comparison = compare(a, b)
+            comparison = compare_profiles(a, b)
             sections.append(comparison._repr_html_())
             sections.append(chart_html(comparison_figure(comparison)))
     return (
@@ -197,9 +198,12 @@ def report_html(profiles: list[Profile], heading: str | None = None) -> str:
 
 
 def write_report(
-    profiles: list[Profile], path: str | os.PathLike, heading: str | None = None
+    profiles: list[Profile],
+    path: str | os.PathLike,
+    heading: str | None = None,
+    compare: bool = True,
 ) -> Path:
     """Write :func:`report_html` to `path` and return it."""
     path = Path(path)
-    write_atomically(path, report_html(profiles, heading))
+    write_atomically(path, report_html(profiles, heading, compare))
     return path
