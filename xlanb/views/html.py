@@ -720,7 +720,12 @@ def comparison_html(comparison) -> str:
     if not comparison.fallbacks.empty:
         parts += [
             "<div class='xlanb-title'>Left the device</div>",
-            frame_table(comparison.fallbacks.astype(int), "op"),
+            frame_table(
+                comparison.fallbacks.astype(int).rename(
+                    columns={"a": str(a.name), "b": f"{b.name} "}
+                ),
+                "op",
+            ),
         ]
     if not comparison.findings.empty:
         parts += [
