@@ -187,6 +187,9 @@ def test_report_of_one_input_is_its_page(tmp_path, capsys):
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "report.txt" in page
     assert "<h2>Comparison</h2>" not in page and "aten::nonzero" in page
+    # its title once on the page (it was the heading and the summary's title again)
+    body = page.split("<body>", 1)[1]
+    assert body.count("xlanb profile report.txt [torch_xla]") == 1
 
 
 def test_report_of_several_inputs_compares_consecutive_pairs(tmp_path):
@@ -200,6 +203,7 @@ def test_report_of_several_inputs_compares_consecutive_pairs(tmp_path):
     assert cli.main(["report", "--compare", *map(str, inputs), "-o", str(out)]) == 0
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<h2>Comparison</h2>" in page
+    assert page.split("<body>", 1)[1].count("xlanb profile metrics.txt [torch_xla]") == 1
     assert "<b onclick" not in page and "&lt;b onclick=" in page
     for name in ("metrics.txt", "report.txt", "report.txt&#x27;"):  # the same name twice
         assert name in page

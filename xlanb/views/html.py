@@ -230,10 +230,11 @@ def _readable_metrics(profile: Profile) -> pd.DataFrame:
     return metrics
 
 
-def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
+def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = True) -> str:
     """The fragment shown under a profiled cell: headline, findings, highlighted fallbacks,
     then compiles, executions, counters, metrics and graphs one click away (with the viewer
-    of the first graphs unless `graph_viewers` is false: a report draws them all)."""
+    of the first graphs unless `graph_viewers` is false: a report draws them all); its title
+    first unless `titled` is false (a report's heading says it)."""
     numbers = profile.summary()
     head = []
     for label, value in headline(profile):
@@ -246,7 +247,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     failed = " xlanb-failed" if profile.failed else ""
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>",
+        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>" if titled else "",
         f"<div class='xlanb-head'>{''.join(head)}</div>",
         _account(profile),
         _findings(profile),
