@@ -74,3 +74,27 @@ def test_host_transfers_are_those_jax_transfer_guard_logs(run, shell, capfd):
     assert logged == 14 and int(rows["count"].sum()) == logged, rows
     assert prof.summary()["transfers"] == logged
     assert "host-to-device transfers: 14" in repr(prof)
+
+
+def test_eager_slices_of_a_variable_batch_are_a_finding_and_not_indexed(run, shell):
+    """`X[:bs]` of a device array, four sizes: JAX compiles `jit(dynamic_slice)` for each
+    outside the user's jit. They get a finding with their line and seconds (four got none:
+    only ten or more did), and `%xla_profile diff` indexes the user's programs only."""
+    run("sg_X4 = jnp.ones((64, 4))\n@jax.jit\ndef sg_sliced(x):\n    return (x * 2).sum()")
+    run(
+        "%%xla_profile -b jax -q --var prof\nfor bs in [7, 13, 29, 41]:\n"
+        "    loss = sg_sliced(sg_X4[:bs])"
+    )
+    prof = shell.user_ns["prof"]
+    eager = prof.compiles[prof.compiles["eager"].eq(True)]
+    assert list(eager["graph"]) == ["jit(dynamic_slice)"] * 4
+    finding = prof.findings[prof.findings["title"].str.contains("eager-op compiles")]
+    assert len(finding) == 1, prof.findings["title"].tolist()
+    row = finding.iloc[0]
+    assert row["title"] == "4 small eager-op compiles (cell line 3)"
+    assert "jit(dynamic_slice) ×4" in row["detail"]
+    assert row["seconds"] == float(eager["seconds"].sum())
+    recompiled = prof.findings[prof.findings["title"].str.contains("recompiled")].iloc[0]
+    assert "`%xla_profile diff cell-" in recompiled["detail"]
+    assert recompiled["detail"].split("%xla_profile diff ", 1)[1].split("`")[0].endswith(" 3")
+    assert list(prof.graph_entries()["graph"]) == ["jit(sg_sliced)"] * 4

@@ -22,6 +22,9 @@ _JAX_RECOMPILE_CAUSES = (
 HOT_CALLS = 10
 #: This many eager-op compiles in a cell are worth a warning.
 EAGER_COMPILES = 10
+#: Fewer eager-op compiles taking at least this share of the cell's wall time are worth a
+#: note (`X[:bs]` of a device array, a few batch sizes: a slice program compiled per size).
+EAGER_SHARE = 0.05
 
 
 def _jax_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -217,17 +220,20 @@ def jax_host_transfers(profile: Profile) -> list[Finding]:
 
 
 def jax_eager_compiles(profile: Profile) -> list[Finding]:
-    """Many small programs compiled for ops run outside jax.jit."""
+    """Small programs compiled for ops run outside jax.jit: many of them (a warning), or a
+    few that took a noticeable share of the cell (information)."""
     compiles = _jax_rows(profile.compiles)
     eager = compiles[_flag(compiles, "eager")]
-    if len(eager) < EAGER_COMPILES:
+    seconds = float(eager["seconds"].sum(skipna=True))
+    many = len(eager) >= EAGER_COMPILES
+    wall = profile.wall_seconds or 0.0
+    if eager.empty or not (many or (wall > 0 and seconds >= EAGER_SHARE * wall)):
         return []
     top = eager["graph"].value_counts().head(5)
     names = ", ".join(f"{name} ×{n}" for name, n in top.items())
-    seconds = float(eager["seconds"].sum(skipna=True))
     return [
         {
-            "severity": "warning",
+            "severity": "warning" if many else "info",
             "title": f"{len(eager)} small eager-op compiles" + _lines(eager),
             "detail": f"Each jax.numpy/lax op run outside jax.jit compiles its own program per "
             f"shape and dtype ({names}); {format_seconds(seconds)} spent compiling them.",
