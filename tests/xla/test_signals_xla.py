@@ -33,3 +33,24 @@ def test_live_tensors_of_unknown_bytes_show_a_dash(run, shell):
     before, after = int(live.loc["before", "count"]), int(live.loc["after", "count"])
     assert f"live device tensors: {before:,} (-) before, {after:,} (-) after" in html
     assert "(0 B)" not in html
+
+
+def test_a_fallback_run_again_by_backward_is_shown_on_both_lines(run, shell):
+    """`y[y > 0]` runs `aten::nonzero` in the forward pass and again in `loss.backward()`:
+    the runtime counts both; each line gets its own (all were on the forward line)."""
+    run("sl_w = torch.randn(16, device=dev, requires_grad=True)\ntorch_xla.sync()")
+    run(
+        "%%xla_profile -q --var prof\nfor _ in range(3):\n    y = sl_w * 2\n"
+        "    loss = y[y > 0].sum()\n    loss.backward()\n    torch_xla.sync()"
+    )
+    prof = shell.user_ns["prof"]
+    rows = prof.fallbacks[prof.fallbacks["op"] == "aten::nonzero"]
+    assert rows[["count", "cell_line"]].to_dict("records") == [
+        {"count": 3, "cell_line": 4},
+        {"count": 3, "cell_line": 5},
+    ]
+    text = repr(prof)
+    assert "line 4: loss = y[y > 0].sum()" in text and "line 5: loss.backward()" in text
+    import torch
+
+    assert torch.autograd.backward.__module__ == "torch.autograd"  # given back
