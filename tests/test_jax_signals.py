@@ -98,3 +98,24 @@ def test_eager_slices_of_a_variable_batch_are_a_finding_and_not_indexed(run, she
     assert "`%xla_profile diff cell-" in recompiled["detail"]
     assert recompiled["detail"].split("%xla_profile diff ", 1)[1].split("`")[0].endswith(" 3")
     assert list(prof.graph_entries()["graph"]) == ["jit(sg_sliced)"] * 4
+
+
+def test_a_static_config_rebuilt_every_call_says_why_in_its_title(run, shell):
+    """A config object built inside the loop, passed as a static argument: every call
+    compiles. The finding's title says why (it said only "recompiled 5 times") and its
+    advice the fix."""
+    run(
+        "class SgConfig:\n    def __init__(self, scale):\n        self.scale = scale\n"
+        "@partial(jax.jit, static_argnames='config')\ndef sg_configured(x, config):\n"
+        "    return x * config.scale"
+    )
+    run(
+        "%%xla_profile -b jax -q --var prof\nfor _ in range(6):\n"
+        "    cfg = SgConfig(2.0)\n    out = sg_configured(sg_x, config=cfg)"
+    )
+    finding = shell.user_ns["prof"].findings.iloc[0]
+    assert finding["title"] == (
+        "jit(sg_configured) recompiled 5 times in this cell: static argument config is a new "
+        "SgConfig object each call, hashed by identity (cell line 4)"
+    )
+    assert "@dataclass(frozen=True)" in finding["advice"] and "same object" in finding["advice"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
@@ -96,6 +98,7 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                 {
                     "severity": "warning",
                     "title": f"{graph} recompiled {counted(len(again), 'time')} in this cell"
+                    + _identity_reason(again["cause"].astype(str))
                     + _lines(again),
                     "detail": f"JAX traced and compiled it again because: {changes}. "
                     f"{counted(len(rows), 'compile')} of it took {format_seconds(seconds)} "
@@ -217,6 +220,24 @@ def jax_host_transfers(profile: Profile) -> list[Finding]:
             "seconds": lane_seconds(profile, "transfer", "jax"),
         }
     ]
+
+
+_IDENTITY_CAUSE = re.compile(
+    r"a new (?P<cls>\S+) object(?: at (?:keyword )?(?P<where>\S+))? \("
+    + re.escape(jax_text.IDENTITY_HASHED)
+)
+
+
+def _identity_reason(causes: pd.Series) -> str:
+    """``: static argument config is a new Config object each call, hashed by identity``
+    when every recompile's cause is such an object (the why, in the title); else ""."""
+    found = [_IDENTITY_CAUSE.search(cause) for cause in causes]
+    if not found or not all(found):
+        return ""
+    first = found[0]
+    assert first is not None
+    where = f" {first['where']}" if first["where"] else ""
+    return f": static argument{where} is a new {first['cls']} object each call, hashed by identity"
 
 
 def jax_eager_compiles(profile: Profile) -> list[Finding]:
