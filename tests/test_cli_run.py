@@ -187,6 +187,9 @@ def test_report_of_one_input_is_its_page(tmp_path, capsys):
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "report.txt" in page
     assert "<h2>Comparison</h2>" not in page and "aten::nonzero" in page
+    # its title once on the page (it was the heading and the summary's title again)
+    body = page.split("<body>", 1)[1]
+    assert body.count("xlanb profile report.txt [torch_xla]") == 1
 
 
 def test_report_of_several_inputs_compares_consecutive_pairs(tmp_path):
@@ -194,9 +197,13 @@ def test_report_of_several_inputs_compares_consecutive_pairs(tmp_path):
     hostile.write_text((XLA / "report.txt").read_text())
     out = tmp_path / "all.html"
     inputs = [XLA / "metrics.txt", XLA / "report.txt", hostile, XLA / "report.txt"]
+    # several runs are sections of one page; compared only when asked
     assert cli.main(["report", *map(str, inputs), "-o", str(out)]) == 0
+    assert "<h2>Comparison</h2>" not in out.read_text()
+    assert cli.main(["report", "--compare", *map(str, inputs), "-o", str(out)]) == 0
     page = out.read_text()
     assert page.startswith("<!DOCTYPE html>") and "<h2>Comparison</h2>" in page
+    assert page.split("<body>", 1)[1].count("xlanb profile metrics.txt [torch_xla]") == 1
     assert "<b onclick" not in page and "&lt;b onclick=" in page
     for name in ("metrics.txt", "report.txt", "report.txt&#x27;"):  # the same name twice
         assert name in page
@@ -210,6 +217,14 @@ def test_one_runs_files_are_one_profile_not_a_comparison(tmp_path, capsys):
     page = out.read_text()
     assert "<h2>Comparison</h2>" not in page
     assert "metrics.txt + debug.txt + dump + report.txt" in page
+    # its charts: the metrics file's steps that compiled or ran once are exact samples
+    assert page.count("class='xlanb-report-chart'") >= 1
+    three = tmp_path / "three.html"  # the command: metrics file, debug file, dump
+    files = files[:3]
+    assert cli.main(["report", *map(str, files), "-o", str(three)]) == 0
+    assert "<h2>Comparison</h2>" not in three.read_text()
+    assert three.read_text().count("class='xlanb-report-chart'") >= 1
+    files = [XLA / "metrics.txt", XLA / "debug.txt", XLA / "dump", XLA / "report.txt"]
     assert cli.main(["show", *map(str, files)]) == 0
     shown = capsys.readouterr().out
     assert shown.count("xlanb profile ") == 1 and "wall: - |" in shown and "0 µs" not in shown

@@ -300,7 +300,7 @@ def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     assert numbers["transfers"] == numbers["host_inputs"] == 4
     assert numbers["fallback_ops"] == 0  # JAX has no CPU fallbacks
     head = dict(headline(prof))
-    assert head["transfers"] == "4" and "host inputs" not in head  # counted once
+    assert head["host-to-device transfers"] == "4" and "host inputs" not in head  # counted once
     assert head["CPU fallbacks"] == "0"
     counters = prof.counters.set_index("name")
     assert counters.loc["HostToDeviceTransfer", "delta"] == 4

@@ -59,3 +59,19 @@ def test_offline_comparison_reads_as_text_and_html():
     assert "wall            -           -            -" in text
     html = comparison_html(compare(a, b))
     assert "compile_seconds" not in html and "<td>compile time</td>" in html
+
+
+def test_left_the_device_and_the_chart_name_the_profiles_and_kinds():
+    """The "Left the device" table's columns are the two profiles' names (they were `a` and
+    `b`), and the chart's labels are the headline's (it showed `fallback_ops`)."""
+    from xlanb.views.charts import comparison_figure
+
+    a, b = xlanb.load(XLA / "report.txt"), xlanb.load(XLA / "metrics.txt")
+    comparison = compare(a, b)
+    assert not comparison.fallbacks.empty
+    html = comparison_html(comparison)
+    left = html.split("Left the device", 1)[1].split("</tr>", 1)[0]
+    assert "<th>report.txt</th>" in left and "<th>metrics.txt </th>" in left
+    assert "<th>a</th>" not in left and "<th>b</th>" not in left
+    labels = {x for trace in comparison_figure(comparison)["data"] for x in trace["x"]}
+    assert "CPU fallbacks" in labels and not any("_" in label for label in labels), labels

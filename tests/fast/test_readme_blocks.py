@@ -26,3 +26,18 @@ def test_check_fails_on_a_stale_block_and_rewrite_fixes_it(name, tmp_path):
     text = readme.read_text()
     assert tool.BLOCK.make() in text and "old table" not in text
     assert text.endswith(f"{tool.END}\n\nafter\n")
+
+
+def test_readme_tables_name_every_bucket_and_backend_choice():
+    """The bucket table lists every bucket of the time account (it left out `other`) and the
+    magic's option table every `-b` choice (it left out `jax`)."""
+    from tests.helpers import ROOT
+    from xlanb.analysis.time_account import BUCKETS
+    from xlanb.capture.backends import CHOICES
+
+    text = (ROOT / "README.md").read_text()
+    table = text.split("| bucket | what counts |", 1)[1].split("\n\n", 1)[0]
+    assert {bucket for bucket in BUCKETS if f"| `{bucket}` |" not in table} == set()
+    option = next(line for line in text.splitlines() if line.startswith("| `-b/--backend "))
+    choices = option.removeprefix("| `-b/--backend ").split("`", 1)[0]
+    assert choices.split("\\|") == list(CHOICES)

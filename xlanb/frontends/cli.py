@@ -4,7 +4,8 @@
   script under the profiler and write its report (see :mod:`xlanb.frontends.run`);
 - ``xlanb report INPUT... -o REPORT.html``: an HTML report of anything ``xlanb.load`` reads
   (saved profiles, metrics reports, XLA_METRICS_FILE, PT_XLA_DEBUG_FILE, XLA dump
-  directories); several inputs give one page with a comparison of each with the next;
+  directories); the files of one run (one of each format) are one profile; several runs are
+  sections of one page, compared each with the next with ``--compare``;
 - ``xlanb show INPUT...``: print summaries; ``xlanb html INPUT -o PAGE``: one input's page;
 - ``xlanb kernel ...``: the Jupyter kernel spec (see :mod:`xlanb.frontends.kernel`).
 """
@@ -57,6 +58,9 @@ def _parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser("report", help="write an HTML report of one or more inputs")
     report.add_argument("inputs", nargs="+")
+    report.add_argument(
+        "--compare", action="store_true", help="compare each run with the next (several runs)"
+    )
     report.add_argument("-o", "--output", required=True)
 
     show = commands.add_parser("show", help="print the summary of profiles or runtime files")
@@ -86,7 +90,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _load(args.profile).to_html(args.output)
             print(f"wrote {args.output}")
         else:
-            _report_of_inputs(load_inputs(args.inputs), args.output)
+            _report_of_inputs(load_inputs(args.inputs), args.output, args.compare)
             print(f"wrote {os.path.abspath(args.output)}")
     except (XlanbError, OSError) as error:
         print(f"xlanb: {error}", file=sys.stderr)
@@ -128,13 +132,13 @@ def _run(args: argparse.Namespace) -> int:
 
 
 # -- several inputs: one page ------------------------------------------------------------------
-def _report_of_inputs(profiles: list[Profile], path: str | os.PathLike) -> None:
+def _report_of_inputs(profiles: list[Profile], path: str | os.PathLike, compare: bool) -> None:
     """``xlanb report``: one page for all inputs (:func:`xlanb.api.report.write_report`),
-    inputs with the same name told apart by primes."""
+    inputs with the same name told apart by primes; compared when `compare`."""
     from xlanb.api.report import write_report  # noqa: PLC0415 - loaded when used
 
     _unique_names(profiles)
-    write_report(profiles, path)
+    write_report(profiles, path, compare=compare)
 
 
 def _unique_names(profiles: list[Profile]) -> None:

@@ -244,7 +244,28 @@ def _profile(columns: StepColumns, last: Report, path: str | os.PathLike) -> Pro
     profile.steps = steps_frame(columns)
     table = _table_of_columns(profile.steps, columns)
     profile.compiles, profile.executions = _step_events(backend, table)
+    profile.samples = _exact_samples(backend, table)
     return with_file_findings(profile, compile_frequency(profile) + recompilation_history(table))
+
+
+#: The ``samples`` metric of each (count, seconds) pair of step_table's columns.
+_SAMPLED = {
+    "CompileTime": ("compiles", "compile_seconds"),
+    "ExecuteTime": ("executions", "execute_seconds"),
+}
+
+
+def _exact_samples(backend: str, table: pd.DataFrame) -> pd.DataFrame:
+    """``samples`` of compile and execute seconds: a step that compiled (ran) exactly once
+    holds one sample, its seconds (the file keeps totals, not samples; when it was, unknown)."""
+    columns: dict[str, list] = {"backend": [], "metric": [], "time": [], "value": []}
+    for metric, (count, seconds) in _SAMPLED.items():
+        once = table.loc[table[count] == 1, seconds].to_numpy(dtype=float)
+        columns["backend"] += [backend] * len(once)
+        columns["metric"] += [metric] * len(once)
+        columns["time"] += [np.nan] * len(once)
+        columns["value"] += once.tolist()
+    return frame_from_columns("samples", columns)
 
 
 def _step_events(backend: str, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

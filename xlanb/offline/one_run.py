@@ -12,7 +12,7 @@ Each frame comes from the input that knows it best:
   (per step), the report, the dump;
 - ``executions``, ``counters``, ``metrics``, ``fallbacks``: the report (written last), else the
   metrics file's last record; executions from the debug file (by graph) when neither has them;
-- ``steps``: the metrics file; ``graphs``: the dump.
+- ``steps`` and ``samples``: the metrics file; ``graphs``: the dump.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ _SOURCES = {
     "metrics": (detect.METRICS_REPORT, detect.METRICS_FILE),
     "fallbacks": (detect.METRICS_REPORT, detect.METRICS_FILE),
     "steps": (detect.METRICS_FILE,),
+    "samples": (detect.METRICS_FILE,),
     "graphs": (detect.XLA_DUMP, detect.HLO_MODULE),
 }
 #: Formats that are part of a run (a saved Profile is a run of its own).

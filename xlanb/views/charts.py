@@ -519,7 +519,9 @@ def comparison_figure(comparison) -> dict[str, Any]:
     summary = comparison.summary
     either = {kind.key: summary.loc[kind.key, ["a", "b"]].any() for kind in HOST_KINDS.values()}
     counts = ["compiles", "executions", "transfers"]
-    counts += [kind.key for kind in headline_host_kinds(either)]
+    kinds = headline_host_kinds(either)
+    counts += [kind.key for kind in kinds]
+    labels = {kind.key: kind.label for kind in kinds}  # as the headline says them
     seconds = ["compile_seconds", "execute_seconds", "wall_seconds"]
     longest = float(summary.loc[seconds, ["a", "b"]].to_numpy().max()) or 1e-9
     unit, factor = time_unit(longest)
@@ -532,7 +534,7 @@ def comparison_figure(comparison) -> dict[str, Any]:
             {
                 "type": "bar",
                 "name": label,
-                "x": counts,
+                "x": [labels.get(c, c) for c in counts],
                 "y": [float(summary.loc[c, side]) for c in counts],
                 "marker": {"color": color},
                 "legendgroup": side,

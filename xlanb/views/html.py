@@ -224,10 +224,11 @@ def _readable_metrics(profile: Profile) -> pd.DataFrame:
     return metrics
 
 
-def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
+def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = True) -> str:
     """The fragment shown under a profiled cell: headline, findings, highlighted fallbacks,
     then compiles, executions, counters, metrics and graphs one click away (with the viewer
-    of the first graphs unless `graph_viewers` is false: a report draws them all)."""
+    of the first graphs unless `graph_viewers` is false: a report draws them all); its title
+    first unless `titled` is false (a report's heading says it)."""
     numbers = profile.summary()
     head = []
     for label, value in headline(profile):
@@ -240,7 +241,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True) -> str:
     failed = " xlanb-failed" if profile.failed else ""
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>",
+        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>" if titled else "",
         f"<div class='xlanb-head'>{''.join(head)}</div>",
         _account(profile),
         _findings(profile),
@@ -390,7 +391,8 @@ def _live_arrays(profile: Profile) -> str:
     live = profile.live_arrays
     if live.empty:
         return ""
-    totals = live.groupby("snapshot")[["count", "bytes"]].sum()  # all ranks of a run
+    # all ranks of a run; bytes no rank measured stay unknown ("-"), not 0
+    totals = live.groupby("snapshot")[["count", "bytes"]].sum(min_count=1)
     if not {"before", "after"} <= set(totals.index):
         return ""
     before, after = totals.loc["before"], totals.loc["after"]
@@ -705,7 +707,12 @@ def comparison_html(comparison) -> str:
     if not comparison.fallbacks.empty:
         parts += [
             "<div class='xlanb-title'>Left the device</div>",
-            frame_table(comparison.fallbacks.astype(int), "op"),
+            frame_table(
+                comparison.fallbacks.astype(int).rename(
+                    columns={"a": str(a.name), "b": f"{b.name} "}
+                ),
+                "op",
+            ),
         ]
     if not comparison.findings.empty:
         parts += [

@@ -150,7 +150,8 @@ def _graphs(profile: Profile, page: PagePayloads) -> str:
 
 def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str:
     parts = [f"<h2>{escape(title(profile))}</h2>"] if heading else []
-    parts.append(profile_html(profile, graph_viewers=False))
+    # its title is the page's or the section's heading, once
+    parts.append(profile_html(profile, graph_viewers=False, titled=False))
     for figure in (percentile_figure(profile), timeline_figure(profile)):
         if figure is not None:
             parts.append(chart_html(figure))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
@@ -22,6 +24,9 @@ _JAX_RECOMPILE_CAUSES = (
 HOT_CALLS = 10
 #: This many eager-op compiles in a cell are worth a warning.
 EAGER_COMPILES = 10
+#: Fewer eager-op compiles taking at least this share of the cell's wall time are worth a
+#: note (`X[:bs]` of a device array, a few batch sizes: a slice program compiled per size).
+EAGER_SHARE = 0.05
 
 
 def _jax_rows(frame: pd.DataFrame) -> pd.DataFrame:
@@ -93,6 +98,7 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                 {
                     "severity": "warning",
                     "title": f"{graph} recompiled {counted(len(again), 'time')} in this cell"
+                    + _identity_reason(again["cause"].astype(str))
                     + _lines(again),
                     "detail": f"JAX traced and compiled it again because: {changes}. "
                     f"{counted(len(rows), 'compile')} of it took {format_seconds(seconds)} "
@@ -216,18 +222,39 @@ def jax_host_transfers(profile: Profile) -> list[Finding]:
     ]
 
 
+_IDENTITY_CAUSE = re.compile(
+    r"a new (?P<cls>\S+) object(?: at (?:keyword )?(?P<where>\S+))? \("
+    + re.escape(jax_text.IDENTITY_HASHED)
+)
+
+
+def _identity_reason(causes: pd.Series) -> str:
+    """``: static argument config is a new Config object each call, hashed by identity``
+    when every recompile's cause is such an object (the why, in the title); else ""."""
+    found = [_IDENTITY_CAUSE.search(cause) for cause in causes]
+    if not found or not all(found):
+        return ""
+    first = found[0]
+    assert first is not None
+    where = f" {first['where']}" if first["where"] else ""
+    return f": static argument{where} is a new {first['cls']} object each call, hashed by identity"
+
+
 def jax_eager_compiles(profile: Profile) -> list[Finding]:
-    """Many small programs compiled for ops run outside jax.jit."""
+    """Small programs compiled for ops run outside jax.jit: many of them (a warning), or a
+    few that took a noticeable share of the cell (information)."""
     compiles = _jax_rows(profile.compiles)
     eager = compiles[_flag(compiles, "eager")]
-    if len(eager) < EAGER_COMPILES:
+    seconds = float(eager["seconds"].sum(skipna=True))
+    many = len(eager) >= EAGER_COMPILES
+    wall = profile.wall_seconds or 0.0
+    if eager.empty or not (many or (wall > 0 and seconds >= EAGER_SHARE * wall)):
         return []
     top = eager["graph"].value_counts().head(5)
     names = ", ".join(f"{name} ×{n}" for name, n in top.items())
-    seconds = float(eager["seconds"].sum(skipna=True))
     return [
         {
-            "severity": "warning",
+            "severity": "warning" if many else "info",
             "title": f"{len(eager)} small eager-op compiles" + _lines(eager),
             "detail": f"Each jax.numpy/lax op run outside jax.jit compiles its own program per "
             f"shape and dtype ({names}); {format_seconds(seconds)} spent compiling them.",

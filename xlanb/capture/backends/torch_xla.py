@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xlanb.analysis import device_time
-from xlanb.capture import device_trace, switches, torch_reads, versions, workdir
+from xlanb.capture import backward_ops, device_trace, switches, torch_reads, versions, workdir
 from xlanb.capture.backends.base import (
     Capture,
     CaptureOptions,
@@ -147,10 +147,21 @@ class _Token:
     device_bytes: float = field(default_factory=lambda: _device_bytes())
     #: The values read back in the capture, by place.
     reads: torch_reads.Reads | None = None
+    #: The fallback ops of its backward passes, by place.
+    backward: backward_ops.BackwardOps | None = None
 
 
 def _counters(metrics) -> dict[str, int]:
     return {name: metrics.counter_value(name) for name in metrics.counter_names()}
+
+
+def _aten_counters(metrics) -> dict[str, int]:
+    """The runtime's ``aten::`` counters (the ops that left the device)."""
+    return {
+        name: metrics.counter_value(name)
+        for name in metrics.counter_names()
+        if name.startswith("aten::")
+    }
 
 
 def _live_tensors(counters: dict[str, int]) -> int:
@@ -245,6 +256,7 @@ def begin(options: CaptureOptions) -> _Token:
         if note:
             token.notes.append(note)
     token.reads = torch_reads.start("xla")
+    token.backward = backward_ops.start(lambda: _aten_counters(metrics))
     _hook_step_marker()
     return token
 
@@ -433,6 +445,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     import torch_xla.core.xla_model as xm
 
     reads = torch_reads.stop(token.reads) if token.reads is not None else []
+    passes = backward_ops.stop(token.backward) if token.backward is not None else []
     _unhook_step_marker()
     # Executions run asynchronously: wait for the cell's to finish and record their times.
     xm.wait_device_ops()
@@ -444,8 +457,9 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     _live_rows(capture, token, counters_after)
     counter_deltas = counter_rows(NAME, token.counters, counters_after)
     capture.rows["counters"] = counter_deltas
-    capture.rows["fallbacks"] = torch_reads.placed_rows(
-        fallback_rows(NAME, counter_deltas), reads, lambda frames: location_fields(frames, options)
+    where = functools.partial(location_fields, options=options)
+    capture.rows["fallbacks"] = backward_ops.split_rows(
+        torch_reads.placed_rows(fallback_rows(NAME, counter_deltas), reads, where), passes, where
     )
 
     in_cell: dict[str, list[tuple[float, float]]] = {}

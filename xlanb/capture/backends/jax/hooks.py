@@ -822,17 +822,30 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         if entry is not None:  # no lock: as the call counts above
             entry[2] += 1
             return
-        traced = [*traced, *(arg for name, arg in kwargs.items() if name not in names)]
-        found = Counter(kind for kind in map(type, tree_leaves(traced)) if kind in host_types)
+        dynamic = {name: arg for name, arg in kwargs.items() if name not in names}
+        leaves = tree_leaves((tuple(traced), dynamic))  # in the order jit flattens them
+        state.current = function  # JAX's calls while reading the lowering are not counted
+        try:
+            leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
+        finally:
+            state.current = None
+        found = Counter(kind for kind in map(type, leaves) if kind in host_types)
         state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
     def holds_host(arg) -> bool:
-        """Whether `arg` holds a host value directly (a container's children)."""
+        """Whether `arg` holds a host value: a dict's, list's or tuple's children, and theirs
+        (a batch of dicts of NumPy arrays)."""
         kind = type(arg)
         if kind is dict:
-            return not host_types.isdisjoint(map(type, arg.values()))
-        if isinstance(arg, list | tuple):
-            return not host_types.isdisjoint(map(type, arg))
+            children = arg.values()
+        elif isinstance(arg, list | tuple):
+            children = arg
+        else:
+            return False
+        for child in children:
+            kind = type(child)
+            if kind in host_types or (kind not in device_only and holds_host(child)):
+                return True
         return False
 
     return count_call
@@ -842,13 +855,27 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
 _COUNT_CALL_CODE = _dispatch_counter(None, DispatchTarget(type, type, frozenset(), list)).__code__
 
 
+def _transferred_leaves(function, args: tuple, kwargs: dict, leaves: list) -> list:
+    """The argument `leaves` JAX copies to the device on a call of `function`: those its
+    program keeps (jit drops the arguments the function does not use), read from the lowering
+    of the call just made (JAX's caches hold it); all of them when that cannot be read."""
+    try:
+        lowering = function.trace(*args, **kwargs).lower()._lowering
+        kept = lowering.compile_args["kept_var_idx"]
+        hoisted = len(getattr(lowering, "const_args", None) or ())  # constants come first
+    except Exception:
+        return leaves
+    return [leaf for index, leaf in enumerate(leaves) if index + hoisted in kept]
+
+
 def _arg_types(arg) -> Any:
-    """An argument's type, with its children's for a dict, list or tuple (a batch)."""
+    """An argument's type, with its children's for a dict, list or tuple (a batch), and
+    theirs (nested dicts)."""
     kind = type(arg)
     if kind is dict:
-        return kind, tuple(map(type, arg.values()))
+        return kind, tuple(map(_arg_types, arg.values()))
     if kind is list or kind is tuple:
-        return kind, tuple(map(type, arg))
+        return kind, tuple(map(_arg_types, arg))
     return kind
 
 
