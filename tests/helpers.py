@@ -218,3 +218,13 @@ def trace_stop_times() -> Iterator[list[float]]:
         yield times
     finally:
         device_trace.Trace.stop_early = stop_early
+
+
+def trace_without_budget(monkeypatch: Any) -> None:
+    """Turn off the trace window's budget of the cell's time for a test of what traced runs
+    give (steps, ops by line): its few runs are then all traced, whatever the machine's load."""
+    import math
+
+    from xlanb.capture import device_trace
+
+    monkeypatch.setattr(device_trace, "TRACE_BUDGET_SHARE", math.inf)

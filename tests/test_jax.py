@@ -15,7 +15,13 @@ from collections import Counter
 import pytest
 
 import xlanb
-from tests.helpers import outputs_of, packed_graphs, run_notebook, scan_callback_source
+from tests.helpers import (
+    outputs_of,
+    packed_graphs,
+    run_notebook,
+    scan_callback_source,
+    trace_without_budget,
+)
 from xlanb.capture import backends, versions
 from xlanb.capture.backends import jax as jax_backend
 from xlanb.core.profile import FRAME_COLUMNS
@@ -931,10 +937,11 @@ tc_done = tc_loss_value.block_until_ready()
 """
 
 
-def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell):
+def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, monkeypatch):
     """The runtime marks each donation and usage check as a wait (`Wait for donation holds`),
     most lasting 0 s: drawn at the minimum bar width they made a band of waiting that never
     happened (and were half the timeline's bytes)."""
+    trace_without_budget(monkeypatch)  # all its runs traced
     from xlanb.views.charts import timeline_figure
 
     run("zw_f = jax.jit(lambda p, x: (p * 0.9 + x.mean(), (p * x).sum()))")

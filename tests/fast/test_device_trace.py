@@ -140,3 +140,16 @@ def test_a_run_the_trace_stopped_in_is_not_a_run_nor_in_the_op_counts(fixture):
     assert max(seconds) < 1.5 * min(seconds), seconds
     if info["cut"] == "run_id":  # the runs that size the next window: whole ones only
         assert device_trace._runs_in(events) == waited
+
+
+def test_the_windows_budget_is_a_share_of_the_captures_time():
+    """A window closes once tracing its runs has cost TRACE_BUDGET_SHARE of the capture's time
+    so far (never before MIN_BUDGET_RUNS runs): a cell that started running at once closes it
+    after its fewest runs; one that compiled for a while first traces more of its runs."""
+    share = device_trace.TRACE_BUDGET_SHARE / device_trace.TRACED_SLOWDOWN
+    fewest = device_trace.MIN_BUDGET_RUNS
+    assert not device_trace.over_budget(fewest - 1, 1.0, 1.0)
+    assert device_trace.over_budget(fewest, 0.01, 0.01)
+    # a 10 s compile before the runs: the window stays open until they have run 10 s * share
+    assert not device_trace.over_budget(50, 0.99 * 10 * share, 10.0)
+    assert device_trace.over_budget(50, 10.0 * share, 10.0)

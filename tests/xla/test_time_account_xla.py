@@ -5,6 +5,7 @@ and device time is the runtime's ExecuteTime samples, one span per run."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pandas as pd
@@ -154,7 +155,11 @@ def test_a_long_compile_does_not_use_up_the_traces_window(run, shell, monkeypatc
 
     start = device_trace.start
     monkeypatch.setattr(
-        device_trace, "start", lambda *args, **options: start(*args, **options, window_seconds=0.3)
+        device_trace,
+        "start",
+        lambda runtime, begin, window: start(
+            runtime, begin, dataclasses.replace(window, window_seconds=0.3)
+        ),
     )
     run(
         "ta_deep = torch.nn.Sequential(*[layer for _ in range(60) for layer in\n"

@@ -64,6 +64,15 @@ MIN_WINDOW_RUNS = 5
 #: matmuls: 160,000 a second) and stay bounded by the window's runs until a trace has
 #: measured them.
 FIRST_WINDOW_SECONDS = 1.0
+#: ... and, after at least :data:`MIN_BUDGET_RUNS` runs, once the trace's cost so far (its
+#: traced wall time times :data:`TRACED_SLOWDOWN`) reaches this share of the capture's wall
+#: time so far: a short cell pays for a few traced runs only, a cell that compiled for a
+#: while before its first run traces more of them (its runs after the window are estimated).
+TRACE_BUDGET_SHARE = 0.03
+#: How much slower a traced run is than an untraced one, as a share of its wall time (the
+#: profiler records every thunk of a run on XLA:CPU).
+TRACED_SLOWDOWN = 0.4
+MIN_BUDGET_RUNS = 2
 
 _lock = threading.Lock()
 _running: Trace | None = None
@@ -156,33 +165,47 @@ class Trace:
             return True
 
 
+@dataclass(frozen=True)
+class Window:
+    """How a trace's window is sized and closed, and what the runtime tells it (issue #26).
+
+    `runs()` is the runtime's count of program runs: the trace stops once it has grown by
+    `window_runs` or `window_seconds` (default :data:`WINDOW_SECONDS`) have passed since the
+    first run (compiles before it do not use up the window), or once the trace has used up its
+    budget of the capture's time (:data:`TRACE_BUDGET_SHARE`, after at least
+    :data:`MIN_BUDGET_RUNS` runs; `budget=False` turns that off); `window_runs=None` traces
+    until :func:`finish`. A window of code whose runs' size is not known yet (no trace of
+    `source` read before) also closes once the runs have taken :data:`FIRST_WINDOW_SECONDS`,
+    after at least :data:`MIN_WINDOW_RUNS` of them: `busy()` is the seconds the runtime's runs
+    have taken so far (None: the wall time from the first run less `making()`, the seconds
+    spent making programs, stands for it). Before the window closes, `settle(ended)` waits
+    until the counted runs have finished executing (JAX counts calls, which return before
+    their runs under async dispatch; it returns early once `ended` is set); then `snapshot()`
+    is kept in ``snapshot_at_stop``."""
+
+    runs: Callable[[], int] | None = None
+    window_runs: int | None = WINDOW_RUNS
+    window_seconds: float | None = None
+    snapshot: Callable[[], Any] | None = None
+    settle: Callable[[Until], None] | None = None
+    source: str = ""
+    busy: Callable[[], float] | None = None
+    making: Callable[[], float] | None = None
+    budget: bool = True
+
+
 def start(
     runtime: str,
     begin: Callable[[str], Callable[[], bytes | None]],
-    runs: Callable[[], int] | None = None,
-    window_runs: int | None = WINDOW_RUNS,
-    window_seconds: float | None = None,
-    snapshot: Callable[[], Any] | None = None,
-    settle: Callable[[Until], None] | None = None,
-    source: str = "",
-    busy: Callable[[], float] | None = None,
-    making: Callable[[], float] | None = None,
+    window: Window | None = None,
 ) -> tuple[Trace | None, str | None]:
-    """Start the profiler through `begin(directory) -> stop` unless a trace is already running.
-
-    With `window_runs`, the trace stops once `runs()` (the runtime's count of program runs) has
-    grown by that many or `window_seconds` (default :data:`WINDOW_SECONDS`) have passed since
-    the first run (compiles before it do not use up the window); None traces until
-    :func:`finish`. A window of code whose runs' size is not known yet (no trace of `source`
-    read before) also closes once the runs have taken :data:`FIRST_WINDOW_SECONDS`, after at
-    least :data:`MIN_WINDOW_RUNS` of them: `busy()` is the seconds the runtime's runs have
-    taken so far (None: the wall time from the first run stands for it).
-    Before the window closes, `settle(ended)` waits until the counted runs have finished
-    executing (JAX counts calls, which return before their runs under async dispatch; it
-    returns early once `ended` is set); then `snapshot()` is kept in ``snapshot_at_stop``.
+    """Start the profiler through `begin(directory) -> stop` unless a trace is already running,
+    with its window sized as `window` says (:class:`Window`; None: the whole capture).
     Returns (the trace, None), or (None, a one-line note) when it cannot start; the capture
     then goes on without device times."""
     global _running, _counter
+    window = window or Window(window_runs=None)
+    runs, window_runs, source = window.runs, window.window_runs, window.source
     with _lock:
         if _running is not None or runtime in _unable:
             return None, None  # the outer capture's trace covers this span / said once
@@ -221,10 +244,9 @@ def start(
                     runs,
                     _running.runs_at_start,
                     limit,
-                    WINDOW_SECONDS if window_seconds is None else window_seconds,
-                    snapshot,
-                    settle,
-                    None if runs_known(runtime, source) else _RunTime(busy, making),
+                    window,
+                    _RunTime(window.busy, window.making),
+                    not runs_known(runtime, source),
                 ),
                 name="xlanb-trace-window",
                 daemon=True,
@@ -298,37 +320,49 @@ class Until:
         return self.done.wait(timeout) or self.is_set()
 
 
+def over_budget(count: int, traced_seconds: float, capture_seconds: float) -> bool:
+    """Whether a window of `count` runs that have run `traced_seconds` (not counting programs
+    made meanwhile) in a capture of `capture_seconds` so far has cost its budget: at least
+    :data:`MIN_BUDGET_RUNS` runs, and their tracing's cost is :data:`TRACE_BUDGET_SHARE` of the
+    capture's wall time or more."""
+    if count < MIN_BUDGET_RUNS:
+        return False
+    return TRACED_SLOWDOWN * traced_seconds >= TRACE_BUDGET_SHARE * capture_seconds
+
+
 def _watch(
     trace: Trace,
     runs: Callable[[], int],
     base: int,
     limit: int,
-    seconds: float,
-    snapshot: Callable[[], Any] | None,
-    settle: Callable[[Until], None] | None,
-    run_time: _RunTime | None = None,
+    window: Window,
+    run_time: _RunTime,
+    unknown_runs: bool,
 ) -> None:
-    """Close `trace`'s window after `limit` more runs or `seconds` from the first one, or
-    (with `run_time`: runs of unknown size) once they have run :data:`FIRST_WINDOW_SECONDS`
-    after at least :data:`MIN_WINDOW_RUNS` runs, unless it ends first."""
+    """Close `trace`'s window after `limit` more runs or the window's seconds from the first
+    one, once over its budget (:func:`over_budget` of the runs' time, `run_time`), or (runs of
+    unknown size) once they have run :data:`FIRST_WINDOW_SECONDS` after at least
+    :data:`MIN_WINDOW_RUNS` runs, unless it ends first."""
     fewest = min(MIN_WINDOW_RUNS, limit)
+    seconds = WINDOW_SECONDS if window.window_seconds is None else window.window_seconds
+    settle, snapshot = window.settle, window.snapshot
     until = Until(trace._done)
+    started = time.monotonic() - max(time.time() - trace.started_at, 0.0)
     try:
         deadline = math.inf
         while not trace._done.wait(POLL_SECONDS):
             count = runs() - base
+            now = time.monotonic()
             if count and deadline == math.inf:
-                deadline = time.monotonic() + seconds
-                if run_time is not None:
-                    run_time.first_run()
+                deadline = now + seconds
+                run_time.first_run()
+                if unknown_runs:
                     until.deadline = run_time.wall_deadline()
-            full = (
-                run_time is not None
-                and count >= fewest
-                and run_time.seconds(count) >= FIRST_WINDOW_SECONDS
-            )
-            if count >= limit or time.monotonic() >= deadline or full:
-                if run_time is not None and count:  # programs made since the first run
+            ran = run_time.seconds(count) if count else 0.0
+            full = unknown_runs and count >= fewest and ran >= FIRST_WINDOW_SECONDS
+            spent = window.budget and over_budget(count, ran, now - started)
+            if count >= limit or now >= deadline or full or spent:
+                if unknown_runs and count:  # programs made since the first run
                     until.deadline = run_time.wall_deadline()
                 if settle is not None:
                     settle(until)

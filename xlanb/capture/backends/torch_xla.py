@@ -241,9 +241,7 @@ def begin(options: CaptureOptions) -> _Token:
     gate = versions.gate(NAME)
     token.notes.extend(versions.tell_once([gate.note]))
     if options.device_trace and gate.allows(TRACE_FEATURE):
-        token.trace, note = device_trace.start(
-            NAME,
-            _start_trace,
+        window = device_trace.Window(
             runs=lambda: metrics.counter_value("ExecuteComputation") or 0,
             window_runs=options.trace_runs,
             snapshot=lambda: _execute_totals(metrics),
@@ -251,6 +249,7 @@ def begin(options: CaptureOptions) -> _Token:
             source=options.source,
             busy=lambda: _execute_totals(metrics)[1],
         )
+        token.trace, note = device_trace.start(NAME, _start_trace, window)
         if token.trace is not None:
             token.trace.capture_start = token.wall_start
         if note:

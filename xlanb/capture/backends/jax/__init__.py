@@ -207,20 +207,20 @@ def begin(options: CaptureOptions) -> Token:
     hooks.explain_enter()
     token.thread = threading.get_ident()
     if options.device_trace:
-        token.trace, note = device_trace.start(
-            NAME,
-            trace_session.start_trace,
+        window = device_trace.Window(
             runs=_runs,
             window_runs=options.trace_runs,
             settle=_settle,
             source=options.source,
             making=_making_seconds,
         )
+        token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
         if token.trace is not None and token.trace.window_runs is not None:
             if stops_where_launched():
                 token.trace.hand_over = _hand_over
             STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
-            fewest = min(device_trace.MIN_WINDOW_RUNS, token.trace.window_runs)
+            # a window over its budget may close after its fewest runs
+            fewest = min(device_trace.MIN_BUDGET_RUNS, token.trace.window_runs)
             STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
         if note:
             notes.append(note)

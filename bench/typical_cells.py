@@ -1,0 +1,252 @@
+"""Typical notebook cells (0.5-5 s) profiled under ``%%xla_profile`` against the same cell
+run bare, in a real IPython shell, alternating bare and profiled runs; the ratio of their
+median wall times (the cell's run through the shell, display included) with its spread (the
+lowest and highest ratio of the pairs), and for a first cell the end of cell: seconds from
+its last line to the end of ``%%xla_profile`` (display ready).
+
+Cases (``--case``; default all that the runtimes installed here have):
+
+- ``flax-cnn``: a flax nnx CNN, 100 Adam steps (optax) on 8 32x32 images (compiled before);
+- ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled and
+  run 3 times in the cell;
+- ``jax-transformer-steady``: the same step compiled before, 8 steps in the cell;
+- ``numpy-ema``: 300 steps of a jitted MLP step on a NumPy batch, with an eager EMA update
+  of the parameters after each step;
+- ``torch_xla-mlp``: a torch_xla MLP training step, 100 steps (``.venv-xla``).
+
+Target: profiled / bare <= 1.05; end of a first cell <= 150 ms + 10% of its compile time.
+
+    .venv/bin/python bench/typical_cells.py [--repeats 5] [--case numpy-ema]
+    PJRT_DEVICE=CPU .venv-xla/bin/python bench/typical_cells.py --case torch_xla-mlp
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import importlib.util
+import statistics
+import time
+
+import results
+
+FLAX_SETUP = """
+import jax, jax.numpy as jnp, numpy as np, optax
+from flax import nnx
+class CNN(nnx.Module):
+    def __init__(self, rngs):
+        self.c1 = nnx.Conv(3, 32, (3, 3), rngs=rngs)
+        self.c2 = nnx.Conv(32, 64, (3, 3), rngs=rngs)
+        self.fc = nnx.Linear(64 * 8 * 8, 10, rngs=rngs)
+    def __call__(self, x):
+        x = nnx.avg_pool(nnx.relu(self.c1(x)), (2, 2), (2, 2))
+        x = nnx.avg_pool(nnx.relu(self.c2(x)), (2, 2), (2, 2))
+        return self.fc(x.reshape(x.shape[0], -1))
+model = CNN(nnx.Rngs(0))
+optimizer = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
+@nnx.jit
+def train_step(model, optimizer, x, y):
+    def loss_fn(model):
+        return optax.softmax_cross_entropy_with_integer_labels(model(x), y).mean()
+    loss, grads = nnx.value_and_grad(loss_fn)(model)
+    optimizer.update(model, grads)
+    return loss
+xs = jnp.asarray(np.random.default_rng(0).normal(size=(8, 32, 32, 3)), jnp.float32)
+ys = jnp.zeros((8,), jnp.int32)
+for i in range(3):
+    loss = train_step(model, optimizer, xs, ys)
+loss.block_until_ready()
+"""
+FLAX_CELL = """
+for i in range(100):
+    loss = train_step(model, optimizer, xs, ys)
+loss.block_until_ready()
+"""
+
+TRANSFORMER_SETUP = """
+import jax, jax.numpy as jnp
+L, D, H = 12, 256, 4
+def layer(p, x):
+    B, T, _ = x.shape
+    q, k, v = ((x @ p[n]).reshape(B, T, H, D // H) for n in "qkv")
+    a = jax.nn.softmax(jnp.einsum("bthd,bshd->bhts", q, k) / 8.0, axis=-1)
+    x = jax.nn.gelu(x + jnp.einsum("bhts,bshd->bthd", a, v).reshape(B, T, D) @ p["o"])
+    return x + jax.nn.relu(x @ p["w1"]) @ p["w2"]
+def model(params, x):
+    for p in params:
+        x = layer(p, x)
+    return jnp.mean(x ** 2)
+shapes = dict(q=(D, D), k=(D, D), v=(D, D), o=(D, D), w1=(D, 4 * D), w2=(4 * D, D))
+params = [{n: jax.random.normal(jax.random.key(0), s) * 0.02 for n, s in shapes.items()}
+          for _ in range(L)]
+@jax.jit
+def warm_step(params, x):
+    loss, g = jax.value_and_grad(model)(params, x)
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+x32 = jnp.ones((4, 32, D))
+for i in range(3):
+    params, loss = warm_step(params, x32)
+loss.block_until_ready()
+"""
+TRANSFORMER_FIRST = """
+@jax.jit
+def step(params, x):
+    loss, g = jax.value_and_grad(model)(params, x)
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+for i in range(3):
+    params, loss = step(params, x32)
+loss.block_until_ready()
+"""
+TRANSFORMER_STEADY = """
+for i in range(8):
+    params, loss = warm_step(params, x32)
+loss.block_until_ready()
+"""
+
+NUMPY_EMA_SETUP = """
+import jax, jax.numpy as jnp, numpy as np
+rng = np.random.default_rng(0)
+params = {"w1": jnp.ones((256, 512)) * 0.01, "w2": jnp.ones((512, 10)) * 0.01}
+ema = jax.tree.map(lambda p: p, params)
+@jax.jit
+def mlp_step(params, x):
+    def loss_fn(params):
+        return jnp.mean((jax.nn.relu(x @ params["w1"]) @ params["w2"]) ** 2)
+    loss, g = jax.value_and_grad(loss_fn)(params)
+    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+batch = rng.normal(size=(64, 256)).astype(np.float32)
+for i in range(3):
+    params, loss = mlp_step(params, batch)
+    ema = jax.tree.map(lambda e, p: 0.99 * e + 0.01 * p, ema, params)
+loss.block_until_ready()
+"""
+NUMPY_EMA_CELL = """
+for i in range(300):
+    batch = rng.normal(size=(64, 256)).astype(np.float32)
+    params, loss = mlp_step(params, batch)
+    ema = jax.tree.map(lambda e, p: 0.99 * e + 0.01 * p, ema, params)
+loss.block_until_ready()
+"""
+
+TORCH_XLA_SETUP = """
+import torch, torch_xla
+torch.manual_seed(0)
+device = torch_xla.device()
+net = torch.nn.Sequential(torch.nn.Linear(256, 1024), torch.nn.ReLU(),
+                          torch.nn.Linear(1024, 10)).to(device)
+opt = torch.optim.Adam(net.parameters(), lr=1e-3)
+xb = torch.randn(64, 256).to(device)
+def train_step():
+    opt.zero_grad()
+    loss = (net(xb) ** 2).mean()
+    loss.backward()
+    opt.step()
+    torch_xla.sync()
+    return loss
+for i in range(3):
+    loss = train_step()
+loss.item()
+"""
+TORCH_XLA_CELL = """
+for i in range(100):
+    loss = train_step()
+loss.item()
+"""
+
+#: The cell's last line notes when it ran (the end of cell is measured from there).
+CELL_END = "import builtins, time; builtins.bench_cell_end = time.perf_counter()\n"
+
+#: name -> (runtime module, setup, cell, whether it is a first cell: compiles every run)
+CASES = {
+    "flax-cnn": ("flax", FLAX_SETUP, FLAX_CELL, False),
+    "jax-transformer-first": ("jax", TRANSFORMER_SETUP, TRANSFORMER_FIRST, True),
+    "jax-transformer-steady": ("jax", TRANSFORMER_SETUP, TRANSFORMER_STEADY, False),
+    "numpy-ema": ("jax", NUMPY_EMA_SETUP, NUMPY_EMA_CELL, False),
+    "torch_xla-mlp": ("torch_xla", TORCH_XLA_SETUP, TORCH_XLA_CELL, False),
+}
+
+
+def timed(shell, cell: str) -> tuple[float, float]:
+    """(wall seconds of `cell` through the shell, seconds from its last line to the end)."""
+    from IPython.utils.capture import capture_output
+
+    with capture_output():
+        started = time.perf_counter()
+        result = shell.run_cell(cell)
+        ended = time.perf_counter()
+    if result.error_in_exec is not None:
+        raise result.error_in_exec
+    return ended - started, ended - builtins.bench_cell_end  # type: ignore[attr-defined]
+
+
+def run_case(shell, name: str, repeats: int) -> dict:
+    _runtime, setup, cell, first = CASES[name]
+    shell.run_cell(setup)
+    profiled_cell = "%%xla_profile --var bench_prof\n" + cell + CELL_END
+    bare_cell = cell + CELL_END
+    timed(shell, profiled_cell)  # warm-up: xlanb's own first import and the runtime's hooks
+    bare, profiled, ratios, ends, compile_s = [], [], [], [], []
+    for index in range(repeats):
+        order = [(bare_cell, False), (profiled_cell, True)]
+        for text, is_profiled in order if index % 2 == 0 else order[::-1]:
+            wall, end = timed(shell, text)
+            (profiled if is_profiled else bare).append(wall)
+            if is_profiled:
+                ends.append(end)
+                compiles = shell.user_ns["bench_prof"].compiles
+                compile_s.append(float(compiles["seconds"].sum()) if len(compiles) else 0.0)
+        ratios.append(profiled[-1] / bare[-1])
+    return {
+        "bare_s": statistics.median(bare),
+        "profiled_s": statistics.median(profiled),
+        "ratio": statistics.median(profiled) / statistics.median(bare),
+        "ratio_low": min(ratios),
+        "ratio_high": max(ratios),
+        "end_of_cell_s": statistics.median(ends),
+        "end_of_cell_spread_s": [min(ends), max(ends)],
+        "compile_s": statistics.median(compile_s),
+        "first_cell": first,
+        "repeats": repeats,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--case", action="append", choices=sorted(CASES))
+    results.add_check_option(parser)
+    args = parser.parse_args()
+
+    from IPython.testing.globalipapp import start_ipython
+
+    cases = args.case or [
+        name for name, spec in CASES.items() if importlib.util.find_spec(spec[0]) is not None
+    ]
+    shell = start_ipython()
+    shell.display_formatter.active_types = shell.display_formatter.format_types
+    shell.run_line_magic("load_ext", "xlanb")
+    print(
+        f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
+        f"{'end of cell s':>13} {'compile s':>9}"
+    )
+    failures = []
+    for name in cases:
+        figures = run_case(shell, name, args.repeats)
+        print(
+            f"{name:<23} {figures['bare_s']:>7.3f} {figures['profiled_s']:>10.3f} "
+            f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "
+            f"{figures['end_of_cell_s']:>13.3f} {figures['compile_s']:>9.2f}"
+        )
+        results.write("typical_cells", {name: figures})
+        if figures["bare_s"] >= 0.5 and figures["ratio"] > 1.05:
+            failures.append(f"{name}: profiled/bare {figures['ratio']:.3f} > 1.05")
+        end_target = 0.150 + 0.1 * figures["compile_s"]
+        if figures["first_cell"] and figures["end_of_cell_s"] > end_target:
+            failures.append(
+                f"{name}: end of cell {figures['end_of_cell_s']:.3f} s > {end_target:.3f}"
+            )
+    return results.check(failures, args.check)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
