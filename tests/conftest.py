@@ -22,6 +22,17 @@ xlanb.enable(deep=importlib.util.find_spec("torch_xla") is not None)
 os.environ.setdefault("XLANB_STRICT_SCHEMA", "1")
 
 
+@pytest.fixture(autouse=True)
+def _trace_window_by_runs(request, monkeypatch):
+    """The trace window's budget of the cell's time closes it after a number of runs that
+    depends on the machine's load: tests count traced runs, so it is off unless a test is
+    marked ``trace_budget`` (the tests of the budget itself)."""
+    if request.node.get_closest_marker("trace_budget") is None:
+        from tests.helpers import trace_without_budget
+
+        trace_without_budget(monkeypatch)
+
+
 @pytest.fixture(scope="session")
 def shell():
     ip = start_ipython()

@@ -560,6 +560,7 @@ def test_a_bad_trace_window_is_a_usage_error(shell):
     assert "trace_runs must be at least 1" in str(result.error_in_exec)
 
 
+@pytest.mark.trace_budget
 def test_a_short_cell_traces_a_few_runs_not_the_first_fifty(run, shell):
     """A steady cell of 60 runs of a few ms each (nothing to compile): its window traced the
     first 50 of them, ~40% slower, most of the cell; now its budget (a share of the cell's own

@@ -142,6 +142,7 @@ def test_a_run_the_trace_stopped_in_is_not_a_run_nor_in_the_op_counts(fixture):
         assert device_trace._runs_in(events) == waited
 
 
+@pytest.mark.trace_budget
 def test_the_windows_budget_is_a_share_of_the_captures_time():
     """A window closes once tracing its runs has cost TRACE_BUDGET_SHARE of the capture's time
     so far (never before MIN_BUDGET_RUNS runs): a cell that started running at once closes it
