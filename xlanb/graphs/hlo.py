@@ -11,6 +11,7 @@ grouped by their ``op_name`` path.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -126,8 +127,15 @@ def parse(text: str) -> Graph:
 # -- reading ------------------------------------------------------------------------------
 def computations(text: str) -> list[_Computation]:
     """The computations of HLO text, each with its instructions (name, op, shape, operands,
-    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`."""
-    return _read(text)[1]
+    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`. The last
+    texts' are kept (the roofline asks for one module's costs and its products in a row):
+    treat them as read-only."""
+    return list(_kept_computations(text))
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_computations(text: str) -> tuple[_Computation, ...]:
+    return tuple(_read(text)[1])
 
 
 def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
