@@ -232,6 +232,47 @@ torch._lazy.mark_step()
     assert "xlanb-graph" in bundle["text/html"] and "nodes" in bundle["text/plain"]
 
 
+def test_a_profiled_cell_parses_no_graph_until_one_is_asked_for(run, shell, monkeypatch):
+    """A cell that compiles a program pays for its graph only when someone opens it: the
+    capture and its Profile parse no text; ``prof.graph(0)`` parses one, once."""
+    parser_module = sys.modules["xlanb.graphs.parse"]
+    parsed: list[str] = []
+    for kind, parser in list(parser_module._PARSERS.items()):
+
+        def counting(text: str, parser=parser, kind=kind) -> graphs.Graph:
+            parsed.append(kind)
+            return parser(text)
+
+        monkeypatch.setitem(parser_module._PARSERS, kind, counting)
+    read = graphs.hlo._read
+
+    def counting_read(text: str):  # the HLO reader of hlo_cost (rates, roofline)
+        parsed.append("hlo_read")
+        return read(text)
+
+    monkeypatch.setattr(graphs.hlo, "_read", counting_read)
+    run("""%%xla_profile -q --var lazy_graph_prof
+import jax, jax.numpy as jnp
+def lazy_graph_step(x):
+    return jnp.tanh(x @ x.T * 3.25).sum(axis=0)
+for _ in range(3):
+    jax.jit(lazy_graph_step)(jnp.ones((7, 5))).block_until_ready()
+""")
+    prof = shell.user_ns["lazy_graph_prof"]
+    assert len(prof.graphs) >= 1 and not prof.ops.empty
+    # the per-op roofline reads each measured program's HLO once; no graph is built
+    optimized = int((prof.graphs["kind"] == "hlo_optimized").sum())
+    assert [kind for kind in parsed if kind != "hlo_read"] == []
+    assert 1 <= parsed.count("hlo_read") <= optimized
+    parsed.clear()
+    graph = prof.graph(0)
+    assert graph.error is None and len(graph.nodes) > 0
+    assert len([kind for kind in parsed if kind != "hlo_read"]) == 1
+    asked = len(parsed)
+    prof.graph(0)
+    assert len(parsed) == asked
+
+
 # -- diff ----------------------------------------------------------------------------------------
 def step(x):
     return jnp.tanh(x @ x.T).sum(axis=0)

@@ -7,6 +7,7 @@ reductions, zero for data movement."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -27,10 +28,8 @@ def estimate(
     op: str, shape: str, attrs: dict[str, str], operand_shapes: list[str]
 ) -> tuple[float, float]:
     """(FLOPs, output bytes) of one node; NaN where the shapes do not tell."""
-    found = leaves(shape)
-    nbytes = _bytes(found)
+    nbytes, out, first_bytes = _shape_cost(shape)
     name = base_op(op)
-    out = _elements(found[0][1]) if found else math.nan
     if name in FREE or name.startswith("prim"):
         return 0.0, nbytes
     if name in CONTRACTIONS:
@@ -40,12 +39,20 @@ def estimate(
     if name in CUSTOM_CALLS:
         target = attrs.get("custom_call_target", "").strip('"')
         if target.startswith(GEMM_TARGET_PREFIX):
-            return 2.0 * out * _gemm_contraction_size(attrs, operand_shapes), _first_bytes(found)
+            return 2.0 * out * _gemm_contraction_size(attrs, operand_shapes), first_bytes
         if target.startswith(CONVOLUTION_TARGET_PREFIX):
-            return 2.0 * out * _kernel_fan_in(attrs, operand_shapes), _first_bytes(found)
+            return 2.0 * out * _kernel_fan_in(attrs, operand_shapes), first_bytes
     if (name in REDUCTIONS or name in REDUCING_COLLECTIVES) and operand_shapes:
         return element_count(operand_shapes[0]), nbytes
     return out, nbytes
+
+
+@functools.lru_cache(maxsize=4096)
+def _shape_cost(shape: str) -> tuple[float, float, float]:
+    """(bytes of all leaves, elements of the first, bytes of the first) of a result shape."""
+    found = leaves(shape)
+    out = _elements(found[0][1]) if found else math.nan
+    return _bytes(found), out, _first_bytes(found)
 
 
 #: ``custom_call_target`` prefixes of XLA:GPU's library calls: cuBLAS/cuBLASLt matrix products

@@ -11,6 +11,7 @@ grouped by their ``op_name`` path.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -32,6 +33,13 @@ _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
 _NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
 _CALLED = re.compile(r"%?([A-Za-z_][\w\-.]*)")
+#: The common instruction line in one match: a shape without brackets inside its layout (or a
+#: flat tuple), an opcode, operands that are plain names; anything else takes the general path.
+_SIMPLE = re.compile(
+    r"\s*(ROOT\s+)?%?([^\s=]+) = "
+    r"([^\s(){}\[\]]+\[[^\]]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
+    r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
+)
 
 #: Attributes naming computations that nest under the instruction using them.
 _NESTING_KEYS = (
@@ -80,12 +88,15 @@ class _Computation:
     line: int
     module: int
     instructions: list[_Instruction] = field(default_factory=list)
+    _parameters: dict[int, _Instruction] | None = field(default=None, repr=False)
 
     def parameter(self, number: int) -> _Instruction | None:
-        for instruction in self.instructions:
-            if instruction.parameter == number:
-                return instruction
-        return None
+        if self._parameters is None:
+            self._parameters = {}
+            for instruction in self.instructions:
+                if instruction.parameter >= 0:
+                    self._parameters.setdefault(instruction.parameter, instruction)
+        return self._parameters.get(number)
 
     def root(self) -> _Instruction | None:
         for instruction in self.instructions:
@@ -116,8 +127,15 @@ def parse(text: str) -> Graph:
 # -- reading ------------------------------------------------------------------------------
 def computations(text: str) -> list[_Computation]:
     """The computations of HLO text, each with its instructions (name, op, shape, operands,
-    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`."""
-    return _read(text)[1]
+    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`. The last
+    texts' are kept (the roofline asks for one module's costs and its products in a row):
+    treat them as read-only."""
+    return list(_kept_computations(text))
+
+
+@functools.lru_cache(maxsize=2)
+def _kept_computations(text: str) -> tuple[_Computation, ...]:
+    return tuple(_read(text)[1])
 
 
 def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
@@ -169,6 +187,81 @@ def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTa
 
 
 def _instruction(raw: str, lineno: int) -> _Instruction:
+    simple = _SIMPLE.match(raw)
+    if simple is None:
+        return _general_instruction(raw, lineno)
+    root, name, shape_text, op, arguments, tail = simple.groups()
+    metadata: dict[str, str] = {}
+    if "metadata={" in tail:
+        found = _METADATA.search(tail)
+        if found:
+            metadata = {k: unquote(v) for k, v in _FIELD.findall(found[1])}
+            tail = tail[: found.start()] + tail[found.end() :]
+    tail = tail.strip().lstrip(",")
+    attrs = key_values(tail) if tail.strip() else {}
+    operands: list[str] = []
+    elements: list[int] = []
+    if op == "parameter":
+        attrs["parameter"] = arguments.strip()
+    elif op == "constant":
+        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
+    else:
+        if "/*" in arguments:
+            arguments = _COMMENT.sub("", arguments)
+        for operand in arguments.split(","):
+            if not operand.strip():
+                continue
+            found_name = _NAME.match(operand.split()[-1])
+            if found_name is None:
+                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
+            operands.append(found_name[1])
+            elements.append(int(found_name[2]) if found_name[2] else -1)
+    return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
+
+
+def _finish(
+    name: str,
+    op: str,
+    shape_text: str,
+    operands: list[str],
+    elements: list[int],
+    attrs: dict[str, str],
+    metadata: dict[str, str],
+    root: str | None,
+    lineno: int,
+    raw: str,
+) -> _Instruction:
+    calls: list[tuple[str, str]] = []
+    if attrs:
+        for key in (*_NESTING_KEYS, "to_apply"):
+            if key in attrs:
+                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
+    control = (
+        _CALLED.findall(attrs["control-predecessors"]) if "control-predecessors" in attrs else []
+    )
+    if "op_type" in metadata:
+        attrs["op_type"] = metadata["op_type"]
+    parameter = -1
+    if op == "parameter" and "parameter" in attrs and attrs["parameter"].isdigit():
+        parameter = int(attrs["parameter"])
+    return _Instruction(
+        name,
+        op,
+        hlo_shape(shape_text),
+        operands,
+        attrs,
+        metadata,
+        calls,
+        control,
+        bool(root),
+        lineno,
+        raw.strip(),
+        parameter,
+        elements=elements,
+    )
+
+
+def _general_instruction(raw: str, lineno: int) -> _Instruction:
     match = _INSTRUCTION.match(raw)
     if not match:
         raise ParseError(KIND, lineno, "expected an instruction `name = shape opcode(...)`", raw)
@@ -200,9 +293,7 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     attrs = key_values(tail) if tail.strip() else {}
     operands: list[str] = []
     elements: list[int] = []
-    parameter = -1
     if op == "parameter":
-        parameter = int(arguments) if arguments.strip().isdigit() else -1
         attrs["parameter"] = arguments.strip()
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
@@ -214,27 +305,8 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(name[1])
             elements.append(int(name[2]) if name[2] else -1)
-    calls: list[tuple[str, str]] = []
-    for key in (*_NESTING_KEYS, "to_apply"):
-        if key in attrs:
-            calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
-    control = _CALLED.findall(attrs.get("control-predecessors", ""))
-    if "op_type" in metadata:
-        attrs["op_type"] = metadata["op_type"]
-    return _Instruction(
-        match[2],
-        op,
-        hlo_shape(shape_text),
-        operands,
-        attrs,
-        metadata,
-        calls,
-        control,
-        bool(match[1]),
-        lineno,
-        raw.strip(),
-        parameter,
-        elements=elements,
+    return _finish(
+        match[2], op, shape_text, operands, elements, attrs, metadata, match[1], lineno, raw
     )
 
 

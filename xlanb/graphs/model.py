@@ -53,11 +53,21 @@ def is_host_callback(op: str, attrs: dict[str, str]) -> bool:
     """A host callback or host transfer: runs Python/CPU code in the middle of the graph
     (``custom_call_target`` naming a callback, e.g. ``xla_ffi_python_cpu_callback``)."""
     target = attrs.get("custom_call_target") or attrs.get("call_target_name") or ""
+    if not target and op in _PLAIN_OPS:
+        return False
     if _CALLBACK.search(target) or _CALLBACK.search(op):
         return True
     if base_op(op) in ("send", "recv", "send-done", "recv-done", "infeed", "outfeed"):
         return attrs.get("is_host_transfer", "") == "true" or base_op(op) in ("infeed", "outfeed")
     return False
+
+
+#: Ops that are never host callbacks or transfers without a call target (the common case).
+_PLAIN_OPS = frozenset(
+    ("parameter", "constant", "fusion", "add", "multiply", "subtract", "divide", "dot")
+    + ("broadcast", "reshape", "bitcast", "transpose", "copy", "reduce", "convert", "tuple")
+    + ("get-tuple-element", "select", "compare", "exponential", "maximum", "slice")
+)
 
 
 def _fallback_key(op: str) -> str:

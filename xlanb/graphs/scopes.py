@@ -230,9 +230,11 @@ def _chunk(
 ) -> None:
     wanted = {s["id"] for s in scopes_here}
     first_line: dict[str, int] = {}
+    seen: set[str] = set()
     for index, node in enumerate(builder.nodes):
         scope_id = node["scope"]
-        if scope_id and scope_id not in first_line:
+        if scope_id and scope_id not in seen:
+            seen.add(scope_id)
             for ancestor in _ancestors(builder, scope_id):
                 if ancestor in wanted:
                     first_line.setdefault(ancestor, index)

@@ -3,6 +3,7 @@ tuples as ``(f32[2], s32[])``), so search, diff and cost work the same for every
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 
@@ -61,6 +62,7 @@ _TORCH_DTYPES = {
 _MLIR_ELEMENTS = {"i1": "pred", "index": "s64", "complex<f32>": "c64", "complex<f64>": "c128"}
 
 
+@functools.lru_cache(maxsize=4096)
 def hlo_shape(text: str) -> str:
     """``f32[3,8]{1,0}`` -> ``f32[3,8]``: layouts and ``/*index=N*/`` comments dropped."""
     text = _COMMENT.sub("", text.strip())
@@ -148,6 +150,12 @@ def _mlir_element(text: str) -> str:
 def leaves(shape: str) -> list[tuple[str, list[int | None]]]:
     """The array leaves of a shape:
     ``(f32[2,?], s32[])`` -> ``[("f32", [2, None]), ("s32", [])]``."""
+    return [(dtype, list(dims)) for dtype, dims in leaf_tuples(shape)]
+
+
+@functools.lru_cache(maxsize=4096)
+def leaf_tuples(shape: str) -> tuple[tuple[str, tuple[int | None, ...]], ...]:
+    """:func:`leaves` as tuples, cached per shape (a big module repeats a few shapes)."""
     found = []
     for match in _LEAF.finditer(shape):
         dims: list[int | None] = []
@@ -156,10 +164,11 @@ def leaves(shape: str) -> list[tuple[str, list[int | None]]]:
             if not dim:
                 continue
             dims.append(int(dim) if dim.isdigit() else None)
-        found.append((match[1], dims))
-    return found
+        found.append((match[1], tuple(dims)))
+    return tuple(found)
 
 
+@functools.lru_cache(maxsize=4096)
 def dtype_of(shape: str) -> str:
     """Element type of the first leaf (``""`` when the shape names none)."""
     match = _LEAF.search(shape)

@@ -118,6 +118,10 @@ class _Strings:
             self.index.setdefault(text, position)
 
     def __call__(self, value: Any) -> int:
+        if value.__class__ is str:
+            found = self.index.get(value)
+            if found is not None:
+                return found
         text = (
             "" if value is None or (isinstance(value, float) and math.isnan(value)) else str(value)
         )
@@ -312,22 +316,27 @@ def payload(
     flops: list[float | None] = []
     nbytes: list[float | None] = []
     for row in zip(
-        nodes["id"],
-        nodes["name"],
-        nodes["op"],
-        nodes["shape"],
-        nodes["scope"],
-        nodes["op_name"],
-        nodes["source_file"],
-        nodes["source_line"],
-        nodes["source_function"],
-        nodes["attrs"],
-        nodes["text"],
-        nodes["order"],
-        nodes["output"],
-        nodes["fallback"],
-        nodes["flops"],
-        nodes["bytes"],
+        *(
+            nodes[column].tolist()  # plain values: iterating a Series boxes each one
+            for column in (
+                "id",
+                "name",
+                "op",
+                "shape",
+                "scope",
+                "op_name",
+                "source_file",
+                "source_line",
+                "source_function",
+                "attrs",
+                "text",
+                "order",
+                "output",
+                "fallback",
+                "flops",
+                "bytes",
+            )
+        ),
         strict=True,
     ):
         (
@@ -359,7 +368,7 @@ def payload(
         columns["file"].append(strings(file))
         columns["line"].append(int(line) if _finite(line) is not None else 0)
         columns["func"].append(strings(function))
-        if hlo:
+        if hlo and "metadata={" in text:
             text = _METADATA.sub("", text)
         columns["text"].append(text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …")
         flat: list[int] = []
@@ -381,7 +390,9 @@ def payload(
         columns["peer"] = peers
     flat_edges: list[int] = []
     data_edge = EDGE_CODES["data"]
-    for source, target, kind in zip(edges["source"], edges["target"], edges["kind"], strict=True):
+    for source, target, kind in zip(
+        edges["source"].tolist(), edges["target"].tolist(), edges["kind"].tolist(), strict=True
+    ):
         flat_edges += [node_index[source], node_index[target], EDGE_CODES.get(kind, data_edge)]
     cost_columns: dict[str, Any] = {"flops": flops, "bytes": nbytes}
     if cost is not None:
