@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.attribution import forced_sync_places
+from xlanb.analysis.breakdown import read_seconds
 from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
@@ -174,20 +175,21 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
         if cause == "item" and count <= 1:
             severity = "info"
         ops = ", ".join(_ran(op, group) for op, group in rows.groupby("op", sort=False))
-        findings.append(
-            {
-                "severity": severity,
-                "title": f"{counted(count, noun)} {happened}" + _lines(rows),
-                "detail": f"Ran on the host: {ops}.",
-                "advice": (
-                    ""
-                    if severity == "info"
-                    else LIBRARY_READS
-                    if cause == "item" and _reads_all_in_libraries(profile)
-                    else _advice(rows, str(cause))
-                ),
-            }
-        )
+        finding: Finding = {
+            "severity": severity,
+            "title": f"{counted(count, noun)} {happened}" + _lines(rows),
+            "detail": f"Ran on the host: {ops}.",
+            "advice": (
+                ""
+                if severity == "info"
+                else LIBRARY_READS
+                if cause == "item" and _reads_all_in_libraries(profile)
+                else _advice(rows, str(cause))
+            ),
+        }
+        if cause == "item" and (seconds := read_seconds(profile)) > 0:
+            finding["seconds"] = seconds  # the account's sync_wait: the waits and idle gaps
+        findings.append(finding)
     return findings
 
 
