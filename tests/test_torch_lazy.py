@@ -120,6 +120,35 @@ for _ in range(4):
     assert head["syncs"] == "4" and head["CPU fallbacks"] == "0"
 
 
+def test_reads_in_a_kernels_cell_are_named_by_cell_line_with_advice_for_them(run, shell):
+    from ipykernel.compiler import XCachingCompiler
+
+    from xlanb.analysis.attribution import forced_sync_places
+
+    ipython_compile = shell.compile
+    shell.compile = XCachingCompiler()  # a Jupyter kernel's: cells are /tmp/ipykernel_<pid>/*.py
+    try:
+        run("""%%xla_profile -q --var prof
+w = torch.randn(5, 5, device=dev)
+losses = []
+for _ in range(4):
+    w = w * 0.5
+    losses.append(w.sum().item())
+""")
+    finally:
+        shell.compile = ipython_compile
+    prof = shell.user_ns["prof"]
+    assert "ipykernel_" in prof.fallbacks["read_at"].iloc[0]  # the runtime's own stack
+    places = forced_sync_places(prof.executions, prof.fallbacks)
+    assert places["read_at"].tolist() == ["cell line 6"] and not places["library"].any()
+    reads = prof.findings.set_index("title").loc[
+        "4 values read back to the host (syncs) (cell line 6)"
+    ]
+    assert reads["detail"] == "Ran on the host: aten::_local_scalar_dense ×4 (4 on cell line 6)."
+    assert reads["advice"].startswith("The reads are yours, on cell line 6. Keep values")
+    assert "ipykernel_" not in prof.findings.to_string()
+
+
 def test_one_read_after_the_loop_is_information_not_a_warning(run, shell):
     run("""%%xla_profile --var prof
 w = torch.randn(5, 5, device=dev)
