@@ -215,6 +215,23 @@ def test_a_read_every_step_costs_the_device_idle_gaps_after_it(run, shell):
     assert costs == sorted(costs, reverse=True), prof.findings
 
 
+def test_each_compile_time_on_the_screen_says_what_it_counts(run, shell):
+    from xlanb.views.summary import headline
+
+    run("@jax.jit\ndef ta_label(x):\n    return jnp.cos(x).cumsum()")
+    run(
+        "%%xla_profile -b jax -q --var labelled\nfor n in (48, 96, 192):\n"
+        "    ta_label(jnp.ones((n,), jnp.float32)).block_until_ready()"
+    )
+    prof = shell.user_ns["labelled"]
+    xla = prof.compiles[~prof.compiles["eager"].eq(True)]["seconds"].sum()
+    # the header's seconds are XLA's compile alone, and say so
+    assert dict(headline(prof))["compiles"].startswith(f"{len(prof.compiles)} (XLA compile ")
+    assert xla <= prof.summary()["compile_seconds"] + 1e-9
+    recompile = prof.findings[prof.findings["title"].str.contains("recompiled")].iloc[0]
+    assert all(word in recompile["detail"] for word in ("tracing", "lowering", "XLA compile"))
+
+
 def test_jax_execution_seconds_hold_no_compile_time(run, shell):
     run("@jax.jit\ndef ta_fresh(a):\n    return jnp.tanh(a @ a)")
     run(
