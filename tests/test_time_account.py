@@ -188,6 +188,57 @@ def test_findings_state_their_cost_and_the_costliest_comes_first(run, shell):
     assert "of the cell): jit(ta_cost) recompiled" in repr(prof)
 
 
+def test_a_read_every_step_costs_the_device_idle_gaps_after_it(run, shell):
+    run(
+        "@jax.jit\ndef ta_step(w, x):\n    loss = jnp.mean(jnp.tanh(x @ w) ** 2)\n"
+        "    return w * 0.99, loss\nta_x = ta_big[:256, :256]\n"
+        "float(ta_step(ta_x, ta_x)[1])"
+    )
+    run(
+        "%%xla_profile -b jax -q --var reads\nw = ta_x\nfor _ in range(30):\n"
+        "    w, loss = ta_step(w, ta_x)\n    last = float(loss)"
+    )
+    prof = shell.user_ns["reads"]
+    assert_adds_up(prof)
+    spans = prof.spans.sort_values("start")
+    runs = spans[spans["lane"] == "device"]
+    waits = spans[(spans["lane"] == "sync_wait") & (spans["name"] == "CommonPjRtBuffer::Await")]
+    starts = runs["start"].to_numpy()
+    ends = starts + runs["seconds"].to_numpy()
+    # the device idle from the end of each run the host read until the next run starts
+    gaps = sum(
+        later - end
+        for start, end, later in zip(starts[:-1], ends[:-1], starts[1:], strict=True)
+        if ((waits["start"] >= start) & (waits["start"] < later)).any()
+    )
+    assert gaps > 0
+    sync = buckets(prof)["sync_wait"]
+    assert gaps <= sync + 1e-9
+    waited = union_seconds(spans[spans["lane"] == "sync_wait"], prof)
+    assert sync <= gaps + waited + 1e-9
+    read = prof.findings[prof.findings["title"].str.contains("read back")].iloc[0]
+    assert read["seconds"] == pytest.approx(sync)
+    costs = prof.findings["seconds"].fillna(0).tolist()
+    assert costs == sorted(costs, reverse=True), prof.findings
+
+
+def test_each_compile_time_on_the_screen_says_what_it_counts(run, shell):
+    from xlanb.views.summary import headline
+
+    run("@jax.jit\ndef ta_label(x):\n    return jnp.cos(x).cumsum()")
+    run(
+        "%%xla_profile -b jax -q --var labelled\nfor n in (48, 96, 192):\n"
+        "    ta_label(jnp.ones((n,), jnp.float32)).block_until_ready()"
+    )
+    prof = shell.user_ns["labelled"]
+    xla = prof.compiles[~prof.compiles["eager"].eq(True)]["seconds"].sum()
+    # the header's seconds are XLA's compile alone, and say so
+    assert dict(headline(prof))["compiles"].startswith(f"{len(prof.compiles)} (XLA compile ")
+    assert xla <= prof.summary()["compile_seconds"] + 1e-9
+    recompile = prof.findings[prof.findings["title"].str.contains("recompiled")].iloc[0]
+    assert all(word in recompile["detail"] for word in ("tracing", "lowering", "XLA compile"))
+
+
 def test_jax_execution_seconds_hold_no_compile_time(run, shell):
     run("@jax.jit\ndef ta_fresh(a):\n    return jnp.tanh(a @ a)")
     run(

@@ -120,6 +120,35 @@ for _ in range(4):
     assert head["syncs"] == "4" and head["CPU fallbacks"] == "0"
 
 
+def test_reads_in_a_kernels_cell_are_named_by_cell_line_with_advice_for_them(run, shell):
+    from ipykernel.compiler import XCachingCompiler
+
+    from xlanb.analysis.attribution import forced_sync_places
+
+    ipython_compile = shell.compile
+    shell.compile = XCachingCompiler()  # a Jupyter kernel's: cells are /tmp/ipykernel_<pid>/*.py
+    try:
+        run("""%%xla_profile -q --var prof
+w = torch.randn(5, 5, device=dev)
+losses = []
+for _ in range(4):
+    w = w * 0.5
+    losses.append(w.sum().item())
+""")
+    finally:
+        shell.compile = ipython_compile
+    prof = shell.user_ns["prof"]
+    assert "ipykernel_" in prof.fallbacks["read_at"].iloc[0]  # the runtime's own stack
+    places = forced_sync_places(prof.executions, prof.fallbacks)
+    assert places["read_at"].tolist() == ["cell line 6"] and not places["library"].any()
+    reads = prof.findings.set_index("title").loc[
+        "4 values read back to the host (syncs) (cell line 6)"
+    ]
+    assert reads["detail"] == "Ran on the host: aten::_local_scalar_dense ×4 (4 on cell line 6)."
+    assert reads["advice"].startswith("The reads are yours, on cell line 6. Keep values")
+    assert "ipykernel_" not in prof.findings.to_string()
+
+
 def test_one_read_after_the_loop_is_information_not_a_warning(run, shell):
     run("""%%xla_profile --var prof
 w = torch.randn(5, 5, device=dev)
@@ -179,6 +208,26 @@ torch._lazy.mark_step()
     row = shell.user_ns["prof"].fallbacks.set_index("op").loc["aten::mse_loss"]
     assert row["cause"] == "missing_lowering" and row["count"] == 1
     assert row["cell_line"] == 3
+
+
+def test_an_error_ranks_above_a_finding_of_under_one_percent(run, shell):
+    run("""%%xla_profile -q --var prof
+import time
+for n in (13, 14, 15):
+    a, b = torch.randn(n, 7, device=dev), torch.randn(n, 7, device=dev)
+    c = (a * b).sum(0)
+    torch._lazy.mark_step()
+loss = torch.nn.functional.mse_loss(a, b)
+torch._lazy.mark_step()
+time.sleep(2)
+""")
+    findings = shell.user_ns["prof"].findings.reset_index(drop=True)
+    rows = findings.to_dict("records")
+    # a tiny graph's compiles in a cell of 2 s are under 1% and cost more than the fallback's
+    # unknown seconds: still the error comes first
+    minor = findings.index[(findings["severity"] != "error") & (findings["share"] > 0)]
+    assert len(minor) and (findings.loc[minor, "share"] < 0.01).all(), rows
+    assert findings["severity"].tolist().index("error") < minor.min(), rows
 
 
 def test_raising_cell_keeps_profile_and_reraises_unchanged(run, shell):

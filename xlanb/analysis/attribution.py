@@ -13,6 +13,8 @@ import re
 
 import pandas as pd
 
+from xlanb.formats.python_frames import is_cell_file
+
 # How an op looks in Python source (regular expressions), when its name is not literally
 # there. Builtins must not match methods: ``float(x)`` reads a value, ``x.float()`` does not.
 _BUILTIN = r"(?<![\w.])"
@@ -135,4 +137,20 @@ def forced_sync_places(
     places["library"] = [
         not (os.path.isabs(place) or place.startswith("<")) for place in places["read_at"]
     ]
+    places["read_at"] = [
+        cell_place(place, line)
+        for place, line in zip(places["read_at"], places["cell_line"], strict=True)
+    ]
     return places[columns]
+
+
+def cell_place(read_at: str, cell_line: object) -> str:
+    """`read_at` (``file:line (function)``) as people know it: ``cell line N`` where it is the
+    profiled cell's own code (a cell's file, at module level: the file's own line count lacks
+    the magic line) and the cell line is known, else unchanged (a function defined in a cell
+    is named by its file, line and name)."""
+    place, _, function = read_at.rpartition(" (")
+    filename = place.rsplit(":", 1)[0]
+    if function == "<module>)" and is_cell_file(filename) and not pd.isna(cell_line):
+        return f"cell line {int(cell_line)}"  # type: ignore[call-overload]
+    return read_at

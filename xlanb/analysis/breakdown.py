@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xlanb.analysis.sync_cost import READ_WAITS, read_gaps
 from xlanb.analysis.time_account import TimeAccount, account, merge_intervals
 from xlanb.core.profile import Profile
 from xlanb.core.schema import WHOLE_TRACE, make_frame
@@ -28,9 +29,26 @@ def _lane_arrays(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, 
 
 def lane_intervals(profile: Profile) -> dict[str, np.ndarray]:
     """The ``(start, end)`` intervals of the account's lanes, as ``(n, 2)`` arrays: what
-    :func:`xlanb.analysis.time_account.account` takes, for the cell or any window of it."""
-    lanes, starts, ends, _ = _lane_arrays(profile)
-    return {lane: np.column_stack([starts[lanes == lane], ends[lanes == lane]]) for lane in LANES}
+    :func:`xlanb.analysis.time_account.account` takes, for the cell or any window of it.
+    ``sync_wait`` holds, besides the host's waits, the device's idle gaps after each read
+    (:func:`xlanb.analysis.sync_cost.read_gaps`, from the trace's runs only)."""
+    lanes, starts, ends, estimated = _lane_arrays(profile)
+    result = {lane: np.column_stack([starts[lanes == lane], ends[lanes == lane]]) for lane in LANES}
+    reads = (lanes == "sync_wait") & profile.spans["name"].isin(READ_WAITS).to_numpy(dtype=bool)
+    traced = (lanes == "device") & ~estimated
+    if reads.any() and traced.any():
+        gaps = read_gaps(
+            np.column_stack([starts[traced], ends[traced]]),
+            np.column_stack([starts[reads], ends[reads]]),
+        )
+        result["sync_wait"] = np.concatenate([result["sync_wait"], gaps])
+    return result
+
+
+def read_seconds(profile: Profile) -> float:
+    """Seconds the cell's reads cost, as the account counts them (its ``sync_wait``)."""
+    result = time_account(profile)
+    return result.sync_wait if result is not None else 0.0
 
 
 def time_account(profile: Profile) -> TimeAccount | None:

@@ -43,6 +43,16 @@ def _holds_distributions(directory: str) -> bool:
         return False
 
 
+#: The file ipykernel compiles a cell as (``/tmp/ipykernel_<pid>/<hash>.py``).
+_KERNEL_CELL_FILE = re.compile(r"ipykernel_\d+[/\\]\d+\.py$")
+
+
+def is_cell_file(filename: str) -> bool:
+    """Whether `filename` is a notebook cell's: IPython's ``<ipython-input-...>`` or the
+    temporary file ipykernel compiles a cell as; people know it as the cell, not a path."""
+    return filename.startswith("<") or _KERNEL_CELL_FILE.search(filename) is not None
+
+
 def library_root(filename: str) -> str | None:
     """The install directory of the installed library `filename` belongs to, or None (the
     user's own code, or a file that is not on disk: a cell)."""

@@ -42,6 +42,7 @@ __all__ = [
     "DIVERGENT_SHOWN",
     "EAGER_COMPILES",
     "HOT_CALLS",
+    "MINOR_SHARE",
     "RANK_RULES",
     "RULES",
     "SEVERITY_ORDER",
@@ -100,8 +101,14 @@ def findings_frame(profile: Profile) -> pd.DataFrame:
     return make_frame("findings", by_cost(rows, profile.wall_seconds))
 
 
+#: A finding costing less than this share of the wall ranks below every error.
+MINOR_SHARE = 0.01
+
+
 def by_cost(rows: list[Finding], wall_seconds: float) -> list[Finding]:
-    """`rows` with ``share`` filled from ``seconds``, ordered by cost, then severity."""
+    """`rows` with ``share`` filled from ``seconds``, ordered by cost, then severity; an error
+    never ranks below a finding of less than :data:`MINOR_SHARE` of the wall (or of unknown
+    cost): a CPU fallback says nothing of its seconds but outranks a recompile of 8 ms."""
     for row in rows:
         seconds = row.get("seconds")
         if seconds is not None and seconds == seconds and wall_seconds:
@@ -111,7 +118,13 @@ def by_cost(rows: list[Finding], wall_seconds: float) -> list[Finding]:
         seconds = row.get("seconds")
         return float(seconds) if seconds is not None and seconds == seconds else 0.0
 
-    return sorted(rows, key=lambda f: (-cost(f), SEVERITY_ORDER.get(f["severity"], 9)))
+    def minor(row: Finding) -> bool:
+        share = row.get("share")
+        if row["severity"] == "error":
+            return False
+        return share is None or share != share or float(share) < MINOR_SHARE
+
+    return sorted(rows, key=lambda f: (minor(f), -cost(f), SEVERITY_ORDER.get(f["severity"], 9)))
 
 
 def compile_budget_error(profile: Profile, limit: int):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlanb.analysis.attribution import forced_sync_places
+from xlanb.analysis.attribution import cell_place, forced_sync_places
+from xlanb.analysis.breakdown import read_seconds
 from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
@@ -174,20 +175,21 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
         if cause == "item" and count <= 1:
             severity = "info"
         ops = ", ".join(_ran(op, group) for op, group in rows.groupby("op", sort=False))
-        findings.append(
-            {
-                "severity": severity,
-                "title": f"{counted(count, noun)} {happened}" + _lines(rows),
-                "detail": f"Ran on the host: {ops}.",
-                "advice": (
-                    ""
-                    if severity == "info"
-                    else LIBRARY_READS
-                    if cause == "item" and _reads_all_in_libraries(profile)
-                    else _advice(rows, str(cause))
-                ),
-            }
-        )
+        finding: Finding = {
+            "severity": severity,
+            "title": f"{counted(count, noun)} {happened}" + _lines(rows),
+            "detail": f"Ran on the host: {ops}.",
+            "advice": (
+                ""
+                if severity == "info"
+                else LIBRARY_READS
+                if cause == "item" and _reads_all_in_libraries(profile)
+                else _own_reads(rows, str(cause)) + _advice(rows, str(cause))
+            ),
+        }
+        if cause == "item" and (seconds := read_seconds(profile)) > 0:
+            finding["seconds"] = seconds  # the account's sync_wait: the waits and idle gaps
+        findings.append(finding)
     return findings
 
 
@@ -204,13 +206,31 @@ def _ran(op: str, rows: pd.DataFrame) -> str:
         known_line = not pd.isna(cell_line)
         if pd.isna(read_at):
             places.append(f"{count} unplaced")
-        elif str(read_at).startswith("<") and known_line:  # in the cell itself
+        elif cell_place(str(read_at), cell_line) != str(read_at):  # in the cell itself
             places.append(f"{count} on cell line {cell_line}")
         else:
             places.append(
                 f"{count} at {read_at}" + (f" from cell line {cell_line}" if known_line else "")
             )
     return f"{text} ({'; '.join(places)})"
+
+
+def _own_reads(rows: pd.DataFrame, cause: str) -> str:
+    """``The reads are yours, on cell line 6. `` where the cell's own
+    code read the values, else nothing."""
+    if cause != "item" or "read_at" not in rows.columns:
+        return ""
+    lines = sorted(
+        {
+            int(line)
+            for place, line in zip(rows["read_at"], rows["cell_line"], strict=True)
+            if not pd.isna(place) and cell_place(str(place), line) != str(place)
+        }
+    )
+    if not lines:
+        return ""
+    where = ", ".join(str(line) for line in lines)
+    return f"The reads are yours, on cell line {where}. "
 
 
 def _advice(rows, cause: str) -> str:
