@@ -1,6 +1,7 @@
-"""The end of a cell asks for `Profile.summary` and `host_activity` several times (headline,
-HTML, text) and keeps each answer: a profile changed afterwards (a frame replaced, rows added,
-the wall time or backends changed) gets a fresh one, never a stale one."""
+"""The end of a cell asks for `Profile.summary` and `Profile.shown` (what `derive` kept for
+the views: the host's activity, ...) several times (headline, HTML, text) and keeps each
+answer: a profile changed afterwards (a frame replaced, rows added, the wall time or backends
+changed) gets a fresh one, never a stale one."""
 
 from __future__ import annotations
 
@@ -108,3 +109,24 @@ def test_host_activity_follows_the_spans_and_the_wall_time():
     other = _profile()  # another profile asked in between: each gets its own answer
     assert round(host_activity(other)[0], 6) == 0.8
     assert host_activity(profile) == waited
+
+
+def test_derive_keeps_what_the_views_show_and_a_changed_profile_gets_it_afresh():
+    from xlanb.analysis import derive
+    from xlanb.views.summary import account_line
+
+    profile = derive(_profile())
+    kept = profile.shown
+    assert kept.host_activity == host_activity(profile)
+    assert round(kept.host_activity[0], 6) == 0.8
+    assert kept.traced_window is None and kept.forced_syncs.empty and kept.rank_table.empty
+    assert profile.shown is kept  # read, not computed again
+    assert "host busy 800.0 ms" in account_line(profile)
+
+    profile.wall_seconds = 2.0  # changed after derive: never a stale answer
+    assert profile.shown is not kept
+    assert round(profile.shown.host_activity[0], 6) == 1.8
+    assert "host busy 1.80 s" in account_line(profile)
+
+    built = _profile()  # never derived (a Profile built by hand): computed when first read
+    assert built.shown.host_activity == kept.host_activity

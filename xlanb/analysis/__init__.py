@@ -17,6 +17,7 @@ from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.analysis.rates import with_rates
 from xlanb.analysis.roofline import with_op_rates
+from xlanb.analysis.shown import shown
 from xlanb.analysis.step_times import step_frame
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame, rank_findings_frame
@@ -33,9 +34,12 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     one) gives the same frames.
 
     A Profile merged from rank files keeps each rank's frames (derived when it was captured)
-    and gains the rules over the ranks."""
+    and gains the rules over the ranks. What the views show from several frames is kept too
+    (``Profile.shown``)."""
     if is_multi_rank(profile):
-        return _with_rank_findings(profile)
+        _with_rank_findings(profile)
+        profile.keep_shown(shown(profile))
+        return profile
     if attribute_lines:
         profile.fallbacks = attribute_fallbacks(
             profile.fallbacks, profile.compiles, profile.source, profile.executions
@@ -49,6 +53,7 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     general = findings_frame(profile).to_dict("records")
     rows = general + _source_findings(profile, general)
     profile.findings = make_frame("findings", by_cost(rows, profile.wall_seconds))
+    profile.keep_shown(shown(profile))
     return profile
 
 

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
@@ -89,33 +85,9 @@ def traced_window_name(profile: Profile) -> str | None:
     return _window(profile)[1]
 
 
-class _LastAnswer:
-    """An answer kept for the spans frame last asked about (held weakly) and a `key` of what
-    else it read: asked again for the same, it is not computed again."""
-
-    def __init__(self) -> None:
-        self._spans: Callable[[], pd.DataFrame | None] = lambda: None
-        self._key: Any = None
-        self._value: Any = None
-
-    def get(self, spans: pd.DataFrame, key: Any, compute: Callable[[], Any]) -> Any:
-        if self._key == key and self._spans() is spans:
-            return self._value
-        value = compute()
-        self._spans, self._key, self._value = weakref.ref(spans), key, value
-        return value
-
-
-#: The summary, the account line, the steps and the charts each ask for the trace's window
-#: (ten times a cell, each a few ms on a few thousand spans); a cell's text and its HTML each
-#: ask for the host's activity.
-_WINDOW, _HOST = _LastAnswer(), _LastAnswer()
-
-
 def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
-    """The trace window and its name (kept, :data:`_WINDOW`)."""
-    spans = profile.spans
-    return _WINDOW.get(spans, len(spans), lambda: _find_window(spans))
+    """The trace window and its name."""
+    return _find_window(profile.spans)
 
 
 def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str | None]:
@@ -136,13 +108,7 @@ def host_activity(profile: Profile) -> tuple[float, float] | None:
     """(host busy seconds, of which hidden under device time): the main thread counts as busy
     whenever it was not waiting on the runtime (the trace's ``sync_wait`` spans). Known only
     where the runtime's trace gave the device runs (not for estimates): over the trace's
-    window when it closed before the cell ended. Kept (:data:`_HOST`)."""
-    spans = profile.spans
-    key = (len(spans), profile.started_at, profile.wall_seconds)
-    return _HOST.get(spans, key, lambda: _host_activity(profile))
-
-
-def _host_activity(profile: Profile) -> tuple[float, float] | None:
+    window when it closed before the cell ended."""
     if not profile.wall_seconds or not profile.started_at or profile.spans.empty:
         return None
     lanes, starts, ends, estimated = _lane_arrays(profile)

@@ -30,6 +30,25 @@ from xlanb.core.seams import implementation
 
 
 @dataclass
+class Shown:
+    """What the views show that is computed from several frames (filled by
+    :func:`xlanb.analysis.derive`; not saved: loading computes it again).
+
+    ``traced_window``: (start, end) epoch seconds of the device trace's window when it closed
+    before the cell ended, with its ``traced_window_name``; ``host_activity``: (host busy
+    seconds, of which hidden under device time); ``forced_syncs``: where values were read
+    (backend, read_at, cell_line, count, library); ``rank_table`` and ``rank_outliers``: a
+    merged profile's per-rank rows and the ranks that stand out per column."""
+
+    traced_window: tuple[float, float] | None = None
+    traced_window_name: str | None = None
+    host_activity: tuple[float, float] | None = None
+    forced_syncs: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rank_table: pd.DataFrame = field(default_factory=pd.DataFrame)
+    rank_outliers: dict[str, list[int]] = field(default_factory=dict)
+
+
+@dataclass
 class Profile:
     """What one profiled cell (or `with xlanb.profile():` block) did on the lazy-tensor runtimes.
 
@@ -69,6 +88,42 @@ class Profile:
     _summary_cache: tuple[tuple[Any, ...], tuple[pd.DataFrame, ...], dict[str, Any]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
+    _shown: tuple[tuple[Any, ...], tuple[pd.DataFrame, ...], Shown] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+
+    @property
+    def shown(self) -> Shown:
+        """What :func:`xlanb.analysis.derive` computed for the views (:class:`Shown`); computed
+        again (the ``shown`` implementation, registered by :mod:`xlanb.analysis`) where the
+        Profile was not derived or its frames, start or wall time changed since."""
+        frames, key = self._shown_key()
+        kept = self._shown
+        if (
+            kept is None
+            or kept[0] != key
+            or not all(old is new for old, new in zip(kept[1], frames, strict=True))
+        ):
+            self.keep_shown(implementation("shown")(self))
+            kept = self._shown
+        assert kept is not None
+        return kept[2]
+
+    def keep_shown(self, shown: Shown) -> None:
+        """Keep `shown`, computed from the frames as they are now."""
+        frames, key = self._shown_key()
+        self._shown = (key, frames, shown)
+
+    def _shown_key(self) -> tuple[tuple[pd.DataFrame, ...], tuple[Any, ...]]:
+        frames = tuple(getattr(self, name) for name in FRAME_NAMES)
+        key = (
+            *(len(frame) for frame in frames),
+            self.started_at,
+            self.wall_seconds,
+            tuple(self.backends),
+            id(self.environment.get("ranks")),
+        )
+        return frames, key
 
     def frames(self) -> dict[str, pd.DataFrame]:
         """All frames by name."""

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 PROVIDERS = (
     "xlanb.formats.profile_json",
     "xlanb.analysis.programs",
+    "xlanb.analysis.shown",
     "xlanb.views.methods",
 )
 

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from xlanb.analysis.attribution import forced_sync_places
 from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
 from xlanb.core.words import magic_command
@@ -270,7 +269,7 @@ def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = Tr
     temporaries = _temporaries(profile)
     if temporaries:
         parts.append(temporaries)
-    places = forced_sync_places(profile.executions, profile.fallbacks)
+    places = profile.shown.forced_syncs
     if not places.empty:
         parts.append(
             "<div class='xlanb-title'>Forced syncs by place "

@@ -8,7 +8,6 @@ from typing import Any
 
 import pandas as pd
 
-from xlanb.analysis.ranks import outliers, rank_info, rank_table
 from xlanb.core.profile import Profile
 from xlanb.views.escape import cell, escape
 from xlanb.views.summary import format_seconds
@@ -38,9 +37,9 @@ STYLE = """
 
 def ranks_section(profile: Profile) -> str:
     """The per-rank table of `profile` (merged by :func:`xlanb.ranks.load_ranks`), open."""
-    info = rank_info(profile)
-    table = rank_table(profile)
-    standing_out = outliers(table)
+    info = profile.environment.get("ranks", {})
+    table = profile.shown.rank_table
+    standing_out = profile.shown.rank_outliers
     head = "".join(f"<th>{escape(label)}</th>" for _, label, _ in SHOWN)
     rows = [_row(record, standing_out) for record in table.to_dict("records")]
     for rank in info.get("missing", []):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from xlanb.analysis.breakdown import host_activity, traced_window, traced_window_name
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, headline_host_kinds
 from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
@@ -124,9 +123,9 @@ def account_line(profile: Profile) -> str:
             else " (estimated from xlanb's timers)"
         )
     line = f"wall {format_seconds(profile.wall_seconds)} = {body}"
-    host = host_activity(profile)
+    host = profile.shown.host_activity
     if host is not None:
-        window = traced_window(profile)
+        window = profile.shown.traced_window
         where = f" in the traced {format_seconds(window[1] - window[0])}" if window else ""
         line += (
             f";{where} host busy {format_seconds(host[0])}, {format_seconds(host[1])} of it "
@@ -138,7 +137,7 @@ def account_line(profile: Profile) -> str:
 def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
-    window, name = traced_window(profile), traced_window_name(profile)
+    window, name = profile.shown.traced_window, profile.shown.traced_window_name
     if window is None:
         return ""
     covered = format_seconds(window[1] - window[0])
@@ -168,7 +167,7 @@ def steps_line(profile: Profile) -> str:
         )
         mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
         parts.append(f"{len(steady)} steady, median {format_seconds(median)}: {mix}")
-    traced = " in the trace's window" if traced_window(profile) else ""
+    traced = " in the trace's window" if profile.shown.traced_window else ""
     return f"steps{traced}: " + " · ".join(parts)
 
 

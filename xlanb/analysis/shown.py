@@ -1,0 +1,28 @@
+"""What the views show that is computed from several frames (:class:`xlanb.core.profile.Shown`):
+the trace's window, the host's activity, the forced-sync places, a merged profile's rank table.
+:func:`xlanb.analysis.derive` keeps it on the Profile; ``Profile.shown`` asks again through the
+seam where a Profile was built without it."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from xlanb.analysis.attribution import forced_sync_places
+from xlanb.analysis.breakdown import host_activity, traced_window, traced_window_name
+from xlanb.analysis.ranks import RANK_COLUMNS, is_multi_rank, outliers, rank_table
+from xlanb.core.profile import Profile, Shown
+from xlanb.core.seams import provides
+
+
+@provides("shown")
+def shown(profile: Profile) -> Shown:
+    """The :class:`Shown` of `profile` as its frames are now."""
+    ranks = rank_table(profile) if is_multi_rank(profile) else pd.DataFrame(columns=RANK_COLUMNS)
+    return Shown(
+        traced_window=traced_window(profile),
+        traced_window_name=traced_window_name(profile),
+        host_activity=host_activity(profile),
+        forced_syncs=forced_sync_places(profile.executions, profile.fallbacks),
+        rank_table=ranks,
+        rank_outliers=outliers(ranks),
+    )
