@@ -16,10 +16,10 @@ import time
 from collections import Counter
 from typing import Any
 
+import xlanb.capture.backends.jax.hooks as hooks
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
-from xlanb.capture.backends.jax import hooks
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
