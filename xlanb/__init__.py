@@ -1,25 +1,15 @@
 """xlanb: a Jupyter-native profiler for lazy-tensor and XLA workloads.
 
-In a notebook::
+In a notebook, ``%load_ext xlanb`` then ``%%xla_profile`` on a cell; in a script::
 
-    %load_ext xlanb          # sets the runtimes' debug switches if they have not started
-
-    %%xla_profile
-    train_step()
-
-In a script::
-
-    import xlanb
     xlanb.enable()           # before importing torch_xla / starting torch._lazy
     with xlanb.profile() as prof:
         train_step()
-    print(prof.compiles)
 
-A plain ``import xlanb`` changes nothing in the process.
-
-The package is layered (each layer imports only the ones below it; ``make lint`` checks it):
-``frontends`` > ``api`` > ``views`` > ``capture`` | ``offline`` > ``analysis`` > ``graphs`` >
-``formats`` > ``core``. This module re-exports the public API.
+A plain ``import xlanb`` changes nothing in the process. The package is layered (each layer
+imports only the ones below it; ``make lint`` checks it): ``frontends`` > ``api`` > ``views``
+> ``capture`` | ``offline`` > ``analysis`` > ``graphs`` > ``formats`` > ``core``; this module
+re-exports the public API.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 Pure functions over intervals ``(start, end)`` given in seconds on one clock (typically
 ``time.time_ns() / 1e9`` on the Python side and ``start_ns / 1e9`` for trace events, which
-share the UNIX epoch; see ``xlanb.formats.xspace``).
-
+share the UNIX epoch; see ``xlanb.formats.xspace``); numpy only, nothing from ``xlanb``.
 Every instant of the wall window ``[wall_start, wall_end]`` goes to exactly one bucket:
 
 1. ``device``    - some program is running (union of the device intervals);
@@ -12,16 +11,7 @@ Every instant of the wall window ``[wall_start, wall_end]`` goes to exactly one 
 4. ``sync_wait`` - then the host waiting on the device (a sync / ``block_until_ready``);
 5. ``other``     - then xlanb's own overhead, only when ``other`` intervals are given;
 6. ``python``    - the rest: the user's Python, tracing, lazy graph building.
-
-Intervals may overlap one another and extend outside the window (they are clipped); empty,
-reversed or NaN intervals are ignored. The buckets sum to the wall time (``python`` is computed
-as the remainder, so the sum is exact up to one rounding). One sort of all boundaries, then a
-vectorised sweep: O(n log n) for n intervals.
-
-Precision: epoch seconds in a float64 resolve ~0.2 µs; times are shifted to the window start
-before any difference is taken, so no further precision is lost.
-
-This module imports nothing from ``xlanb`` (numpy only).
+The buckets sum to the wall time; times are shifted to the window start before any difference.
 """
 
 from __future__ import annotations
@@ -212,6 +202,9 @@ def account(
     python (remainder). ``host_busy`` does not take part in the buckets: it yields
     ``host_busy_seconds`` (its union within the window) and ``host_hidden_seconds`` (the part of
     that union overlapping the device union).
+
+    Intervals may overlap and extend outside the window (clipped); empty, reversed or NaN ones
+    are ignored. One sort of all boundaries, then a vectorised sweep: O(n log n).
     """
     wall_start, wall_end = float(wall_start), float(wall_end)
     if not (np.isfinite(wall_start) and np.isfinite(wall_end)):

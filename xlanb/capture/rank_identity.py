@@ -3,32 +3,8 @@
 Nothing here starts a runtime: a runtime is asked only when the process has imported it and
 it is already initialised.
 
-Rank and world size, the first rule that applies:
-
-1. the ``rank=`` / ``world_size=`` arguments;
-2. PyTorch/XLA's runtime, when initialised and it spans more than one device:
-   ``torch_xla.runtime.global_ordinal()`` / ``world_size()``;
-3. ``jax.distributed``, when initialised: its process index / process count;
-4. ``torch.distributed``, when initialised: ``get_rank()`` / ``get_world_size()``;
-5. the environment: ``RANK`` / ``WORLD_SIZE`` (torchrun and most launchers), else
-   ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE``;
-6. rank 0 of 1.
-
-(PJRT on the CPU is single-process: under torchrun each process's runtime sees a world of one
-device, so rule 2 does not apply and the launcher's ``RANK`` / ``WORLD_SIZE`` are used.)
-
-Run id, shared by every rank of one run, the first rule that applies:
-
-1. the ``run_id=`` argument;
-2. ``$XLANB_RUN_ID``;
-3. ``$TORCHELASTIC_RUN_ID`` (torchrun's ``--rdzv-id``; a fresh id with ``--standalone``),
-   unless it is ``none``, torchrun's default;
-4. the run's coordinator: ``jax.distributed``'s key-value store, else ``torch.distributed``'s
-   default store: rank 0 writes a fresh id under ``xlanb/run_id`` and the other ranks read it
-   (waiting up to ``STORE_TIMEOUT_SECONDS``);
-5. the launching process: host name, parent pid and the parent's start time, which every
-   process started by one launcher on one host shares (torchrun's agent, ``xmp.spawn``, a
-   script that starts the ranks with ``&``).
+The rules that pick the rank and world size, and the run id, are on
+:func:`_rank_and_world` and :func:`_run_id`.
 """
 
 from __future__ import annotations
@@ -117,6 +93,20 @@ def publish_run_id() -> None:
 
 # -- rank and world size --------------------------------------------------------------------
 def _rank_and_world() -> tuple[int, int, str]:
+    """Rank and world size, the first rule that applies:
+
+    1. the ``rank=`` / ``world_size=`` arguments;
+    2. PyTorch/XLA's runtime, when initialised and it spans more than one device:
+       ``torch_xla.runtime.global_ordinal()`` / ``world_size()``;
+    3. ``jax.distributed``, when initialised: its process index / process count;
+    4. ``torch.distributed``, when initialised: ``get_rank()`` / ``get_world_size()``;
+    5. the environment: ``RANK`` / ``WORLD_SIZE`` (torchrun and most launchers), else
+       ``LOCAL_RANK`` / ``LOCAL_WORLD_SIZE``;
+    6. rank 0 of 1.
+
+    (PJRT on the CPU is single-process: under torchrun each process's runtime sees a world of one
+    device, so rule 2 does not apply and the launcher's ``RANK`` / ``WORLD_SIZE`` are used.)
+    """
     for source, probe in (
         ("torch_xla", _torch_xla_rank),
         ("jax.distributed", _jax_rank),
@@ -246,6 +236,19 @@ def _elastic_run_id() -> str | None:
 
 
 def _run_id() -> tuple[str, str]:
+    """Run id, shared by every rank of one run, the first rule that applies:
+
+    1. the ``run_id=`` argument;
+    2. ``$XLANB_RUN_ID``;
+    3. ``$TORCHELASTIC_RUN_ID`` (torchrun's ``--rdzv-id``; a fresh id with ``--standalone``),
+       unless it is ``none``, torchrun's default;
+    4. the run's coordinator: ``jax.distributed``'s key-value store, else ``torch.distributed``'s
+       default store: rank 0 writes a fresh id under ``xlanb/run_id`` and the other ranks read it
+       (waiting up to ``STORE_TIMEOUT_SECONDS``);
+    5. the launching process: host name, parent pid and the parent's start time, which every
+       process started by one launcher on one host shares (torchrun's agent, ``xmp.spawn``, a
+       script that starts the ranks with ``&``).
+    """
     if os.environ.get(RUN_ID_ENV):
         return os.environ[RUN_ID_ENV], RUN_ID_ENV
     elastic = _elastic_run_id()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass, field
 
 from xlanb.capture import workdir
 
@@ -16,17 +17,31 @@ from xlanb.capture import workdir
 #: instead of writing into its parent's files.
 SWITCHES_ENV = "XLANB_SWITCHES"
 
-_notes_given: set[str] = set()
-#: The user's own value (None: unset) of each switch xlanb changed, to put back.
-_user_values: dict[str, str | None] = {}
-#: The values the runtimes started with, for the switches put back by :func:`seal`.
-_sealed: dict[str, str | None] = {}
+
+@dataclass(eq=False)
+class _SwitchState:
+    """This module's mutable state, one instance (:data:`_STATE`); its containers are only
+    changed in place."""
+
+    #: The runtimes (and switches) whose one-line note was given this session.
+    notes_given: set[str] = field(default_factory=set)
+    #: The user's own value (None: unset) of each switch xlanb changed, to put back.
+    user_values: dict[str, str | None] = field(default_factory=dict)
+    #: The values the runtimes started with, for the switches put back by :func:`seal`.
+    sealed: dict[str, str | None] = field(default_factory=dict)
+    #: Whether :func:`enable` set the costly switches in this process.
+    deep: bool = False
+    #: The runtimes :func:`enable` configured (for :func:`seal_read`).
+    enabled: list = field(default_factory=list)
+
+
+_STATE = _SwitchState()
 
 
 def value(name: str) -> str | None:
     """The value the runtime read for switch `name`: the environment's, or the one it had
     before :func:`seal` put the user's back."""
-    return _sealed[name] if name in _sealed else os.environ.get(name)
+    return _STATE.sealed[name] if name in _STATE.sealed else os.environ.get(name)
 
 
 def seal(backends: list) -> list[str]:
@@ -46,10 +61,10 @@ def seal(backends: list) -> list[str]:
         except Exception:
             continue
         for name in backend.SWITCH_NAMES:
-            if name not in _user_values or name in _sealed:
+            if name not in _STATE.user_values or name in _STATE.sealed:
                 continue
-            _sealed[name] = os.environ.get(name)
-            user = _user_values[name]
+            _STATE.sealed[name] = os.environ.get(name)
+            user = _STATE.user_values[name]
             if user is None:
                 os.environ.pop(name, None)
             else:
@@ -66,7 +81,7 @@ def seal(backends: list) -> list[str]:
 
 def pending() -> bool:
     """Whether a switch xlanb set is still in the environment (not given back yet)."""
-    return len(_sealed) < len(_user_values)
+    return len(_STATE.sealed) < len(_STATE.user_values)
 
 
 def seal_pending() -> list[str]:
@@ -85,10 +100,9 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
     ``XLANB_DEEP=1`` in the environment) adds the costly ones.
 
     Returns one-line notes for runtimes that started too early (each said once a session)."""
-    global _deep
     if deep is None:  # a later plain enable() (%load_ext xlanb) keeps an earlier deep one
-        deep = os.environ.get(DEEP_ENV) == "1" or _deep
-    _deep = deep
+        deep = os.environ.get(DEEP_ENV) == "1" or _STATE.deep
+    _STATE.deep = deep
     notes = []
     for backend in backends:
         if not backend.is_installed():
@@ -99,8 +113,8 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
                 f"switches are off ({backend.LATE_LOSS}); run `%load_ext xlanb` (or "
                 "`xlanb.enable()`) before importing it, or use the xlanb kernel."
             )
-            if backend.NAME not in _notes_given:
-                _notes_given.add(backend.NAME)
+            if backend.NAME not in _STATE.notes_given:
+                _STATE.notes_given.add(backend.NAME)
                 notes.append(note)
             continue
         inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
@@ -112,8 +126,8 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
                 if dump_dir_from_flags(" ".join(flags)):
                     # the user dumps HLO themselves: their flags stay exactly as they set them
                     os.environ[name] = " ".join(flags)
-                    if "--xla_dump_hlo_as_text" not in flags and name not in _notes_given:
-                        _notes_given.add(name)
+                    if "--xla_dump_hlo_as_text" not in flags and name not in _STATE.notes_given:
+                        _STATE.notes_given.add(name)
                         notes.append(
                             "xlanb: your XLA_FLAGS dump HLO without --xla_dump_hlo_as_text; "
                             "xlanb leaves them as set, so it shows no HLO graphs or op source "
@@ -123,13 +137,13 @@ def enable(backends: list, deep: bool | None = None) -> list[str]:
                 added = _missing_flags(flags, setting)
                 os.environ[name] = " ".join(flags + added.split())
                 ours[name] = added
-                _user_values.setdefault(name, " ".join(flags) or None)
+                _STATE.user_values.setdefault(name, " ".join(flags) or None)
             elif not current or inherited.get(name) == current:
                 os.environ[name] = ours[name] = setting
-                _user_values.setdefault(name, None)  # unset, or only the parent's value
+                _STATE.user_values.setdefault(name, None)  # unset, or only the parent's value
         os.environ[SWITCHES_ENV] = json.dumps({**inherited, **ours})
-    if _user_values:
-        _enabled[:] = backends
+    if _STATE.user_values:
+        _STATE.enabled[:] = backends
         # the files stay small between captures, and the environment is put back once read
         workdir.start_janitor(seal_read, read_first=_remember_unprofiled)
     return notes
@@ -139,7 +153,7 @@ def _remember_unprofiled() -> bool:
     """The janitor's first step: each configured runtime that has started remembers the
     compiles its files hold (``between_cells``); False while one is still writing them."""
     ready = True
-    for backend in _enabled:
+    for backend in _STATE.enabled:
         remember = getattr(backend, "between_cells", None)
         if remember is not None and backend.has_started():
             ready = remember() is not False and ready
@@ -148,20 +162,13 @@ def _remember_unprofiled() -> bool:
 
 def set_by_xlanb() -> list[str]:
     """The switches :func:`enable` set in this process (their values: :func:`value`)."""
-    return list(_user_values)
-
-
-#: Whether :func:`enable` set the costly switches in this process.
-_deep = False
-
-#: The runtimes :func:`enable` configured (for :func:`seal_read`).
-_enabled: list = []
+    return list(_STATE.user_values)
 
 
 def seal_read() -> list[str]:
     """:func:`seal` for the runtimes :func:`enable` configured (at the start and the end of
     each capture, after a sync or a read inside one, and from the workdir's janitor)."""
-    return seal(_enabled) if _enabled else []
+    return seal(_STATE.enabled) if _STATE.enabled else []
 
 
 #: Every switch a runtime reads at start-up, for ``%xla_profile status``.

@@ -2,7 +2,7 @@
 
 One gate per runtime: a declared range of tested releases (its oldest and newest ends are the
 ones ``make test`` runs), checked once against the installed release (read from the package
-metadata, without importing the runtime). From the oldest release up every feature is on, as
+metadata; no runtime is imported here). From the oldest release up every feature is on, as
 far as each private touch point's own check at first use allows (JAX's live in
 :mod:`xlanb.capture.backends.jax.hooks`): only a failing one is off. A feature the older
 releases of the range cannot give (its ``since``: torch_xla 2.7 traces no ops on the CPU) is
@@ -10,9 +10,7 @@ off on them, said once in one line with what they lack. A release newer than the
 on (users upgrade within days): the first profile of the session says once, in one line, that
 it is newer than tested. Below the oldest release the features that reach into the runtime's
 internals are off, said once per session in one line; those on its public API stay on.
-
-The README's support table is generated from :data:`RUNTIMES` by ``tools/support_table.py``.
-No runtime is imported here.
+The README's support table is made from :data:`RUNTIMES` by ``tools/support_table.py``.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 #: This process's workdir (informational: child processes make their own).
@@ -18,13 +19,27 @@ WORKDIR_ENV = "XLANB_WORKDIR"
 #: Where workdirs are made (the xlanb kernel sets it to a per-kernel directory).
 WORKDIR_ROOT_ENV = "XLANB_WORKDIR_ROOT"
 
-_workdir: str | None = None
-#: Captures in progress in this process (:func:`hold`): files are emptied only by the last.
-_holds = 0
-_holds_lock = threading.Lock()
 #: How often the janitor empties the files while no capture runs (:func:`start_janitor`).
 JANITOR_SECONDS = 2.0
-_janitor: threading.Thread | None = None
+
+
+@dataclass(eq=False)
+class _WorkdirState:
+    """This module's mutable state, one instance (:data:`_STATE`). ``lock`` guards ``holds``
+    and the emptying of the files (a capture cannot begin while they are emptied)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: This process's workdir, made on first use.
+    workdir: str | None = None
+    #: Captures in progress in this process (:func:`hold`): files are emptied only by the last.
+    holds: int = 0
+    #: The janitor thread (:func:`start_janitor`), its extra tasks and readers.
+    janitor: threading.Thread | None = None
+    janitor_tasks: list[Callable[[], object]] = field(default_factory=list)
+    janitor_readers: list[Callable[[], bool]] = field(default_factory=list)
+
+
+_STATE = _WorkdirState()
 #: Workdir names carry the pid of their process, so a dead process's can be swept.
 _NAME = re.compile(r"xlanb-(\d+)-")
 
@@ -32,16 +47,15 @@ _NAME = re.compile(r"xlanb-(\d+)-")
 def path() -> str:
     """This process's directory for the files the debug switches write (made on first use,
     removed at exit; those left by processes that were killed are removed then too)."""
-    global _workdir
-    if _workdir is None:
+    if _STATE.workdir is None:
         root = os.environ.get(WORKDIR_ROOT_ENV) or None
         if root:
             Path(root).mkdir(parents=True, exist_ok=True)
         sweep_stale(root or tempfile.gettempdir())
-        _workdir = tempfile.mkdtemp(prefix=f"xlanb-{os.getpid()}-", dir=root)
-        os.environ[WORKDIR_ENV] = _workdir
-        atexit.register(shutil.rmtree, _workdir, True)
-    return _workdir
+        _STATE.workdir = tempfile.mkdtemp(prefix=f"xlanb-{os.getpid()}-", dir=root)
+        os.environ[WORKDIR_ENV] = _STATE.workdir
+        atexit.register(shutil.rmtree, _STATE.workdir, True)
+    return _STATE.workdir
 
 
 def sweep_stale(root: str) -> list[str]:
@@ -77,24 +91,18 @@ def _alive(pid: int) -> bool:
 def hold() -> None:
     """A capture begins: the files are read by offset, and emptied only by the last capture
     to end (a nested or overlapping capture never empties what an outer one still needs)."""
-    global _holds
-    with _holds_lock:
-        _holds += 1
+    with _STATE.lock:
+        _STATE.holds += 1
 
 
 def release() -> None:
-    global _holds
-    with _holds_lock:
-        _holds = max(_holds - 1, 0)
+    with _STATE.lock:
+        _STATE.holds = max(_STATE.holds - 1, 0)
 
 
 def held() -> int:
     """Captures in progress (the caller's own included)."""
-    return _holds
-
-
-_janitor_tasks: list[Callable[[], object]] = []
-_janitor_readers: list[Callable[[], bool]] = []
+    return _STATE.holds
 
 
 def start_janitor(
@@ -105,23 +113,26 @@ def start_janitor(
     run on each round too (its errors are ignored). `read_first` reads what the files hold
     (the compiles of unprofiled code) before they are emptied, and returns False while a
     runtime is still writing them (a compile in flight): that round empties nothing."""
-    global _janitor
-    if also is not None and also not in _janitor_tasks:
-        _janitor_tasks.append(also)
-    if read_first is not None and read_first not in _janitor_readers:
-        _janitor_readers.append(read_first)
-    if _janitor is not None:
+    if also is not None and also not in _STATE.janitor_tasks:
+        _STATE.janitor_tasks.append(also)
+    if read_first is not None and read_first not in _STATE.janitor_readers:
+        _STATE.janitor_readers.append(read_first)
+    if _STATE.janitor is not None:
         return
-    _janitor = threading.Thread(target=_sweep_forever, name="xlanb-workdir-janitor", daemon=True)
-    _janitor.start()
+    _STATE.janitor = threading.Thread(
+        target=_sweep_forever, name="xlanb-workdir-janitor", daemon=True
+    )
+    _STATE.janitor.start()
 
 
 def _sweep_forever() -> None:
     stop = threading.Event()
     while not stop.wait(JANITOR_SECONDS):
-        if not _holds and all(_read_before_clearing(reader) for reader in list(_janitor_readers)):
+        if not _STATE.holds and all(
+            _read_before_clearing(reader) for reader in list(_STATE.janitor_readers)
+        ):
             clear_owned_files()
-        for task in list(_janitor_tasks):
+        for task in list(_STATE.janitor_tasks):
             try:
                 task()
             except Exception:
@@ -137,17 +148,17 @@ def _read_before_clearing(reader: Callable[[], bool]) -> bool:
 
 def is_owned(path: str | os.PathLike | None) -> bool:
     """Whether `path` lies in xlanb's workdir, so xlanb may truncate or delete it."""
-    if not path or _workdir is None:
+    if not path or _STATE.workdir is None:
         return False
     try:
-        return Path(path).resolve().is_relative_to(Path(_workdir).resolve())
+        return Path(path).resolve().is_relative_to(Path(_STATE.workdir).resolve())
     except OSError:
         return False
 
 
 def current() -> str | None:
     """The workdir if it was made, else None (it is made on first use)."""
-    return _workdir
+    return _STATE.workdir
 
 
 class AppendedFile:
@@ -195,12 +206,12 @@ def empty_directory(path: str) -> None:
 def clear_owned_files() -> None:
     """Empty every file xlanb owns in its workdir, unless a capture is in progress (between
     cells, and from the janitor)."""
-    if _workdir is None or not os.path.isdir(_workdir):
+    if _STATE.workdir is None or not os.path.isdir(_STATE.workdir):
         return
-    with _holds_lock:  # a capture cannot begin while its files are being emptied
-        if _holds:
+    with _STATE.lock:  # a capture cannot begin while its files are being emptied
+        if _STATE.holds:
             return
-        with os.scandir(_workdir) as entries:
+        with os.scandir(_STATE.workdir) as entries:
             for entry in entries:
                 if entry.is_file():
                     _truncate(entry.path)

@@ -1,6 +1,5 @@
 """The schema of every Profile frame, as data: each column's dtype, unit, meaning, whether every
-row of the frame has it, and which backends or parsers write it; plus the vocabularies
-(severities, counter categories) shared by writers and readers.
+row has it and who writes it; plus the vocabularies shared by writers and readers.
 
 :data:`SCHEMA` is the one authoritative list. Everything else is derived from it:
 :data:`FRAME_COLUMNS` (the required columns, public API), :func:`empty_frame`,
@@ -8,14 +7,11 @@ row of the frame has it, and which backends or parsers write it; plus the vocabu
 undeclared ones) and :func:`markdown_table` (README's frame tables, rewritten by
 ``tools/schema_table.py``).
 
-Required columns are in every frame, in the declared order, even when empty. Optional columns
-appear only in frames where a writer has them (after the required ones); a row whose writer
-does not fill one holds a typed null (NaN, ``<NA>``) there.
+Required columns are in every frame, in the declared order, even when empty; optional ones
+only where a writer has them (after the required ones), a typed null in rows it leaves empty.
 
-To add a column: declare it here (its dtype, unit, meaning and writers), then write it; run
-``tools/schema_table.py`` to update README.md. The test suite runs with
-``XLANB_STRICT_SCHEMA=1``, so a column written through :func:`make_frame` without being
-declared fails the tests.
+To add a column: declare it here, write it, and run ``tools/schema_table.py`` (README.md);
+the tests run with ``XLANB_STRICT_SCHEMA=1``, where an undeclared column fails.
 """
 
 from __future__ import annotations

@@ -10,14 +10,8 @@ Two sources, one answer (:class:`Temporary` rows, largest first):
 - the ``BufferAssignmentProto`` JAX hands over with a loaded executable's compiled memory stats
   (``serialized_buffer_assignment_proto``), whose buffers name their instruction by its 64-bit
   unique id only: the ``HloModuleProto`` (``as_serialized_hlo_module_proto()``) gives the
-  names (ids are not in the text's order). Decoded with hand-written descriptors of the few
-  fields read (``xla/service/hlo.proto``, observed on jaxlib 0.10.2) in a private pool, as
-  :mod:`xlanb.formats.xspace` does.
-
-A temporary is a buffer of an allocation that is not an entry parameter, a constant, thread-local
-(scalars of a loop body) or live out (the outputs, and buffers that reuse their memory).
-Buffers of one allocation share its memory at their offsets: their sizes overlap in time, so
-the list says what is big, not what adds up.
+  names. Decoded with hand-written descriptors of the fields read (``xla/service/hlo.proto``,
+  jaxlib 0.10.2) in a private pool, as :mod:`xlanb.formats.xspace` does.
 """
 
 from __future__ import annotations
@@ -38,7 +32,13 @@ TEMPORARIES_KEPT = 5
 
 
 class Temporary(NamedTuple):
-    """One temporary buffer: the HLO instruction that defines it, its shape and size."""
+    """One temporary buffer: the HLO instruction that defines it, its shape and size.
+
+    A temporary is a buffer of an allocation that is not an entry parameter, a constant,
+    thread-local (scalars of a loop body) or live out (the outputs, and buffers that reuse
+    their memory). Buffers of one allocation share its memory at their offsets: their sizes
+    overlap in time, so the list says what is big, not what adds up.
+    """
 
     op: str
     opcode: str

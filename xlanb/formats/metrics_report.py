@@ -1,33 +1,5 @@
 """The one reader of the runtimes' text metrics report (``metrics_report()`` of PyTorch/XLA and
 torch._lazy), alone or appended once per step (``XLA_METRICS_FILE``).
-
-The grammar, checked line by line so that a file that does not fit names its first bad line::
-
-    Metric: NAME                      a metric block: TotalSamples and Accumulator (or the
-      TotalSamples: INT               older "Counter:") are required, the others optional,
-      Accumulator: VALUE              each at most once
-      ValueRate: VALUE / second
-      Rate: NUMBER / second
-      Percentiles: 1%=VALUE; 5%=VALUE; ...
-    Counter: NAME                     a counter block: exactly one Value line
-      Value: INT
-    TSBackendImpl: N/A                the lazy backend's own report (torch._lazy), kept as text
-
-Values are durations (``06m09s401ms746.001us`` -> seconds), sizes (``19.72KB`` -> bytes) or
-plain numbers, converted by :func:`xlanb.formats.metrics_values.parse_value`.
-
-:func:`parse_report_lines` is strict (a :class:`FormatError` at the first line that does not
-fit, for files); :func:`parse_report` reads the same grammar leniently (the lines that do not
-fit are returned, for the live backends, which must never fail on a runtime's report).
-
-An ``XLA_METRICS_FILE`` holds one report per step (``torch_xla.sync()`` calls
-``torch_xla.debug.metrics_saver.save_metrics``), each headed ``[MetricsData; step=N]`` and
-followed by a blank line; values are totals since the process started.
-:func:`parse_metrics_file` reads it into :class:`StepColumns` (every record's metric counts and
-totals and counter values) and the last record as a :class:`Report`. A 2,000-step file (8 MB)
-is read by one regular expression pass over the whole text plus one Python loop over its
-blocks (:func:`fast_columns`); any text the fast pass does not recognise sends the file through
-the strict line-by-line parser (:func:`strict_columns`), which also names the first bad line.
 """
 
 from __future__ import annotations
@@ -104,7 +76,28 @@ def parse_report_lines(lines: list[str], path: str | os.PathLike, first_line: in
     """Parse the lines of one report; `first_line` is the file line number of ``lines[0]``.
 
     Raises :class:`FormatError` at the first line that does not fit (or at the head of a
-    block that misses a required line)."""
+    block that misses a required line).
+
+    The grammar, checked line by line so that a file that does not fit names its first bad line::
+
+        Metric: NAME                      a metric block: TotalSamples and Accumulator (or the
+          TotalSamples: INT               older "Counter:") are required, the others optional,
+          Accumulator: VALUE              each at most once
+          ValueRate: VALUE / second
+          Rate: NUMBER / second
+          Percentiles: 1%=VALUE; 5%=VALUE; ...
+        Counter: NAME                     a counter block: exactly one Value line
+          Value: INT
+        TSBackendImpl: N/A                the lazy backend's own report (torch._lazy), kept as text
+
+    Values are durations (``06m09s401ms746.001us`` -> seconds), sizes (``19.72KB`` -> bytes) or
+    plain numbers, converted by :func:`xlanb.formats.metrics_values.parse_value`.
+
+    :func:`parse_report_lines` is strict (a :class:`FormatError` at the first line that does not
+    fit, for files); :func:`parse_report` reads the same grammar leniently (the lines that do not
+    fit are returned, for the live backends, which must never fail on a runtime's report).
+    An ``XLA_METRICS_FILE`` (one report per step) is read by :func:`parse_metrics_file`.
+    """
     return _parse(lines, path, first_line, None)
 
 
@@ -279,7 +272,17 @@ def parse_metrics_file(text: str, path: str | os.PathLike) -> tuple[StepColumns,
     """Every complete record of an XLA_METRICS_FILE, and its last record as a Report (for
     percentiles and units). An incomplete last record (the process was killed while writing)
     gives a :class:`TruncatedRecordWarning` and is left out; text that does not fit raises
-    :class:`FormatError` naming its first line."""
+    :class:`FormatError` naming its first line.
+
+    An ``XLA_METRICS_FILE`` holds one report per step (``torch_xla.sync()`` calls
+    ``torch_xla.debug.metrics_saver.save_metrics``), each headed ``[MetricsData; step=N]`` and
+    followed by a blank line; values are totals since the process started.
+    :func:`parse_metrics_file` reads it into :class:`StepColumns` (every record's metric counts and
+    totals and counter values) and the last record as a :class:`Report`. A 2,000-step file (8 MB)
+    is read by one regular expression pass over the whole text plus one Python loop over its
+    blocks (:func:`fast_columns`); any text the fast pass does not recognise sends the file through
+    the strict line-by-line parser (:func:`strict_columns`), which also names the first bad line.
+    """
     if "\r" in text:
         text = text.replace("\r\n", "\n")
     text = complete_records(text, path, stacklevel=5)

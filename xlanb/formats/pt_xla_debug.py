@@ -1,39 +1,8 @@
 """Parser for the analysis blocks PyTorch/XLA writes with PT_XLA_DEBUG_LEVEL / PT_XLA_DEBUG_FILE.
 
-Each block is a run of lines prefixed ``Compilation Analysis:`` or ``Execution Analysis:``::
-
-    Compilation Analysis: Compilation Cause
-    Compilation Analysis:   user torch_xla.sync
-    Compilation Analysis: Graph Info:
-    Compilation Analysis:   Graph Hash: 6fc0b2fcf75b398d6c1e19b8a9c642ac
-    Compilation Analysis:   Number of Graph Inputs: 1
-    Compilation Analysis:   Number of Graph Outputs: 1
-    Compilation Analysis: Python Frame Triggered Execution:
-    Compilation Analysis:   sync (/.../torch_xla/torch_xla.py:87)
-    Compilation Analysis:   <module> (/tmp/train.py:13)
-
-:func:`parse_analysis` reads the blocks in any text (the live backend reads what the runtime
-appended during a cell). :func:`parse_debug_text` reads a whole ``PT_XLA_DEBUG_FILE``
-strictly: there each block is fenced, and may be followed by the computation hash and the
-Post Compilation Analysis sizes of its compile (GB = 2**30 bytes)::
-
-    Compilation Analysis: ================================================================
-    Compilation Analysis: Compilation Cause
-    ...
-    Compilation Analysis: ----------------------------------------------------------------
-    Compilation Analysis: ================================================================
-
-    Computation hash: 4a545aae0f1395cc791dce26c2774f0
-
-    Post Compilation Analysis: ===========================================================
-    Post Compilation Analysis: Graph input size: 1.548000 GB
-    Post Compilation Analysis: Graph output size: 7.922460 GB
-    ...
-    Post Compilation Analysis: ===========================================================
-
-The fenced structure is checked line by line (a :class:`FormatError` names the first line
-that does not fit); a block the file ends inside (the process was still writing) gives a
-:class:`TruncatedRecordWarning` and is left out.
+Each block is a run of lines prefixed ``Compilation Analysis:`` or ``Execution Analysis:``.
+:func:`parse_analysis` reads the blocks in any text (the live backend); :func:`parse_debug_text`
+reads a whole ``PT_XLA_DEBUG_FILE`` strictly. Each function shows the layout it reads.
 """
 
 from __future__ import annotations
@@ -71,7 +40,20 @@ class AnalysisBlock:
 
 def parse_analysis(text: str) -> list[AnalysisBlock]:
     """Every Compilation/Execution Analysis block in `text`, in order; a compile's Post
-    Compilation Analysis sizes in its ``sizes`` (GB = 2**30 bytes, 6 decimals: ~1 kB)."""
+    Compilation Analysis sizes in its ``sizes`` (GB = 2**30 bytes, 6 decimals: ~1 kB).
+
+    Each block is a run of lines prefixed ``Compilation Analysis:`` or ``Execution Analysis:``::
+
+        Compilation Analysis: Compilation Cause
+        Compilation Analysis:   user torch_xla.sync
+        Compilation Analysis: Graph Info:
+        Compilation Analysis:   Graph Hash: 6fc0b2fcf75b398d6c1e19b8a9c642ac
+        Compilation Analysis:   Number of Graph Inputs: 1
+        Compilation Analysis:   Number of Graph Outputs: 1
+        Compilation Analysis: Python Frame Triggered Execution:
+        Compilation Analysis:   sync (/.../torch_xla/torch_xla.py:87)
+        Compilation Analysis:   <module> (/tmp/train.py:13)
+    """
     return _analyses(text.splitlines())
 
 
@@ -176,7 +158,31 @@ class DebugBlock:
 
 def parse_debug_text(text: str, path: str | os.PathLike) -> tuple[list[DebugBlock], list[str]]:
     """The complete compile/execute blocks of a debug file (post-compilation sizes and
-    computation hashes attached to their compile) and the unexpected-execution notes."""
+    computation hashes attached to their compile) and the unexpected-execution notes.
+
+    :func:`parse_analysis` reads the blocks in any text (the live backend reads what the runtime
+    appended during a cell). :func:`parse_debug_text` reads a whole ``PT_XLA_DEBUG_FILE``
+    strictly: there each block is fenced, and may be followed by the computation hash and the
+    Post Compilation Analysis sizes of its compile (GB = 2**30 bytes)::
+
+        Compilation Analysis: ================================================================
+        Compilation Analysis: Compilation Cause
+        ...
+        Compilation Analysis: ----------------------------------------------------------------
+        Compilation Analysis: ================================================================
+
+        Computation hash: 4a545aae0f1395cc791dce26c2774f0
+
+        Post Compilation Analysis: ===========================================================
+        Post Compilation Analysis: Graph input size: 1.548000 GB
+        Post Compilation Analysis: Graph output size: 7.922460 GB
+        ...
+        Post Compilation Analysis: ===========================================================
+
+    The fenced structure is checked line by line (a :class:`FormatError` names the first line
+    that does not fit); a block the file ends inside (the process was still writing) gives a
+    :class:`TruncatedRecordWarning` and is left out.
+    """
     blocks: list[DebugBlock] = []
     notes: list[str] = []
     current: DebugBlock | None = None

@@ -5,57 +5,9 @@ Both write ``<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` 
 ``torch_xla.debug.profiler.start_trace(dir)``; then ``stop_trace()``). The message classes are
 built at import time from a hand-written descriptor of ``tsl/profiler/protobuf/xplane.proto``
 (package ``tensorflow.profiler``) in a private descriptor pool: no TensorFlow, JAX or protoc, no
-clash with another ``xplane_pb2``. Needs ``protobuf`` (upb: a 20 MB / 810k-event trace parses in
-0.3 s, the table takes ~2 s in all on a 2-core VM). Imports nothing from ``xlanb``.
-
-Observed (JAX 0.10.2 XLA:CPU, torch_xla 2.9 PJRT CPU, 2-core VM, no GPU; fixtures and
-numbers from tests/data/xspace/make_xspace.py):
-
-- Planes: ``/host:CPU`` (one line per thread: ``python``; ``tf_XLAPjRtCpuClient/<id>``,
-  ``tf_XLAEigen/<id>`` run the thunks; ``tf_pytorchxla/<id>`` launches torch_xla runs;
-  ``tf_PjRtCompilerThreadPool/<id>``, ``tf_xla-cpu-codegen/<id>`` compile), ``/host:metadata``
-  (versions, ``Hlo Proto``), ``Task Environment`` (``profile_start_time``/``_stop_time``). GPU
-  kernels would be on ``/device:GPU:N`` (not seen here).
-- Ops: thunks named after the HLO instruction carry ``hlo_op``/``hlo_module`` (``ref_value``:
-  the string is the referenced XStatMetadata's *name*), ``program_id``, ``device_ordinal`` and
-  on JAX 0.10 only ``run_id`` (one per execution; jaxlib 0.6.1 writes none). ``end: <op>``
-  and zero-length ``ThreadpoolListener::*`` events are markers. hlo_module: ``jit_<fn>`` /
-  ``SyncTensorsGraph.N``.
-- Host spans (:func:`classify_span`): execute = JAX ``...::ExecuteHelperOnSingleDevice``,
-  torch_xla ``PjRtComputationClient::ExecuteComputation`` (launch) and ``ThunkExecutor::Execute``
-  (the run); compile = JAX ``backend_compile_and_load`` > ``PjRtCpuClient::Compile``, torch_xla
-  ``XLAGraphExecutor::Compile`` > ``PjRtComputationClient::Compile`` > ... (+ one event per HLO
-  pass); transfer = JAX ``batched_copy_array_to_devices_with_sharding``, torch_xla
-  ``PjRtComputationClient::TransferToDevice``/``TransferFromDevice``, ``D2H Dispatch``;
-  sync_wait = ``Wait for usage holds``/``donation holds``, ``CommonPjRtBuffer::Await``
-  (``block_until_ready``), torch_xla ``TensorCollectionBarrier``; trace = ``PjitFunction(f)``,
-  ``trace_to_jaxpr_dynamic``, ``lower_sharding_computation``, torch_xla ``StepMarker`` >
-  ``SyncTensorsGraph*``. These TraceMe spans are there with ``python_tracer_level = 0``.
-- Clock: events use CLOCK_REALTIME ns (= ``time.time_ns()``), but both runtimes write
-  ``XLine.timestamp_ns`` *relative to* ``profile_start_time`` (a few µs, not 1.7e18), so
-  ``timestamp_ns + offset_ps/1000`` alone is not epoch time. We add ``profile_start_time`` to
-  lines below half of it (``XSpaceEvents.normalized``). Then a ``time.time_ns()`` taken before
-  each JAX call precedes its ``PjitFunction`` by 1.4-4.1 µs, each ``run_id``'s thunks lie in
-  their call's window, and each torch_xla ``StepMarker`` in its step; torch_xla runs are async
-  (launched 1-2 ms after ``sync()`` returns, overlapping the next step's Python).
-  ``jax.profiler.ProfileData`` reports the relative times.
-- Cost per cell: start_trace 0.1-0.2 ms (JAX), 0.04 ms (torch_xla; 3.5 ms for the first session
-  of a process). stop_trace (collect + write .xplane.pb + .trace.json.gz), 20 steps: JAX 3-11
-  ms, torch_xla 17-53 ms; 2000 steps: JAX 0.4 s, torch_xla MLP 2.7-3.7 s (7.3 MB). Taking the
-  bytes instead (``jax._src.lib._profiler.ProfilerSession(opts).stop()``,
-  ``torch_xla._XLAC.profiler.TslProfilerSessionWrapper().stop()``; read with
-  :func:`parse_xspace`) costs 1.4 ms / 9 ms (20 steps) and 0.14 s / 1.35 s (2000). The
-  traced code runs ~5-20% slower (noisy machine).
-- Python tracer: JAX's default ``python_tracer_level`` is 1; on 2000 x (50 Python calls + a
-  jit call) it makes the loop 2-3x slower and the file 1.1 -> 2.7 MB (``$file:line fn`` events
-  on an unnamed line): set 0. torch_xla 2.9 hard-codes ``set_python_tracer_level(1)``
-  (C++ ``TslProfilerSessionWrapper::Create``; no options reach it from Python) but _XLAC
-  registers no Python tracer: no ``$`` events, and a 2000-step MLP loop takes 2.6-3.6 s
-  untraced vs 3.2-4.1 s traced (host tracer only, within noise). Nothing to avoid today; a
-  torch_xla that links the Python tracer would cost as JAX's level 1 does.
-- Pitfalls: two traces in the same second into one ``log_dir`` share the run directory (named
-  to the second) and overwrite each other: use a fresh directory per trace. XLA writes a
-  0-byte file for traces over 2 GB: an error here, never an empty trace.
+clash with another ``xplane_pb2``. Needs ``protobuf``; imports nothing from ``xlanb`` but
+:mod:`xlanb.formats.proto_schema`. What the runtimes write (planes, span names, the clock,
+costs, pitfalls) is in the README ("Runtime notes", XSpace traces).
 """
 
 from __future__ import annotations
@@ -65,7 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -94,10 +46,18 @@ _F = FIELD
 
 
 def _build_messages() -> dict[str, type]:
+    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool."""
     proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
+    _add_space_and_plane(proto)
+    _add_line_and_events(proto)
+    names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
+    return proto.classes(names)
+
+
+def _add_space_and_plane(proto: ProtoFile) -> None:
+    """``XSpace`` and ``XPlane`` (with its two metadata maps)."""
     message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
-
     message(
         "XSpace",
         [
@@ -128,6 +88,12 @@ def _build_messages() -> dict[str, type]:
         nested.field.add(
             name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=proto.ref(value)
         )
+
+
+def _add_line_and_events(proto: ProtoFile) -> None:
+    """``XLine``, ``XEvent``, ``XStat`` and the event and stat metadata."""
+    message = proto.message
+    rep = _F.LABEL_REPEATED
     message(
         "XLine",
         [
@@ -179,8 +145,6 @@ def _build_messages() -> dict[str, type]:
         "XStatMetadata",
         [("id", 1, _F.TYPE_INT64), ("name", 2, _F.TYPE_STRING), ("description", 3, _F.TYPE_STRING)],
     )
-    names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
-    return proto.classes(names)
 
 
 _MESSAGES = _build_messages()
@@ -418,6 +382,29 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
     in three events of an XLA:CPU trace, never needed for times: skipping them is cheaper
     than reading them).
     """
+    space = _parse_space(data, source)
+    plane_stats, start, stop = _profile_window(space)
+    columns = _EventColumns()
+    for plane in space.planes:
+        if len(plane.lines):
+            _read_plane(plane, columns, start, markers)
+    return XSpaceEvents(
+        memory=memory_events(space, start),
+        path=source,
+        events=_events_frame(columns),
+        hostnames=list(space.hostnames),
+        errors=list(space.errors),
+        warnings=list(space.warnings),
+        plane_stats=plane_stats,
+        profile_start_ns=start,
+        profile_stop_ns=stop,
+        normalized=columns.normalized,
+        event_count=columns.event_count,
+    )
+
+
+def _parse_space(data: bytes, source: str) -> Any:
+    """The XSpace message of `data`, or an :class:`XSpaceError` saying why it is not one."""
     if not data:
         raise XSpaceError(
             source,
@@ -437,7 +424,12 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
         raise XSpaceError(source, "not an XSpace: no planes")
     if any(not plane.name for plane in space.planes):
         raise XSpaceError(source, "not an XSpace: a plane without a name")
+    return space
 
+
+def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, int | None]:
+    """Each plane's stats, and the profile's start and stop (epoch ns, from the ``Task
+    Environment`` plane; None where absent)."""
     plane_stats: dict[str, dict[str, Any]] = {}
     for plane in space.planes:
         if plane.stats:
@@ -448,136 +440,138 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
     stop = env.get("profile_stop_time")
     start = int(start) if isinstance(start, int) and start > 0 else None
     stop = int(stop) if isinstance(stop, int) and stop > 0 else None
+    return plane_stats, start, stop
 
-    # Hot loop: per event only three appends (+ stats for events that carry some); names,
-    # absolute times and the sparse stat columns are assembled with numpy afterwards.
-    names: list[str] = []  # global name table
-    line_planes: list[int] = []  # per line: index into plane_names
-    line_names: list[str] = []
-    line_ts: list[int] = []
-    line_counts: list[int] = []
-    plane_names: list[str] = []
-    gid_tables: list[dict[int, int]] = []  # per plane: metadata id -> index into names
-    mids: list[int] = []
-    offsets: list[int] = []
-    durations: list[int] = []
-    stat_rows: list[int] = []  # event index of each stat_values entry
-    stat_values: list[list[Any]] = []
-    normalized = False
+
+@dataclass
+class _EventColumns:
+    """The events read so far as flat lists. Hot loop: per event only three appends (+ stats
+    for events that carry some); names, absolute times and the sparse stat columns are
+    assembled with numpy afterwards (:func:`_events_frame`)."""
+
+    names: list[str] = field(default_factory=list)  # global name table
+    line_planes: list[int] = field(default_factory=list)  # per line: index into plane_names
+    line_names: list[str] = field(default_factory=list)
+    line_ts: list[int] = field(default_factory=list)
+    line_counts: list[int] = field(default_factory=list)
+    plane_names: list[str] = field(default_factory=list)
+    #: per plane: metadata id -> index into names
+    gid_tables: list[dict[int, int]] = field(default_factory=list)
+    mids: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    durations: list[int] = field(default_factory=list)
+    stat_rows: list[int] = field(default_factory=list)  # event index of each stat_values entry
+    stat_values: list[list[Any]] = field(default_factory=list)
+    normalized: bool = False
+    event_count: int = 0
+
+
+class _PlaneMetadata(NamedTuple):
+    """What the event loop needs from a plane's metadata."""
+
+    stat_names: dict[int, str]
+    #: stat metadata id -> index in _STAT_ORDER
+    wanted: dict[int, int]
+    #: event metadata id -> the stat values its metadata carries
+    meta_stats: dict[int, tuple[Any, ...]]
+    #: event metadata ids left out (markers, with ``markers=False``)
+    skipped: set[int]
+
+
+def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: bool) -> None:
+    """Append the events of `plane` (one with lines) to `columns`."""
+    meta = _plane_metadata(plane, columns, markers)
+    plane_index = len(columns.plane_names)
+    columns.plane_names.append(plane.name)
+    stat_names, wanted, meta_stats, skipped = meta
+    n_wanted = len(wanted)
     no_stats = (None,) * len(_STAT_ORDER)
-    event_count = 0
-    for plane in space.planes:
-        if not len(plane.lines):
+    mids, stat_rows, stat_values = columns.mids, columns.stat_rows, columns.stat_values
+    mids_append, offsets_append, durations_append = (
+        mids.append,
+        columns.offsets.append,
+        columns.durations.append,
+    )
+    for line in plane.lines:
+        events = line.events
+        columns.event_count += len(events)
+        if not len(events):
             continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
-        # stat metadata id -> index in _STAT_ORDER
-        wanted = {
-            sid: _STAT_ORDER.index(col)
-            for sid, name in stat_names.items()
-            if (col := _STAT_COLUMNS.get(name))
-        }
-        n_wanted = len(wanted)
-        gids: dict[int, int] = {}
-        meta_stats: dict[int, tuple[Any, ...]] = {}
-        skipped: set[int] = set()
-        for mid, md in plane.event_metadata.items():
-            gids[mid] = len(names)
-            names.append(md.name or md.display_name)
-            if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
-                skipped.add(mid)
-            if wanted and len(md.stats):
-                base = list(no_stats)
-                for stat in md.stats:
-                    idx = wanted.get(stat.metadata_id)
-                    if idx is not None:
-                        base[idx] = _stat_value(stat, stat_names)
-                if base != list(no_stats):
-                    meta_stats[mid] = tuple(base)
-        plane_index = len(plane_names)
-        plane_names.append(plane.name)
-        gid_tables.append(gids)
-        mids_append, offsets_append, durations_append = (
-            mids.append,
-            offsets.append,
-            durations.append,
-        )
-        for line in plane.lines:
-            events = line.events
-            event_count += len(events)
-            if not len(events):
+        ts = line.timestamp_ns
+        if start is not None and ts < start // 2:
+            ts += start
+            columns.normalized = True
+        first = len(mids)
+        for ev in events:
+            mid = ev.metadata_id
+            if mid in skipped:
                 continue
-            ts = line.timestamp_ns
-            if start is not None and ts < start // 2:
-                ts += start
-                normalized = True
-            first = len(mids)
-            for ev in events:
-                mid = ev.metadata_id
-                if mid in skipped:
-                    continue
-                offset = ev.offset_ps
-                if not offset and ev.num_occurrences:
-                    continue  # aggregated event: no time
-                mids_append(mid)
-                offsets_append(offset)
-                durations_append(ev.duration_ps)
-                if wanted:
-                    stats = ev.stats
-                    if stats:
-                        values = None
-                        found = 0
-                        for stat in stats:
-                            idx = wanted.get(stat.metadata_id)
-                            if idx is not None:
-                                if values is None:
-                                    values = list(meta_stats.get(mid, no_stats))
-                                which = stat.WhichOneof("value")
-                                if which == "ref_value":
-                                    values[idx] = stat_names.get(stat.ref_value)
-                                elif which is not None:
-                                    values[idx] = getattr(stat, which)
-                                found += 1
-                                if found == n_wanted:
-                                    break
-                        if values is not None:
-                            stat_rows.append(len(mids) - 1)
-                            stat_values.append(values)
-                            continue
-                    if meta_stats and mid in meta_stats:
+            offset = ev.offset_ps
+            if not offset and ev.num_occurrences:
+                continue  # aggregated event: no time
+            mids_append(mid)
+            offsets_append(offset)
+            durations_append(ev.duration_ps)
+            if wanted:
+                stats = ev.stats
+                if stats:
+                    values = None
+                    found = 0
+                    for stat in stats:
+                        idx = wanted.get(stat.metadata_id)
+                        if idx is not None:
+                            if values is None:
+                                values = list(meta_stats.get(mid, no_stats))
+                            which = stat.WhichOneof("value")
+                            if which == "ref_value":
+                                values[idx] = stat_names.get(stat.ref_value)
+                            elif which is not None:
+                                values[idx] = getattr(stat, which)
+                            found += 1
+                            if found == n_wanted:
+                                break
+                    if values is not None:
                         stat_rows.append(len(mids) - 1)
-                        stat_values.append(list(meta_stats[mid]))
-            line_planes.append(plane_index)
-            line_names.append(line.name or line.display_name or str(line.id))
-            line_ts.append(ts)
-            line_counts.append(len(mids) - first)
+                        stat_values.append(values)
+                        continue
+                if meta_stats and mid in meta_stats:
+                    stat_rows.append(len(mids) - 1)
+                    stat_values.append(list(meta_stats[mid]))
+        columns.line_planes.append(plane_index)
+        columns.line_names.append(line.name or line.display_name or str(line.id))
+        columns.line_ts.append(ts)
+        columns.line_counts.append(len(mids) - first)
 
-    events = _events_frame(
-        names,
-        plane_names,
-        gid_tables,
-        line_planes,
-        line_names,
-        line_ts,
-        line_counts,
-        mids,
-        offsets,
-        durations,
-        stat_rows,
-        stat_values,
-    )
-    return XSpaceEvents(
-        memory=memory_events(space, start),
-        path=source,
-        events=events,
-        hostnames=list(space.hostnames),
-        errors=list(space.errors),
-        warnings=list(space.warnings),
-        plane_stats=plane_stats,
-        profile_start_ns=start,
-        profile_stop_ns=stop,
-        normalized=normalized,
-        event_count=event_count,
-    )
+
+def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _PlaneMetadata:
+    """Read `plane`'s event metadata: each event name goes into the global name table (its
+    index into ``columns.gid_tables``), with the stats the metadata carries."""
+    names = columns.names
+    no_stats = (None,) * len(_STAT_ORDER)
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    wanted = {
+        sid: _STAT_ORDER.index(col)
+        for sid, name in stat_names.items()
+        if (col := _STAT_COLUMNS.get(name))
+    }
+    gids: dict[int, int] = {}
+    meta_stats: dict[int, tuple[Any, ...]] = {}
+    skipped: set[int] = set()
+    for mid, md in plane.event_metadata.items():
+        gids[mid] = len(names)
+        names.append(md.name or md.display_name)
+        if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
+            skipped.add(mid)
+        if wanted and len(md.stats):
+            base = list(no_stats)
+            for stat in md.stats:
+                idx = wanted.get(stat.metadata_id)
+                if idx is not None:
+                    base[idx] = _stat_value(stat, stat_names)
+            if base != list(no_stats):
+                meta_stats[mid] = tuple(base)
+    columns.gid_tables.append(gids)
+    return _PlaneMetadata(stat_names, wanted, meta_stats, skipped)
 
 
 def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
@@ -622,27 +616,54 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
 
 
-def _events_frame(
-    names: list[str],
-    plane_names: list[str],
-    gid_tables: list[dict[int, int]],
-    line_planes: list[int],
-    line_names: list[str],
-    line_ts: list[int],
-    line_counts: list[int],
-    mids: list[int],
-    offsets: list[int],
-    durations: list[int],
-    stat_rows: list[int],
-    stat_values: list[list[Any]],
-) -> pd.DataFrame:
-    n = len(mids)
-    counts = np.asarray(line_counts, dtype=np.int64)
-    plane_of_event = np.repeat(np.asarray(line_planes, dtype=np.int64), counts)
-    mids_arr = np.asarray(mids, dtype=np.int64)
-    # metadata id -> global name index, per plane (unknown ids -> their number as name)
-    gid = np.full(n, -1, dtype=np.int64)
-    for p, table in enumerate(gid_tables):
+def _events_frame(columns: _EventColumns) -> pd.DataFrame:
+    """The events table (:data:`EVENT_COLUMNS`) of the columns read from the planes."""
+    n = len(columns.mids)
+    counts = np.asarray(columns.line_counts, dtype=np.int64)
+    plane_of_event = np.repeat(np.asarray(columns.line_planes, dtype=np.int64), counts)
+    gid = _name_indices(columns, plane_of_event)
+    names = columns.names
+    missing = np.flatnonzero(gid < 0)
+    name_table = np.array([*names, ""], dtype=object)
+    name_col = name_table[gid]  # -1 -> "" placeholder, fixed below
+    for i in missing:
+        name_col[i] = str(columns.mids[i])
+    starts = (
+        np.repeat(np.asarray(columns.line_ts, dtype=np.int64), counts)
+        + np.asarray(columns.offsets, dtype=np.int64) // 1000
+    )
+    hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
+    # kind: classify each distinct name once (via the name table), then "op" where hlo_op.
+    kind_table = np.array([*(classify_span(nm) for nm in names), "other"], dtype=object)
+    kinds = kind_table[gid]
+    if columns.stat_rows:
+        rows = np.asarray(columns.stat_rows, dtype=np.int64)
+        has_op = rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]
+        kinds[has_op] = "op"
+    return pd.DataFrame(
+        {
+            "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
+            "line": np.repeat(np.asarray(columns.line_names, dtype=object), counts),
+            "name": name_col,
+            "start_ns": starts,
+            "duration_ns": np.asarray(columns.durations, dtype=np.float64) / 1000.0,
+            "hlo_op": hlo_op,
+            "hlo_module": hlo_module,
+            "program_id": program_id,
+            "run_id": run_id,
+            "kind": kinds,
+            "correlation_id": correlation_id,
+        },
+        columns=list(EVENT_COLUMNS),
+    )
+
+
+def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
+    """Per event, the index of its name in ``columns.names`` (metadata id -> global name
+    index, per plane); -1 for an id its plane does not know."""
+    mids_arr = np.asarray(columns.mids, dtype=np.int64)
+    gid = np.full(len(columns.mids), -1, dtype=np.int64)
+    for p, table in enumerate(columns.gid_tables):
         sel = np.flatnonzero(plane_of_event == p)
         if not len(sel) or not table:
             continue
@@ -653,15 +674,12 @@ def _events_frame(
         pos = np.clip(np.searchsorted(keys, mids_arr[sel]), 0, len(keys) - 1)
         hit = keys[pos] == mids_arr[sel]
         gid[sel[hit]] = vals[pos[hit]]
-    missing = np.flatnonzero(gid < 0)
-    name_table = np.array([*names, ""], dtype=object)
-    name_col = name_table[gid]  # -1 -> "" placeholder, fixed below
-    for i in missing:
-        name_col[i] = str(mids[i])
-    starts = (
-        np.repeat(np.asarray(line_ts, dtype=np.int64), counts)
-        + np.asarray(offsets, dtype=np.int64) // 1000
-    )
+    return gid
+
+
+def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
+    """The sparse stat columns of `n` events: ``hlo_op``, ``hlo_module`` (objects, None where
+    absent), ``program_id``, ``run_id``, ``correlation_id`` (nullable integers)."""
     hlo_op = np.full(n, None, dtype=object)
     hlo_module = np.full(n, None, dtype=object)
     program = np.zeros(n, dtype=np.int64)
@@ -670,9 +688,9 @@ def _events_frame(
     run_na = np.ones(n, dtype=bool)
     correlation = np.zeros(n, dtype=np.int64)
     correlation_na = np.ones(n, dtype=bool)
-    if stat_rows:
-        rows = np.asarray(stat_rows, dtype=np.int64)
-        ops, modules, programs, runs, correlations = zip(*stat_values, strict=True)
+    if columns.stat_rows:
+        rows = np.asarray(columns.stat_rows, dtype=np.int64)
+        ops, modules, programs, runs, correlations = zip(*columns.stat_values, strict=True)
         hlo_op[rows] = _as_str(ops)
         hlo_module[rows] = _as_str(modules)
         for values, dest, na in (
@@ -684,27 +702,12 @@ def _events_frame(
             ok_arr = np.asarray(ok, dtype=bool)
             dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
             na[rows[ok_arr]] = False
-    # kind: classify each distinct name once (via the name table), then "op" where hlo_op.
-    kind_table = np.array([*(classify_span(nm) for nm in names), "other"], dtype=object)
-    kinds = kind_table[gid]
-    if stat_rows:
-        has_op = rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]
-        kinds[has_op] = "op"
-    return pd.DataFrame(
-        {
-            "plane": np.asarray(plane_names, dtype=object)[plane_of_event],
-            "line": np.repeat(np.asarray(line_names, dtype=object), counts),
-            "name": name_col,
-            "start_ns": starts,
-            "duration_ns": np.asarray(durations, dtype=np.float64) / 1000.0,
-            "hlo_op": hlo_op,
-            "hlo_module": hlo_module,
-            "program_id": pd.arrays.IntegerArray(program, program_na),
-            "run_id": pd.arrays.IntegerArray(run, run_na),
-            "kind": kinds,
-            "correlation_id": pd.arrays.IntegerArray(correlation, correlation_na),
-        },
-        columns=list(EVENT_COLUMNS),
+    return (
+        hlo_op,
+        hlo_module,
+        pd.arrays.IntegerArray(program, program_na),
+        pd.arrays.IntegerArray(run, run_na),
+        pd.arrays.IntegerArray(correlation, correlation_na),
     )
 
 

@@ -9,15 +9,6 @@ Profile's ``source`` is the script text.
 With ``backend="auto"`` a runtime is profiled from the moment the script finishes importing it
 (``torch_xla``, ``torch._lazy`` or ``jax``; torch._lazy is dropped again if torch_xla arrives,
 as ``auto`` does in notebooks); a named backend is started before the script runs.
-
-Progress: while the script runs, a background thread writes one line to stderr with the
-elapsed time and, where the backends can tell cheaply (torch_xla, torch._lazy: their
-counters), the compiles, executions, syncs and CPU fallbacks so far: every second, rewritten in
-place, when stderr is a terminal; otherwise one plain line every 10 seconds (so CI logs stay
-short). ``progress_every=0`` turns it off.
-
-The report (``Profile.to_html``) and the saved profile are written whether the script ends
-normally, calls ``sys.exit`` or raises; the script's exit status or exception then propagates.
 """
 
 from __future__ import annotations
@@ -102,8 +93,15 @@ class ImportWatcher(importlib.abc.MetaPathFinder):
 
 
 class ProgressLine:
-    """The progress line on stderr (see the module docstring); `counts()` gives the running
-    totals to show after the elapsed time ("" for none)."""
+    """The progress line on stderr; `counts()` gives the running totals to show after the
+    elapsed time ("" for none).
+
+    While the script runs, a background thread writes one line to stderr with the elapsed time
+    and, where the backends can tell cheaply (torch_xla, torch._lazy: their counters), the
+    compiles, executions, syncs and CPU fallbacks so far: every second, rewritten in place,
+    when stderr is a terminal; otherwise one plain line every 10 seconds (so CI logs stay
+    short). ``progress_every=0`` turns it off.
+    """
 
     def __init__(
         self,
@@ -198,28 +196,8 @@ def run_script(
         source=source,
     )
 
-    def on_import(module_name: str) -> None:
-        chosen = backend_registry.BACKENDS.get(WATCHED_IMPORTS[module_name])
-        if chosen is None:
-            return
-        if chosen.NAME == "torch_xla":
-            capture.leave(backend_registry.BACKENDS["torch_lazy"])
-        elif chosen.NAME == "torch_lazy" and "torch_xla" in sys.modules:
-            return
-        try:
-            capture.join(chosen)
-        except Exception as error:
-            capture.profile.notes.append(f"{chosen.NAME}: could not start: {error!r}")
-
-    def counts() -> str:
-        if not capture.profile.backends:
-            return ""
-        totals = capture.progress()
-        return (
-            f", {counted(totals.compiles, 'compile')}, "
-            f"{counted(totals.executions, 'execution')}, {counted(totals.syncs, 'sync')}, "
-            f"{counted(totals.fallbacks, 'CPU fallback')}"
-        )
+    on_import = _backend_joiner(capture, backend_registry.BACKENDS)
+    counts = _progress_counts(capture)
 
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *args]
@@ -248,6 +226,42 @@ def run_script(
     if exit_request is not None:
         raise exit_request
     return capture.profile
+
+
+def _backend_joiner(capture: ScriptProfile, backends: dict[str, Any]) -> Callable[[str], None]:
+    """What to do when the script imports a watched runtime: join its backend (torch_xla
+    replaces torch_lazy); a backend that cannot start becomes a note."""
+
+    def on_import(module_name: str) -> None:
+        chosen = backends.get(WATCHED_IMPORTS[module_name])
+        if chosen is None:
+            return
+        if chosen.NAME == "torch_xla":
+            capture.leave(backends["torch_lazy"])
+        elif chosen.NAME == "torch_lazy" and "torch_xla" in sys.modules:
+            return
+        try:
+            capture.join(chosen)
+        except Exception as error:
+            capture.profile.notes.append(f"{chosen.NAME}: could not start: {error!r}")
+
+    return on_import
+
+
+def _progress_counts(capture: ScriptProfile) -> Callable[[], str]:
+    """The progress line's counts so far (compiles, executions, syncs, CPU fallbacks)."""
+
+    def counts() -> str:
+        if not capture.profile.backends:
+            return ""
+        totals = capture.progress()
+        return (
+            f", {counted(totals.compiles, 'compile')}, "
+            f"{counted(totals.executions, 'execution')}, {counted(totals.syncs, 'sync')}, "
+            f"{counted(totals.fallbacks, 'CPU fallback')}"
+        )
+
+    return counts
 
 
 def _write_rank(profile: Profile, ranks_dir: str | os.PathLike, stream: IO[str]) -> None:

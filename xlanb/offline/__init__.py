@@ -8,12 +8,10 @@ hands it to one module per format:
 - :mod:`~xlanb.offline.metrics_file`: an ``XLA_METRICS_FILE`` (one report per step);
 - :mod:`~xlanb.offline.debug_file`: a ``PT_XLA_DEBUG_FILE`` (compile/execution analyses);
 - :mod:`~xlanb.offline.xla_dump`: an ``--xla_dump_to`` directory, or one HLO module file;
-- :mod:`~xlanb.offline.xprof`: a profiler trace (``.xplane.pb`` at any depth of a folder)
-  with an XLA dump beside it.
+- :mod:`~xlanb.offline.xprof`: a profiler trace (``.xplane.pb`` in a folder), a dump beside it.
 
-A file in none of these formats raises :class:`xlanb.FormatError` naming the file and its
-first line that does not fit; an incomplete last record of an appended file gives a
-:class:`xlanb.core.errors.TruncatedRecordWarning` and every complete record is kept.
+A file in none of these formats raises :class:`xlanb.FormatError` naming its first line
+that does not fit; an incomplete last record gives a ``TruncatedRecordWarning``.
 """
 
 from __future__ import annotations

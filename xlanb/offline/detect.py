@@ -1,6 +1,4 @@
-"""Which offline format a path holds, decided from its content (never from its name).
-
-Rules, in order:
+"""Which offline format a path holds, decided from its content (never from its name), in order:
 
 1. a directory: an ``--xla_dump_to`` directory if it holds ``module_*`` HLO text files;
 2. a file whose first non-blank line starts with

@@ -2,20 +2,7 @@
 calls ``torch_xla.debug.metrics_saver.save_metrics``), each headed ``[MetricsData; step=N]``
 and followed by a blank line. Values are totals since the process started.
 
-Read into:
-
-- ``steps``: ``step, name, field, value`` (plus ``run``): for every record, each metric's
-  ``count`` (TotalSamples) and ``total`` (Accumulator, in the metric's unit: see the
-  ``metrics`` frame) and each counter's ``value``. ``run`` counts restarts of the step
-  numbering (several processes appending to one file). Percentiles are not kept per step:
-  they describe the runtime's sample buffer, not the step.
-- ``counters``, ``metrics``, ``fallbacks``: from the last record, as for one report;
-- ``compiles`` / ``executions``: per-step rows (column ``step``) from the differences between
-  consecutive records of CompileTime and of ExecuteComputation (launches) and ExecuteTime;
-- a finding saying at which step recompilation stopped, or that it did not.
-
-The text is read by :func:`xlanb.formats.metrics_report.parse_metrics_file`; this module builds
-the Profile from its columns.
+What it is read into is on :func:`load_metrics_file`.
 """
 
 from __future__ import annotations
@@ -41,7 +28,23 @@ COUNTER_FIELD = "value"
 
 def load_metrics_file(text: str, path: str | os.PathLike) -> Profile:
     """The Profile of an XLA_METRICS_FILE. An incomplete last record (the process was killed
-    while writing) gives a :class:`TruncatedRecordWarning` and is left out."""
+    while writing) gives a :class:`TruncatedRecordWarning` and is left out.
+
+    Read into:
+
+    - ``steps``: ``step, name, field, value`` (plus ``run``): for every record, each metric's
+      ``count`` (TotalSamples) and ``total`` (Accumulator, in the metric's unit: see the
+      ``metrics`` frame) and each counter's ``value``. ``run`` counts restarts of the step
+      numbering (several processes appending to one file). Percentiles are not kept per step:
+      they describe the runtime's sample buffer, not the step.
+    - ``counters``, ``metrics``, ``fallbacks``: from the last record, as for one report;
+    - ``compiles`` / ``executions``: per-step rows (column ``step``) from the differences between
+      consecutive records of CompileTime and of ExecuteComputation (launches) and ExecuteTime;
+    - a finding saying at which step recompilation stopped, or that it did not.
+
+    The text is read by :func:`xlanb.formats.metrics_report.parse_metrics_file`; this module
+    builds the Profile from its columns.
+    """
     with _no_cyclic_gc():
         columns, last_report = parse_metrics_file(text, path)
         return _profile(columns, last_report, path)

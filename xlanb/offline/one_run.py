@@ -1,8 +1,7 @@
 """Files one run wrote, read as one Profile: ``xlanb report metrics.txt debug.txt dump/``.
 
-A run that sets ``XLA_METRICS_FILE``, ``PT_XLA_DEBUG_FILE`` and ``--xla_dump_to`` (and saves a
-``metrics_report()``) leaves one file of each format; each holds part of the run. Inputs of
-different formats are one run; two inputs of the same format are two runs (compared).
+A run setting ``XLA_METRICS_FILE``, ``PT_XLA_DEBUG_FILE`` and ``--xla_dump_to`` leaves one file
+of each format: inputs of different formats are one run, two of one format two runs.
 
 Each frame comes from the input that knows it best:
 

@@ -5,20 +5,7 @@ For each compiled module XLA writes ``module_NNNN.NAME.before_optimizations.txt`
 ``module_NNNN.NAME.<platform>_after_optimizations.txt`` (with ``--xla_dump_hlo_as_text``, the
 default for JAX), and on the CPU and GPU ``...after_optimizations-buffer-assignment.txt`` and
 ``...-memory-usage-report.txt``; other files (LLVM IR, objects, MLIR, protos, per-pass dumps)
-are ignored. Each module becomes:
-
-- ``graphs`` rows of kind ``hlo`` (before optimization) and ``hlo_optimized`` (after), with
-  ``nodes`` = instruction count and extra columns ``module_id``, ``file``; optimized rows also
-  have ``memory_bytes`` (the memory-usage report's total, else the buffer assignment's),
-  ``memory_report`` and ``buffer_assignment`` (the reports' text);
-- one ``compiles`` row (time unknown: NaN) whose cause compares it with the last module of the
-  same name: ``new shape: f32[4,3] -> f32[8,3]`` when only shapes changed. For JAX, ``eager``
-  marks single-op programs (``jit_NAME`` with at most :data:`EAGER_NODES` instructions before
-  optimization), which JAX compiles for each operation run outside ``jax.jit``.
-
-The producer is read from module names and HLO metadata: ``torch_xla`` (``SyncTensorsGraph``,
-``xla__``/``aten__`` op types), ``jax`` (``jit_``/``pmap_`` names, ``jit(`` op names),
-``tensorflow`` (``cluster_``, ``a_inference_``/``__inference_`` names), else ``xla_dump``.
+are ignored.
 """
 
 from __future__ import annotations
@@ -161,7 +148,23 @@ def _graph_rows(backend: str, module: DumpModule) -> list[dict[str, Any]]:
 
 
 def load_dump_dir(path: str | os.PathLike) -> Profile:
-    """The Profile of an ``--xla_dump_to`` directory."""
+    """The Profile of an ``--xla_dump_to`` directory.
+
+    Each module becomes:
+
+    - ``graphs`` rows of kind ``hlo`` (before optimization) and ``hlo_optimized`` (after), with
+      ``nodes`` = instruction count and extra columns ``module_id``, ``file``; optimized rows also
+      have ``memory_bytes`` (the memory-usage report's total, else the buffer assignment's),
+      ``memory_report`` and ``buffer_assignment`` (the reports' text);
+    - one ``compiles`` row (time unknown: NaN) whose cause compares it with the last module of the
+      same name: ``new shape: f32[4,3] -> f32[8,3]`` when only shapes changed. For JAX, ``eager``
+      marks single-op programs (``jit_NAME`` with at most :data:`EAGER_NODES` instructions before
+      optimization), which JAX compiles for each operation run outside ``jax.jit``.
+
+    The producer is read from module names and HLO metadata: ``torch_xla`` (``SyncTensorsGraph``,
+    ``xla__``/``aten__`` op types), ``jax`` (``jit_``/``pmap_`` names, ``jit(`` op names),
+    ``tensorflow`` (``cluster_``, ``a_inference_``/``__inference_`` names), else ``xla_dump``.
+    """
     modules = scan_dump_dir(path)
     backend = producer(
         [m.name for m in modules], [m.hlo or m.optimized or "" for m in modules[:20]]

@@ -3,19 +3,14 @@
 ``rank`` column, with findings for the rank that compiles, falls back, runs or waits
 differently from the others.
 
-In each process::
+In each process, then in the notebook::
 
     with xlanb.ranks.record("profiles/", name="train"):
         train()
+    prof = xlanb.ranks.load_ranks("profiles/")   # per-rank table and skew findings
 
-In the notebook::
-
-    prof = xlanb.ranks.load_ranks("profiles/")
-    prof                      # per-rank table and skew findings
-    prof.compiles.groupby("rank").size()
-
-How rank, world size and the run id are found: :mod:`xlanb.capture.rank_identity`.
-This package is the public home of these names; they are defined in the layers.
+The rank, world size and run id: :mod:`xlanb.capture.rank_identity`. This package is the
+public home of these names, defined in the layers.
 """
 
 from __future__ import annotations

@@ -1,6 +1,4 @@
-"""The small protocol every backend module follows.
-
-A backend is a module, not a class. It provides:
+"""The small protocol every backend module (a module, not a class) follows. It provides:
 
 - ``NAME`` (``"torch_xla"``), ``INSTALL_HINT`` (one sentence saying how to install it);
 - ``is_installed()``: the runtime can be imported (checked without importing it);
@@ -10,8 +8,7 @@ A backend is a module, not a class. It provides:
   values; `deep` adds the costly ones (source lines in every op's metadata: ``--deep``);
 - ``begin(options)`` -> token: snapshot before the user's code;
 - ``end(token, options)`` -> :class:`Capture`: the frames for what happened in between;
-- optionally ``peek(token)`` -> :class:`Progress`: cheap running totals while the cell runs
-  (read from another thread by ``--live``);
+- optionally ``peek(token)`` -> :class:`Progress`: running totals (``--live``);
 - optionally ``between_cells()``: read what the runtime wrote outside captures (cells run
   without profiling) into the backend's session memory, before xlanb empties its files.
 """

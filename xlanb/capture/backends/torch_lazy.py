@@ -311,6 +311,24 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     forced_entries = [e for e in entries if not e.via_mark_step]
     syncs = [s for s in token.syncs if s.uncached or s.cached]
 
+    _add_mark_steps(capture, options, syncs, step_entries)
+    _add_forced_syncs(capture, options, entries, forced_entries, syncs, deltas)
+    if options.graphs:
+        _add_ir_graphs(capture, entries)
+    if not switches.value("LTC_SAVE_TENSORS_FILE") and versions.gate(NAME).supported:
+        capture.notes.append(
+            "torch_lazy: graphs and sync locations need LTC_SAVE_TENSORS_FILE "
+            "set before the first sync (load xlanb first)."
+        )
+    capture.environment = _environment()
+    return capture
+
+
+def _add_mark_steps(
+    capture: Capture, options: CaptureOptions, syncs: list[_Sync], step_entries: list[_Entry]
+) -> None:
+    """The executions, spans and compiles of the timed ``mark_step`` syncs, each matched in
+    order with its saved graph."""
     graphs = [step_entries[i].graph if i < len(step_entries) else None for i in range(len(syncs))]
     for sync, graph in zip(syncs, graphs, strict=True):
         if graph is not None and sync.cached and not sync.uncached:
@@ -356,6 +374,16 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         if entry:
             _seen_graphs.add(entry.graph)
 
+
+def _add_forced_syncs(
+    capture: Capture,
+    options: CaptureOptions,
+    entries: list[_Entry],
+    forced_entries: list[_Entry],
+    syncs: list[_Sync],
+    deltas: dict[str, Any],
+) -> None:
+    """The executions and compiles of the syncs forced outside ``mark_step`` (no time)."""
     forced_uncached = deltas.get("UncachedCompile", 0) - sum(s.uncached for s in syncs)
     for entry in forced_entries:
         capture.add(
@@ -409,29 +437,24 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                 },
             )
 
-    if options.graphs:
-        compiled = {row["graph"] for row in capture.rows.get("compiles", [])}
-        for entry in entries:
-            if entry.graph not in compiled:
-                continue
-            compiled.discard(entry.graph)  # one graphs row per graph
-            capture.add(
-                "graphs",
-                {
-                    "backend": NAME,
-                    "graph": entry.graph,
-                    "kind": "ir",
-                    "text": entry.text,
-                    "nodes": count_ir_nodes(entry.text),
-                },
-            )
-    if not switches.value("LTC_SAVE_TENSORS_FILE") and versions.gate(NAME).supported:
-        capture.notes.append(
-            "torch_lazy: graphs and sync locations need LTC_SAVE_TENSORS_FILE "
-            "set before the first sync (load xlanb first)."
+
+def _add_ir_graphs(capture: Capture, entries: list[_Entry]) -> None:
+    """One ``graphs`` row (the lazy IR) per graph compiled in the cell."""
+    compiled = {row["graph"] for row in capture.rows.get("compiles", [])}
+    for entry in entries:
+        if entry.graph not in compiled:
+            continue
+        compiled.discard(entry.graph)  # one graphs row per graph
+        capture.add(
+            "graphs",
+            {
+                "backend": NAME,
+                "graph": entry.graph,
+                "kind": "ir",
+                "text": entry.text,
+                "nodes": count_ir_nodes(entry.text),
+            },
         )
-    capture.environment = _environment()
-    return capture
 
 
 def _span(lane: str, graph: str | None, start: float, seconds: float) -> dict[str, Any]:

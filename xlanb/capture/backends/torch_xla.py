@@ -461,36 +461,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         torch_reads.placed_rows(fallback_rows(NAME, counter_deltas), reads, where), passes, where
     )
 
-    in_cell: dict[str, list[tuple[float, float]]] = {}
-    for name in metrics.metric_names():
-        data = metrics.metric_data(name)
-        if data is None:
-            continue
-        count, accumulator, samples = data
-        before_count, before_total = token.metric_totals.get(name, (0, 0.0))
-        new_count = count - before_count
-        if new_count <= 0:
-            continue
-        unit, scale = metric_unit(name)
-        # The runtime keeps the newest ~1024 samples; the newest `new_count` that fall inside
-        # the cell are this cell's.
-        window = [
-            (ts, value * scale) for ts, value in samples[-new_count:] if ts >= token.wall_start
-        ]
-        in_cell[name] = window
-        capture.add(
-            "metrics",
-            metric_row(
-                NAME,
-                name,
-                unit,
-                new_count,
-                (accumulator - before_total) * scale,
-                [v for _, v in window],
-            ),
-        )
-        for ts, value in window:
-            capture.add("samples", {"backend": NAME, "metric": name, "time": ts, "value": value})
+    in_cell = _add_metric_rows(capture, token, metrics)
 
     # without a trace, device spans are the runtime's ExecuteTime samples
     capture.rows["spans"] = _sample_spans(in_cell, device=trace_events is None)
@@ -528,6 +499,44 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
         )
     capture.environment = _environment()
     return capture
+
+
+def _add_metric_rows(
+    capture: Capture, token: _Token, metrics: Any
+) -> dict[str, list[tuple[float, float]]]:
+    """A ``metrics`` row per metric with new samples in the cell and a ``samples`` row per
+    sample; returns each metric's samples in the cell as (time, value)."""
+    in_cell: dict[str, list[tuple[float, float]]] = {}
+    for name in metrics.metric_names():
+        data = metrics.metric_data(name)
+        if data is None:
+            continue
+        count, accumulator, samples = data
+        before_count, before_total = token.metric_totals.get(name, (0, 0.0))
+        new_count = count - before_count
+        if new_count <= 0:
+            continue
+        unit, scale = metric_unit(name)
+        # The runtime keeps the newest ~1024 samples; the newest `new_count` that fall inside
+        # the cell are this cell's.
+        window = [
+            (ts, value * scale) for ts, value in samples[-new_count:] if ts >= token.wall_start
+        ]
+        in_cell[name] = window
+        capture.add(
+            "metrics",
+            metric_row(
+                NAME,
+                name,
+                unit,
+                new_count,
+                (accumulator - before_total) * scale,
+                [v for _, v in window],
+            ),
+        )
+        for ts, value in window:
+            capture.add("samples", {"backend": NAME, "metric": name, "time": ts, "value": value})
+    return in_cell
 
 
 #: Timed metrics whose samples are spans of the time account (sample time = the span's end).

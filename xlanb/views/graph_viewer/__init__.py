@@ -1,26 +1,17 @@
-"""The interactive IR/HLO graph viewer as self-contained HTML (and an anywidget widget).
+r"""The interactive IR/HLO graph viewer as self-contained HTML (and an anywidget widget).
 
-- :func:`graph_html`: one graph, its JS/CSS inline (what ``display(graph)`` shows);
-- :func:`viewer_assets` + :func:`graph_fragment`: the JS/CSS once, then one fragment per
-  graph, for pages that embed several graphs;
-- :func:`graph_views`: a program's views (optimized HLO, StableHLO), a tab each;
-- :func:`graph_page`: a whole HTML document;
-- :func:`diff_html`: two graphs side by side, or overlaid, with the changes marked
-  (:func:`overlay_fragment`: the overlay as one fragment);
-- :func:`viewer_widget`: the two-way notebook widget (``widget.selected``: the clicked node).
+:func:`graph_html` (one graph, JS/CSS inline), :func:`viewer_assets` + :func:`graph_fragment`
+(the assets once, then a fragment per graph), :func:`graph_views` (a program's views, a tab
+each), :func:`graph_page` (a whole document), :func:`diff_html` and :func:`overlay_fragment`
+(two graphs side by side or overlaid, changes marked), :func:`viewer_widget` (the notebook
+widget; ``widget.selected``: the clicked node). Modules: :mod:`.payload` (the JSON the
+JavaScript reads), :mod:`.html` (fragments and pages), :mod:`.widget`, and ``static/``
+(inlined in order: ``model.js``, ``layout.js``, ``render.js``, ``ui.js``, ``viewer.css``).
 
-The modules: :mod:`.payload` (the JSON the JavaScript reads: its contract, field by field),
-:mod:`.html` (fragments and pages), :mod:`.widget` (the widget), and ``static/``: the viewer's
-scripts, inlined in this order: ``model.js`` (the payload decoded, scopes, search),
-``layout.js`` (the layered layout and the scene of open scopes), ``render.js`` (the canvas),
-``ui.js`` (toolbar, details panel, events, mounting), and ``viewer.css``.
-
-The data travels as JSON inside ``<script type="application/json">`` with ``</`` written as
-``<\\/``; every name is drawn with canvas ``fillText`` or put in the page with ``textContent``,
-so names holding ``<script>`` or quotes stay text. Nothing is loaded from the network.
-
-``payload`` here is the function :func:`.payload.payload`, not its module: import the module's
-other names from ``xlanb.views.graph_viewer.payload``.
+The data travels as JSON in ``<script type="application/json">`` with ``</`` written as
+``<\/``; names are drawn with ``fillText`` or set with ``textContent``, so they stay text.
+Nothing is loaded from the network. ``payload`` here is the function
+:func:`.payload.payload`; import the module's other names from its module.
 """
 
 from __future__ import annotations

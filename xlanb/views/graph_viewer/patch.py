@@ -1,9 +1,6 @@
 """A payload sent as the changes from another payload on the same page (a report's compiles of
 one function differ in shapes; a recompile's "Changes" view is the recompiled graph again with
-diff codes): the 4 compiles and 3 changes of a 12-layer transformer take 1.53 MB packed, 0.5 MB
-as patches.
-
-A patch mirrors the payload's JSON, each part one of:
+diff codes). A patch mirrors the payload's JSON, each part one of:
 
 - ``{"v": value}``: the value itself;
 - ``{"k": {key: patch, ...}, "drop": [key, ...]}``: an object whose listed keys differ from the

@@ -5,50 +5,8 @@ It travels in a ``<script type="application/json">`` inside the viewer's element
 are lists with one entry per node (per scope, per edge); an entry marked *(s)* is an index
 into ``strings`` (each distinct string travels once, ``""`` standing for none).
 
-``version``
-    :data:`PAYLOAD_VERSION`.
-``kind``, ``title``, ``summary``
-    the graph's kind (``hlo``, ``stablehlo``, ``ir``, ``torchscript``, ``dot``), the toolbar
-    title, a line shown under the toolbar (a diff's counts) or null.
-``strings``
-    the interned strings.
-``contract``
-    the codes this payload uses, which the viewer checks against its own before drawing
-    (``model.js`` throws on a difference instead of drawing wrong colours or edges):
-    ``flags`` (:data:`FLAGS`: name -> bit), ``edgeKinds`` (:data:`EDGE_KINDS`: an edge's
-    code is its index), ``diffStates`` (:data:`DIFF_STATES`: a diff code is its index) and
-    ``categories`` (:data:`CATEGORIES`: a node's ``cat`` is its index; the viewer picks
-    colours by these names, never by position).
-``nodes``
-    ``id`` (s), ``name`` (s), ``label`` (s: the box's first line, :func:`node_label`),
-    ``op`` (s), ``shape`` (s), ``scope`` (index into the scopes, -1: top level), ``opName``
-    (s), ``file`` (s), ``line`` (source line, 0: none), ``func`` (s), ``text`` (the
-    instruction's text, metadata dropped from HLO, clipped to :data:`TEXT_LIMIT` characters),
-    ``attrs`` (flat ``[key (s), value (s), ...]``, values clipped to :data:`ATTR_LIMIT`),
-    ``order`` (topological rank), ``flags`` (bits of :data:`FLAGS`), ``cat`` (index into
-    ``contract.categories``); a diff adds ``diff`` (index into ``contract.diffStates``) and,
-    side by side, ``peer`` (the matching node's index in the other graph, -1: none).
-``scopes`` (parents before children)
-    ``parent`` (scope index, -1: top level), ``label`` (s), ``kind`` (s), ``anchor`` (index of
-    the node that calls the scope, e.g. the fusion instruction; -1: none), ``size`` (nodes
-    inside, nested scopes included).
-``edges``
-    flat ``[source, target, kind, ...]``: node indexes (data flows source -> target) and the
-    code of the kind (index into ``contract.edgeKinds``).
-``cost``
-    per-node numbers to colour by, null where unknown: ``flops`` and ``bytes`` (estimates
-    from shapes); with a ``cost=`` mapping, ``custom`` and its name ``customLabel``.
-``measured`` (only when the graph has measured device time, :func:`measured_nodes`)
-    one entry per measured node, hottest first: ``node`` (node index), ``seconds`` (all
-    runs), ``count`` (runs, null: unknown), ``share`` (of the profile's device time, null:
-    unknown), ``cellLine`` (line in the profiled cell, 0: none), ``code`` (s: that line's
-    text), ``file`` (s) and ``line`` (0: none): the source the trace gives; then ``label``
-    (:data:`MEASURED_LABEL`), ``total`` (seconds of the matched nodes) and ``unmatched``:
-    ``ops``, ``seconds`` and the first ``names`` of the measured ops no node is named after.
-``options``
-    ``height`` (px) and ``colorBy``: the colouring the viewer opens with, one of
-    :data:`COLOR_BY` (``""``: by op kind; ``time``: the measured device time, the default
-    when there is one).
+The payload's fields, one by one (version :data:`PAYLOAD_VERSION`), are described in
+``PAYLOAD.md`` beside this module.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
-"""JAX backend (``jax.jit`` on any XLA platform; tested on CPU).
+"""JAX backend (``jax.jit`` on any XLA platform; tested on CPU): the backend protocol.
 
 JAX needs no start-up switches: everything is switched on in :func:`begin` and off again in
 :func:`end`, so a process that loads xlanb but profiles nothing behaves exactly as before.
+How each frame is measured, and the limits, are in the README ("Runtime notes", JAX).
 
 The package: this module is the backend protocol (``begin``, ``end``, ...); :mod:`.hooks`
 holds every private JAX touch point (each checked once, a missing one turning its feature
@@ -9,70 +10,6 @@ off with a note), :mod:`.state` the mutable state (one instance, locked where th
 it), :mod:`.events` the records the listeners make, :mod:`.rows` the frames' rows built from
 them, :mod:`.dispatch` the CPython side of the dispatch counter, and :mod:`.trace_session`
 JAX's profiler session for the device trace.
-
-How each frame is measured (JAX 0.10.2; names checked in ``jax/_src``):
-
-- ``compiles``: ``jax.monitoring`` duration events ``/jax/core/compile/jaxpr_trace_duration``
-  (``trace_seconds``), ``/jax/core/compile/jaxpr_to_mlir_module_duration`` (``lower_seconds``)
-  and ``/jax/core/compile/backend_compile_duration`` (``seconds``, one row per event), all with
-  the keyword ``fun_name``. The listener is registered once (JAX listeners are global) and does
-  nothing unless a capture is active. The ``cause`` is JAX's own tracing-cache-miss
-  explanation: ``jax_explain_cache_misses`` is switched on (thread-locally) for the capture
-  only, and the ``TRACING CACHE MISS`` records of the ``jax._src.interpreters.partial_eval``
-  logger (``jax._src.pjit`` before JAX 0.9) are taken by a logging filter added once to both;
-  while xlanb switched the option on, the records it caused are not passed on, so nothing new
-  is printed. Causes:
-  ``never seen function``, ``different input types: f32[4,4] -> f32[8,4]``, ``static
-  argument changed: 2 -> 3``, ``different input pytree``, ``tracing context changed``, ``eager
-  op``, ``derived program ...`` (the forward and backward programs of ``jax.grad`` of a
-  jitted function, compiled without a new trace), ``no explanation from JAX`` (functions
-  defined inside installed libraries); the full text is in ``explanation``. The location is
-  the call's line (from the explanation and the Python stack at compile time).
-- ``graphs``: ``jax._src.compiler.compile_or_get_cached`` (the one call through which
-  ``pxla`` compiles every XLA program) is wrapped for the capture only; it hands over the
-  StableHLO module and the loaded executable, from which the rows ``stablehlo`` and
-  ``hlo_optimized`` (text, node count, ``flops``, ``bytes_accessed`` from
-  ``cost_analysis()``, ``peak_memory_bytes`` from ``get_compiled_memory_stats()``) are made
-  when the capture ends. Eager single-primitive programs get no graph rows.
-- ``executions``: JAX emits nothing for cache hits, and a cached call runs entirely in the
-  C++ ``PjitFunction`` fast path, with no Python hook. For the capture only,
-  ``PjitFunction.__call__`` is replaced by a small Python function (the type's vectorcall
-  flag is cleared so that CPython uses the replacement, and set again afterwards). It counts
-  and times each top-level call of every jitted function (calls made while another one runs,
-  e.g. during tracing, are not counted): one aggregated row per function, with ``count``, total
-  ``seconds``, ``mean_seconds``, ``time`` of the first call and ``eager``. The time is the host
-  dispatch time: JAX runs asynchronously, so it includes device time only when a call had to
-  wait. Cost: about 2 µs a call with device arrays, of which a pass-through Python
-  ``__call__`` alone is about 0.7 µs (the README's "Per JAX call",
-  ``bench/jax_call_pieces.py``).
-- ``fallbacks``: host callbacks (``pure_callback``, ``io_callback``, ``jax.debug.print`` /
-  ``jax.debug.callback``) are the ``xla_ffi_python_cpu_callback`` custom calls of a program
-  compiled during a capture (cause ``host_callback``; ``count`` = calls of the function in
-  the cell; located by the program's stack-frame metadata). Implicit host-to-device
-  transfers (NumPy arrays and scalars, Python scalars, among the non-static arguments of a
-  jitted call) are found by the dispatch counter (cause ``host_transfer``, one per value). To
-  keep the counter cheap it looks for them among the arguments and their direct children (an
-  array, or a tuple, list or dict of arrays such as a batch); when it finds one, it counts
-  every host value of the call, however deep. Both are left out for eager ops. Values
-  read back from a ``jax.Array`` (``float(x)``, ``int(x)``, ``bool(x)``, ``x.item()``,
-  ``x.tolist()``, printing) are syncs (cause ``item``), one row per way and place, counted
-  by wrappers on ``ArrayImpl._value`` and ``ArrayImpl.item`` (a few µs a read; the stack is
-  walked once per place). ``np.asarray(x)`` reads through the buffer protocol: not seen.
-
-``eager`` marks what JAX runs for code outside ``jit``: single primitives (``jit(sin)`` made
-by ``apply_primitive``) and ``jax.numpy`` functions, which are themselves jitted (``x + 1``
-is ``jit(add)``). Such compiles get no graph rows.
-
-Limitations: host callbacks are known only for programs compiled while a capture was active
-(a function compiled in an unprofiled cell and only run in a profiled one shows its calls but
-not its callbacks), and are matched to calls by the function's name; executions are per
-function, not per compiled program (input shapes); a call whose only host values lie deeper
-than an argument's direct children is not seen as a transfer; only calls through a
-``jax.jit`` object are counted (not calls of an ahead-of-time ``Compiled`` object); a call
-made on another thread while a call runs on the profiling thread is not counted;
-explanations are switched on for the profiling thread only; per-call device time is not
-measured (use ``jax.profiler`` for a device trace); device-to-host transfers
-(``np.asarray(x)``, ``float(x)``) are not seen.
 """
 
 from __future__ import annotations

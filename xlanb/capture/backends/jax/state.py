@@ -3,19 +3,7 @@
 Nested captures share it: the listeners record into one set of buffers while at least one
 capture is active, and each capture keeps where the buffers stood when it began
 (:class:`Token`).
-
-Threads: the buffers are shared. The listeners append from whatever thread runs JAX (the
-dispatch counter from the user's thread), while ``end`` (and any reader of running totals,
-e.g. ``--live``) may read from another. ``STATE.lock`` guards them: readers copy under it, and
-every writer takes it except the dispatch counter on its per-call path, which runs on every
-call of a jitted function: there the lock would cost about 0.2 us a call, a quarter of the
-counter's cost. That path writes one sample into the preallocated sample lists and then
-the count (no call in between, so no other thread runs there under the GIL); past the
-samples' cap it makes two in-place additions to the function's own :class:`CallStats`
-instead (a reader may see a call's count before its seconds). It adds an entry to ``calls``
-only under the lock, so readers can iterate over ``calls`` safely. The code holding the lock
-never calls into JAX or logging, so a listener never waits on itself. The containers are
-never replaced, only cleared, so the dispatch counter keeps references to them.
+How threads share it is said on :class:`JaxState`.
 """
 
 from __future__ import annotations
@@ -157,10 +145,24 @@ class Session:
 
 @dataclass(eq=False, slots=True)
 class JaxState:
-    """Everything the JAX backend changes at run time (see the module docstring)."""
+    """Everything the JAX backend changes at run time.
+
+    Threads: the buffers are shared. The listeners append from whatever thread runs JAX (the
+    dispatch counter from the user's thread), while ``end`` (and any reader of running totals,
+    e.g. ``--live``) may read from another. ``STATE.lock`` guards them: readers copy under it, and
+    every writer takes it except the dispatch counter on its per-call path, which runs on every
+    call of a jitted function: there the lock would cost about 0.2 us a call, a quarter of the
+    counter's cost. That path writes one sample into the preallocated sample lists and then
+    the count (no call in between, so no other thread runs there under the GIL); past the
+    samples' cap it makes two in-place additions to the function's own :class:`CallStats`
+    instead (a reader may see a call's count before its seconds). It adds an entry to ``calls``
+    only under the lock, so readers can iterate over ``calls`` safely. The code holding the lock
+    never calls into JAX or logging, so a listener never waits on itself. The containers are
+    never replaced, only cleared, so the dispatch counter keeps references to them.
+    """
 
     #: Guards ``active``, ``events``, ``transfers``, ``calls`` and the samples (but for the
-    #: dispatch counter's per-call updates; see the module docstring).
+    #: dispatch counter's per-call updates; see the class docstring).
     lock: threading.Lock = field(default_factory=threading.Lock)
     #: At least one capture is active: the listeners record (read without the lock: a stale
     #: read only records an event the next capture drops).
