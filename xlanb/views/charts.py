@@ -444,6 +444,8 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
         largest = max(max(s["y"]) for s in memory)
         memory_unit, memory_factor = _bytes_unit(largest)
         layout["yaxis"]["domain"] = [share + 0.06, 1.0]
+        # the shared time axis under the memory lane: its title never lands inside the lane
+        layout["xaxis"]["anchor"] = "y2"
         layout["yaxis2"] = _axis_style(
             title=f"memory ({memory_unit})", domain=[0.0, share], rangemode="tozero", anchor="x"
         )
@@ -621,6 +623,47 @@ def _vertical_bars_svg(
     return parts
 
 
+def _stacked_bars_svg(
+    bars: list[dict[str, Any]], left: float, right: float, top: float, bottom: float
+) -> list[str]:
+    """Vertical bars stacked per category (each trace one segment), the total above each."""
+    categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
+    totals = dict.fromkeys(categories, 0.0)
+    for trace in bars:
+        for category, value in zip(trace["x"], trace["y"], strict=True):
+            totals[category] += value
+    y_max = max(totals.values(), default=1.0) or 1.0
+    step = (right - left) / max(len(categories), 1)
+    scale = (bottom - top - 12) / y_max
+    parts = [
+        f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" y2="{bottom:.1f}" '
+        f'stroke="{INK}"/>'
+    ]
+    stacked = dict.fromkeys(categories, 0.0)
+    for trace in bars:
+        color = trace["marker"]["color"]
+        for category, value in zip(trace["x"], trace["y"], strict=True):
+            x = left + categories.index(category) * step + step * 0.1
+            y = bottom - (stacked[category] + value) * scale
+            stacked[category] += value
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{step * 0.8:.1f}" '
+                f'height="{value * scale:.1f}" fill="{color}"/>'
+            )
+    if len(categories) <= 30:
+        for position, category in enumerate(categories):
+            x = left + (position + 0.5) * step
+            parts.append(
+                f'<text x="{x:.1f}" y="{bottom - totals[category] * scale - 2:.1f}" '
+                f'text-anchor="middle" font-size="9">{totals[category]:.3g}</text>'
+            )
+            parts.append(
+                f'<text x="{x:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">'
+                f"{escape(str(category))}</text>"
+            )
+    return parts
+
+
 # -- static SVG twin -----------------------------------------------------------------------
 def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
     """A static SVG of a figure made here: lines, markers and horizontal bars, with the axes'
@@ -647,7 +690,8 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
         bottom = margin["t"] + (1 - y_dom[0]) * plot_h
         bars = [t for t in traces if t["type"] == "bar"]
         if bars and bars[0].get("orientation") != "h":
-            parts.extend(_vertical_bars_svg(bars, left, right, top, bottom))
+            draw = _stacked_bars_svg if layout.get("barmode") == "stack" else _vertical_bars_svg
+            parts.extend(draw(bars, left, right, top, bottom))
             y_title = y_axis.get("title", {}).get("text", "")
             parts.append(
                 f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'

@@ -23,6 +23,7 @@ from xlanb.core.profile import Profile
 from xlanb.views.charts import comparison_figure, percentile_figure, timeline_figure
 from xlanb.views.escape import escape
 from xlanb.views.html import STYLE, changes_view, labelled_entries, profile_html, table
+from xlanb.views.step_chart import step_figure
 from xlanb.views.summary import title
 
 if TYPE_CHECKING:
@@ -152,7 +153,7 @@ def _graphs(profile: Profile, page: PagePayloads) -> str:
 def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str:
     parts = [f"<h2>{escape(title(profile))}</h2>"] if heading else []
     parts.append(profile_html(profile, graph_viewers=False))
-    for figure in (percentile_figure(profile), timeline_figure(profile)):
+    for figure in (percentile_figure(profile), step_figure(profile), timeline_figure(profile)):
         if figure is not None:
             parts.append(chart_html(figure))
     parts.append(f"<details><summary><b>Environment</b></summary>{_environment(profile)}</details>")

@@ -1,0 +1,92 @@
+"""The step-time chart in the HTML report, drawn by plotly.js in Chromium offline: one bar per
+step, stacked by the time account's buckets, the segments of a step summing to its time, and
+the warm-up step apart from the steady ones."""
+
+from __future__ import annotations
+
+import pytest
+
+import xlanb
+from tests.browser import browser_page
+
+STEPS = 12
+
+#: The step chart's traces as drawn: per trace its phase, bucket, bars (x, y) and drawn points.
+DRAWN_STEP_TRACES = """() => {
+  const charts = [...document.querySelectorAll('.xlanb-report-chart')].filter(
+    (div) => div.layout && div.layout.barmode === 'stack');
+  return charts.map((div) => div.data.map((trace, index) => ({
+    phase: trace.meta, bucket: trace.name, x: trace.x, y: trace.y,
+    points: div.querySelectorAll('.barlayer .trace.bars')[index].querySelectorAll('.point').length,
+    unit: div.layout[trace.yaxis === 'y2' ? 'yaxis2' : 'yaxis'].title.text,
+  })));
+}"""
+
+
+@pytest.fixture(scope="module")
+def loop_profile():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def step(w, x):
+        return w - 0.01 * jax.grad(lambda w: ((x @ w) ** 2).sum())(w)
+
+    w, x = jnp.ones((32, 32)), jnp.ones((8, 32))
+    with xlanb.profile(backend="jax", name="loop <b>") as prof:
+        for _ in range(STEPS):
+            w = step(w, x)
+        w.block_until_ready()
+    return prof
+
+
+def test_report_step_chart_has_a_stacked_bar_per_step(loop_profile, tmp_path):
+    steps = loop_profile.step_times
+    assert len(steps) == STEPS and (steps["phase"] == "warm-up").sum() >= 1
+    path = tmp_path / "report.html"
+    loop_profile.to_html(path)
+    with browser_page() as (page, blocked):
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(path.as_uri())
+        page.wait_for_selector(".xlanb-report-chart .main-svg", timeout=30_000)
+        page.wait_for_function("document.querySelectorAll('.barlayer .trace.bars').length > 0")
+        charts = page.evaluate(DRAWN_STEP_TRACES)
+    assert blocked == [] and errors == []
+    assert len(charts) == 1
+    traces = charts[0]
+    factor = {"s": 1.0, "ms": 1e3, "µs": 1e6}
+    for phase, rows in steps.groupby("phase"):
+        drawn = [t for t in traces if t["phase"] == phase]
+        assert drawn, phase
+        # one bar per step of the phase in every bucket's trace, each drawn
+        for trace in drawn:
+            assert trace["x"] == [str(s) for s in rows["step"]]
+            assert trace["points"] == len(rows)
+        totals = [sum(t["y"][i] for t in drawn) for i in range(len(rows))]
+        scale = factor[drawn[0]["unit"]]
+        assert totals == pytest.approx((rows["seconds"] * scale).tolist(), abs=1e-5 * len(drawn))
+    # the warm-up steps on their own axis, left of the steady ones
+    assert {t["phase"] for t in traces} == {"warm-up", "steady"}
+
+
+#: Boxes of the timeline's x-axis title and of its memory lane's plot area, in page pixels.
+TIMELINE_BOXES = """() => {
+  const div = [...document.querySelectorAll('.xlanb-report-chart')].find(
+    (d) => d.layout && d.layout.yaxis2 && String(d.layout.yaxis2.title.text).startsWith('memory'));
+  const box = (element) => { const r = element.getBoundingClientRect();
+    return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+  return {title: box(div.querySelector('.g-xtitle')),
+          lane: box(div.querySelector('.draglayer .xy2 .nsewdrag'))};
+}"""
+
+
+def test_timeline_time_axis_title_is_below_the_memory_lane(loop_profile, tmp_path):
+    path = tmp_path / "report.html"
+    loop_profile.to_html(path)
+    with browser_page() as (page, _blocked):
+        page.goto(path.as_uri())
+        page.wait_for_selector(".xlanb-report-chart .main-svg", timeout=30_000)
+        page.wait_for_function("document.querySelectorAll('.g-xtitle text').length > 0")
+        boxes = page.evaluate(TIMELINE_BOXES)
+    assert boxes["title"]["top"] >= boxes["lane"]["bottom"], boxes
