@@ -90,3 +90,51 @@ def test_timeline_time_axis_title_is_below_the_memory_lane(loop_profile, tmp_pat
         page.wait_for_function("document.querySelectorAll('.g-xtitle text').length > 0")
         boxes = page.evaluate(TIMELINE_BOXES)
     assert boxes["title"]["top"] >= boxes["lane"]["bottom"], boxes
+
+
+@pytest.fixture(scope="module")
+def recompiled_profile():
+    import jax
+    import jax.numpy as jnp
+
+    @jax.jit
+    def total(a, b, c, d):
+        return a.sum() + b.sum() + c.sum() + d.sum()
+
+    with xlanb.profile(backend="jax", name="recompiled") as prof:
+        for rows in (3, 4, 5):
+            arrays = [jnp.ones((rows, columns)) for columns in (7, 9, 2, 5)]
+            total(*arrays).block_until_ready()
+    return prof
+
+
+def test_compiles_table_cause_keeps_to_two_lines_and_diff_shows(recompiled_profile):
+    from xlanb.views.html import profile_html
+
+    causes = recompiled_profile.compiles["cause"].astype(str)
+    longest = max(causes, key=len)
+    assert len(longest) > 80  # a shape change of four inputs
+    with browser_page(width=1000, height=900) as (page, _blocked):
+        page.set_content(
+            f"<!DOCTYPE html><html><body>{profile_html(recompiled_profile)}</body></html>"
+        )
+        page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+        boxes = page.evaluate(
+            """() => { const table = [...document.querySelectorAll('table')].find((t) =>
+              [...t.querySelectorAll('th')].some((th) => th.textContent === 'cause'));
+              const heads = [...table.querySelectorAll('th')].map((th) => th.textContent);
+              const column = heads.indexOf('cause');
+              const cells = [...table.tBodies[0].rows].map((row) => row.cells[column]);
+              const diffs = [...table.tBodies[0].rows].map((row) =>
+                row.cells[heads.indexOf('diff')]).filter((c) => c.textContent);
+              const lines = (c) => { const range = document.createRange();
+                range.selectNodeContents(c);
+                return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size; };
+              return {heights: cells.map(lines), diff_lines: diffs.map(lines),
+                titles: cells.map((c) => c.title || c.querySelector('[title]')?.title || ''),
+                heads: heads}; }"""
+        )
+    assert "diff" in boxes["heads"]
+    assert max(boxes["heights"]) <= 2, boxes  # lines of text in each cause cell
+    assert boxes["diff_lines"] and max(boxes["diff_lines"]) == 1, boxes  # a whole command
+    assert longest in boxes["titles"]  # the whole cause in its tooltip

@@ -650,13 +650,14 @@ def _stacked_bars_svg(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{step * 0.8:.1f}" '
                 f'height="{value * scale:.1f}" fill="{color}"/>'
             )
-    if len(categories) <= 30:
-        for position, category in enumerate(categories):
-            x = left + (position + 0.5) * step
+    for position, category in enumerate(categories):
+        x = left + (position + 0.5) * step
+        if len(categories) <= 12:  # totals above the bars while they fit
             parts.append(
                 f'<text x="{x:.1f}" y="{bottom - totals[category] * scale - 2:.1f}" '
                 f'text-anchor="middle" font-size="9">{totals[category]:.3g}</text>'
             )
+        if len(categories) <= 40:
             parts.append(
                 f'<text x="{x:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">'
                 f"{escape(str(category))}</text>"
