@@ -138,3 +138,69 @@ def test_compiles_table_cause_keeps_to_two_lines_and_diff_shows(recompiled_profi
     assert max(boxes["heights"]) <= 2, boxes  # lines of text in each cause cell
     assert boxes["diff_lines"] and max(boxes["diff_lines"]) == 1, boxes  # a whole command
     assert longest in boxes["titles"]  # the whole cause in its tooltip
+
+
+@pytest.fixture(scope="module")
+def deep_profile():
+    import jax
+    import jax.numpy as jnp
+
+    def deep_mlp(weights, x):
+        for w in weights:
+            x = jnp.tanh(x @ w)
+        return (x**2).sum()
+
+    weights = [jnp.eye(16) * (1 + i / 100) for i in range(120)]
+    step = jax.jit(jax.grad(deep_mlp))
+    x = jnp.ones((8, 16))
+    with xlanb.profile(backend="jax", name="deep") as prof:
+        for _ in range(4):
+            grads = step(weights, x)
+        jax.block_until_ready(grads)
+    return prof
+
+
+#: Zooms the timeline to [lo, hi] and counts the op bars drawn wholly inside the plot area.
+ZOOM_TO_RUN = """async ([lo, hi]) => {
+  const div = [...document.querySelectorAll('.xlanb-report-chart')].find(
+    (d) => d.data && d.data.some((t) => t.name === 'op'));
+  if (!div) return -1;
+  await window.Plotly_relayout(div, lo, hi);
+  const plot = div.querySelector('.draglayer .xy .nsewdrag').getBoundingClientRect();
+  const index = div.data.findIndex((t) => t.name === 'op');
+  const points = div.querySelectorAll('.barlayer .trace.bars')[index].querySelectorAll('path');
+  return [...points].filter((p) => { const r = p.getBoundingClientRect();
+    return r.width > 0 && r.left >= plot.left - 0.5 && r.right <= plot.right + 0.5; }).length;
+}"""
+
+
+def test_timeline_zooms_to_the_ops_of_one_run(deep_profile, tmp_path):
+    from xlanb.views.charts import last_run_ops, time_unit
+
+    spans = deep_profile.spans
+    device = spans[spans["lane"] == "device"].sort_values("start")
+    run_start = float(device["start"].iloc[-1]) - deep_profile.started_at
+    run_end = run_start + float(device["seconds"].iloc[-1])
+    held = spans[spans["lane"] == "op"]
+    held_start = held["start"].to_numpy() - deep_profile.started_at
+    held_end = held_start + held["seconds"].to_numpy()
+    in_run = int(((held_start >= run_start) & (held_end <= run_end)).sum())
+    assert in_run > 300  # more than a row's merged bars: each op, not a merge of them
+    assert len(last_run_ops(deep_profile)) == in_run
+    path = tmp_path / "report.html"
+    deep_profile.to_html(path)
+    extent = max(float(held_end.max()), deep_profile.wall_seconds)
+    _unit, factor = time_unit(extent)
+    with browser_page() as (page, _blocked):
+        page.goto(path.as_uri())
+        page.wait_for_selector(".xlanb-report-chart .main-svg", timeout=30_000)
+        page.wait_for_function(
+            "[...document.querySelectorAll('.xlanb-report-chart')].some((d) => d.data && "
+            "d.data.some((t) => t.name === 'op') && d.querySelector('.barlayer'))"
+        )
+        page.evaluate(
+            "() => { window.Plotly_relayout = (div, lo, hi) => xlanbPlotly.then((P) => "
+            "P.relayout(div, {'xaxis.range': [lo, hi]})); }"
+        )
+        drawn = page.evaluate(ZOOM_TO_RUN, [run_start * factor, run_end * factor])
+    assert drawn == in_run
