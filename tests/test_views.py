@@ -99,8 +99,8 @@ def test_profiled_cell_sends_summary_then_charts(lazy_runtime):
             "    torch._lazy.mark_step()"
         )
     kinds = [next(iter(o.data)) if len(o.data) == 1 else sorted(o.data) for o in shown.outputs]
-    assert len(shown.outputs) == 3  # summary, percentiles, timeline
-    assert PLOTLY_MIME in shown.outputs[1].data and PLOTLY_MIME in shown.outputs[2].data, kinds
+    assert len(shown.outputs) == 4  # summary, percentiles, steps, timeline
+    assert all(PLOTLY_MIME in output.data for output in shown.outputs[1:]), kinds
 
 
 def test_summary_html_sections(loop_profile):
@@ -118,7 +118,7 @@ def test_summary_html_sections(loop_profile):
 
 def test_report_embeds_plotly_once_and_every_graph(loop_profile):
     text = loop_profile.to_html()
-    assert text.count("Plotly.newPlot(") == 2  # percentiles and timeline
+    assert text.count("Plotly.newPlot(") == 3  # percentiles, steps and timeline
     # the basic bundle, embedded once, gzip-compressed (1.2 MB -> 527 kB in base64)
     packed = re.findall(r'<script type="[^"]+" id="xlanb-plotly">([^<]*)</script>', text)
     assert len(packed) == 1 and text.count("xlanb-plotly") == 2  # the bundle and its loader

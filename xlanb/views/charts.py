@@ -238,7 +238,7 @@ def lane_events(profile: Profile) -> pd.DataFrame:
     spans = profile.spans
     spans = spans[spans["seconds"] > 0] if not spans.empty else spans
     if spans.empty:
-        return pd.DataFrame(columns=["row", "lane", "start", "end", "name"])
+        return pd.DataFrame(columns=["row", "lane", "start", "end", "name", "exact"])
     # column-wise: a long cell has thousands of spans (a row dict each took ~0.1 s)
     lanes = spans["lane"].astype(str).to_numpy(dtype=object)
     labels = [
@@ -260,12 +260,43 @@ def lane_events(profile: Profile) -> pd.DataFrame:
         }
     )
     extent = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
-    return pd.concat(
-        [_thinned(group, extent) for _, group in events.groupby("row", sort=False)],
-        ignore_index=True,
+    runs = _last_runs(events)
+    rows = []
+    for row, group in events.groupby("row", sort=False):
+        run = f"device {row[4:]}" if row.startswith("ops ") else ""
+        if run not in runs.index:
+            rows.append(_thinned(group, extent))
+            continue
+        # the ops of the program's last run stay one bar each: zoom in to read them
+        start, end = runs.loc[run, "start"], runs.loc[run, "end"]
+        inside = (group["start"] >= start) & (group["end"] <= end)
+        exact = group[inside]
+        if len(exact) > RUN_OPS:
+            exact = exact.loc[(exact["end"] - exact["start"]).nlargest(RUN_OPS).index]
+        rows += [_thinned(group[~inside], extent), exact.assign(exact=True)]
+    joined = pd.concat(rows, ignore_index=True)
+    joined["exact"] = (
+        joined["exact"].fillna(False).astype(bool) if "exact" in joined.columns else False
     )
+    return joined
 
 
+def _last_runs(events: pd.DataFrame) -> pd.DataFrame:
+    """``start, end`` of each device row's last run, indexed by row."""
+    device = events[events["lane"] == "device"].sort_values("start", kind="stable")
+    return device.groupby("row")[["start", "end"]].last()
+
+
+def last_run_ops(profile: Profile) -> pd.DataFrame:
+    """The op bars :func:`lane_events` keeps one per op (``exact``): those inside each
+    program's last traced run (``row, lane, start, end, name``; seconds after the cell
+    started)."""
+    events = lane_events(profile)
+    return events[events["exact"]] if not events.empty else events
+
+
+#: Op bars of one run kept exact (the longest, if it ran more ops).
+RUN_OPS = 1500
 #: Bars one timeline row draws at most: closer spans merge into one bar, as no screen could
 #: tell them apart (a 20,000-step loop drew 3,000 waits and 2,000 ops: 0.7 MB of output).
 ROW_BARS = 300
@@ -399,6 +430,7 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
     lanes = events["lane"].to_numpy(dtype=object)
     rows_of, names_of = events["row"].to_numpy(dtype=object), events["name"].to_numpy(dtype=object)
     starts, ends = events["start"].to_numpy(dtype=float), events["end"].to_numpy(dtype=float)
+    exact_ops = events["exact"].to_numpy(dtype=bool)
     for lane in ("device", "op", "compile", "transfer", "sync_wait", "trace"):
         chosen = lanes == lane
         if not chosen.any():
@@ -412,8 +444,16 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
                 "orientation": "h",
                 "name": lane,
                 "y": rows_of[chosen].tolist(),
-                "x": np.round(np.maximum(lasting, span * factor / 400), 6).tolist(),
-                "base": np.round(starts[chosen] * factor, 6).tolist(),
+                # a run's own ops keep their width (zoom in to them), merged bars a visible one
+                "x": np.round(
+                    np.where(
+                        exact_ops[chosen],
+                        np.maximum(lasting, span * factor / 1e6),
+                        np.maximum(lasting, span * factor / 400),
+                    ),
+                    9,
+                ).tolist(),
+                "base": np.round(starts[chosen] * factor, 9).tolist(),
                 "customdata": [
                     [name, value] for name, value in zip(names_of[chosen], exact, strict=True)
                 ],
@@ -444,6 +484,8 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
         largest = max(max(s["y"]) for s in memory)
         memory_unit, memory_factor = _bytes_unit(largest)
         layout["yaxis"]["domain"] = [share + 0.06, 1.0]
+        # the shared time axis under the memory lane: its title never lands inside the lane
+        layout["xaxis"]["anchor"] = "y2"
         layout["yaxis2"] = _axis_style(
             title=f"memory ({memory_unit})", domain=[0.0, share], rangemode="tozero", anchor="x"
         )
@@ -623,6 +665,48 @@ def _vertical_bars_svg(
     return parts
 
 
+def _stacked_bars_svg(
+    bars: list[dict[str, Any]], left: float, right: float, top: float, bottom: float
+) -> list[str]:
+    """Vertical bars stacked per category (each trace one segment), the total above each."""
+    categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
+    totals = dict.fromkeys(categories, 0.0)
+    for trace in bars:
+        for category, value in zip(trace["x"], trace["y"], strict=True):
+            totals[category] += value
+    y_max = max(totals.values(), default=1.0) or 1.0
+    step = (right - left) / max(len(categories), 1)
+    scale = (bottom - top - 12) / y_max
+    parts = [
+        f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" y2="{bottom:.1f}" '
+        f'stroke="{INK}"/>'
+    ]
+    stacked = dict.fromkeys(categories, 0.0)
+    for trace in bars:
+        color = trace["marker"]["color"]
+        for category, value in zip(trace["x"], trace["y"], strict=True):
+            x = left + categories.index(category) * step + step * 0.1
+            y = bottom - (stacked[category] + value) * scale
+            stacked[category] += value
+            parts.append(
+                f'<rect x="{x:.1f}" y="{y:.1f}" width="{step * 0.8:.1f}" '
+                f'height="{value * scale:.1f}" fill="{color}"/>'
+            )
+    for position, category in enumerate(categories):
+        x = left + (position + 0.5) * step
+        if len(categories) <= 12:  # totals above the bars while they fit
+            parts.append(
+                f'<text x="{x:.1f}" y="{bottom - totals[category] * scale - 2:.1f}" '
+                f'text-anchor="middle" font-size="9">{totals[category]:.3g}</text>'
+            )
+        if len(categories) <= 40:
+            parts.append(
+                f'<text x="{x:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">'
+                f"{escape(str(category))}</text>"
+            )
+    return parts
+
+
 # -- static SVG twin -----------------------------------------------------------------------
 def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
     """A static SVG of a figure made here: lines, markers and horizontal bars, with the axes'
@@ -649,7 +733,8 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
         bottom = margin["t"] + (1 - y_dom[0]) * plot_h
         bars = [t for t in traces if t["type"] == "bar"]
         if bars and bars[0].get("orientation") != "h":
-            parts.extend(_vertical_bars_svg(bars, left, right, top, bottom))
+            draw = _stacked_bars_svg if layout.get("barmode") == "stack" else _vertical_bars_svg
+            parts.extend(draw(bars, left, right, top, bottom))
             y_title = y_axis.get("title", {}).get("text", "")
             parts.append(
                 f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'

@@ -73,6 +73,10 @@ return asc?c:-c;});rows.forEach(function(r){body.appendChild(r);});});});});})()
 """
 
 
+#: A table cell kept to one line (inline: it reads in untrusted notebooks too).
+CLIPPED_STYLE = "max-width:18em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
+
+
 def table(
     frame: pd.DataFrame,
     columns: list[str],
@@ -80,8 +84,10 @@ def table(
     highlight: bool | list[bool] = False,
     sortable: bool = False,
     code_columns: tuple[str, ...] = ("code",),
+    clipped_columns: tuple[str, ...] = (),
 ) -> str:
-    """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked)."""
+    """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked);
+    `clipped_columns` keep to one line, cut with an ellipsis, the whole text in a tooltip."""
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     marks = highlight if isinstance(highlight, list) else [highlight] * len(frame)
@@ -93,6 +99,10 @@ def table(
             value = cell(record[column])
             if column in code_columns and value:
                 value = f"<code>{value}</code>"
+            if column in clipped_columns and value:
+                tooltip = cell(record[column])
+                cells.append(f"<td title='{tooltip}' style='{CLIPPED_STYLE}'>{value}</td>")
+                continue
             cells.append(f"<td>{value}</td>")
         body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
     return (
@@ -312,6 +322,8 @@ def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = Tr
                         + (["diff"] if any(compiles["diff"]) else []),
                     ),
                     sortable=True,
+                    code_columns=("code", "diff"),
+                    clipped_columns=("cause", "trigger"),
                 ),
                 open_=len(compiles) <= 8,
             )

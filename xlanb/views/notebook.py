@@ -8,6 +8,7 @@ from typing import Any
 
 from xlanb.core.profile import Profile
 from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
+from xlanb.views.step_chart import step_figure
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -38,11 +39,15 @@ class Chart:
 
 
 def charts(profile: Profile) -> list[Chart]:
-    """The percentile chart of every timed metric, and the compile/execute timeline."""
+    """The percentile chart of every timed metric, the step-time chart of a loop, and the
+    compile/execute timeline."""
     made = []
     percentiles = percentile_figure(profile)
     if percentiles is not None:
         made.append(Chart("percentiles", percentiles))
+    steps = step_figure(profile)
+    if steps is not None:
+        made.append(Chart("steps", steps))
     timeline = timeline_figure(profile)
     if timeline is not None:
         made.append(Chart("timeline", timeline))

@@ -34,6 +34,7 @@ from xlanb.views.html import (
     profile_html,
     table,
 )
+from xlanb.views.step_chart import step_figure
 from xlanb.views.summary import title
 
 _chart_ids = itertools.count(1)
@@ -152,7 +153,7 @@ def _profile_section(profile: Profile, heading: bool, page: PagePayloads) -> str
     parts = [f"<h2>{escape(title(profile))}</h2>"] if heading else []
     # its title is the page's or the section's heading, once
     parts.append(profile_html(profile, graph_viewers=False, titled=False))
-    for figure in (percentile_figure(profile), timeline_figure(profile)):
+    for figure in (percentile_figure(profile), step_figure(profile), timeline_figure(profile)):
         if figure is not None:
             parts.append(chart_html(figure))
     parts.append(f"<details><summary><b>Environment</b></summary>{_environment(profile)}</details>")

@@ -1,0 +1,115 @@
+"""The step-time chart: each step of the cell's loop (``profile.step_times``) as a bar stacked
+by the time account's buckets, as XProf's overview draws it. Warm-up steps (a compile finished
+in them) are drawn apart, on their own axis to the left, so a second of compiling does not
+flatten the steady steps' bars. A plain plotly JSON dict, as the other charts
+(``xlanb.views.charts``), with the same static SVG twin.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from xlanb.core.profile import Profile
+from xlanb.views.charts import INK, LANE_COLORS, _axis_style, _base_layout
+from xlanb.views.summary import time_unit
+
+#: Columns of ``step_times`` that are not buckets; every other float column is one.
+NOT_BUCKETS = ("backend", "step", "graph", "start", "seconds", "phase", "rank")
+#: Colours of buckets the timeline has no lane for.
+EXTRA_COLORS = {"python": "#9e9e9e", "other": "#bcaaa4"}
+#: Share of the width the warm-up steps' axis takes when there are steady steps too.
+WARMUP_SHARE = 0.22
+
+
+def step_buckets(steps: pd.DataFrame) -> list[str]:
+    """The bucket columns of `steps`, in the frame's order, those with any time."""
+    return [
+        column
+        for column in steps.columns
+        if column not in NOT_BUCKETS
+        and pd.api.types.is_float_dtype(steps[column])
+        and float(steps[column].fillna(0).sum()) > 0
+    ]
+
+
+def _bucket_color(bucket: str, index: int) -> str:
+    palette = ("#5c6bc0", "#26a69a", "#d4e157", "#8d6e63")
+    return LANE_COLORS.get(bucket) or EXTRA_COLORS.get(bucket) or palette[index % len(palette)]
+
+
+def step_figure(profile: Profile) -> dict[str, Any] | None:
+    """Steps as bars stacked by bucket; warm-up steps on their own axis (left), steady steps
+    on the main one. None when the cell ran no loop."""
+    steps = profile.step_times
+    if steps.empty:
+        return None
+    buckets = step_buckets(steps)
+    if not buckets:
+        return None
+    warm = steps["phase"].to_numpy(dtype=object) == "warm-up"
+    panels = [
+        (name, rows)
+        for name, rows in (("warm-up", steps[warm]), ("steady", steps[~warm]))
+        if not rows.empty
+    ]
+    data: list[dict[str, Any]] = []
+    layout = _base_layout(height_px=300)
+    layout["margin"]["t"] = 70
+    layout.update(
+        {
+            "barmode": "stack",
+            "bargap": 0.15,
+            "legend": {"orientation": "h", "y": 1.1, "yanchor": "bottom", "font": {"color": INK}},
+            "annotations": [],
+        }
+    )
+    for position, (phase, rows) in enumerate(panels):
+        x_name, y_name = ("x", "y") if position == 0 else ("x2", "y2")
+        unit, factor = time_unit(float(rows["seconds"].max()))
+        if len(panels) == 1:
+            domain = [0.0, 1.0]
+        else:
+            domain = [0.0, WARMUP_SHARE] if position == 0 else [WARMUP_SHARE + 0.08, 1.0]
+        labels = [str(step) for step in rows["step"]]
+        for index, bucket in enumerate(buckets):
+            values = rows[bucket].fillna(0).to_numpy(dtype=float) * factor
+            data.append(
+                {
+                    "type": "bar",
+                    "name": bucket,
+                    "legendgroup": bucket,
+                    "showlegend": position == 0,
+                    "xaxis": x_name,
+                    "yaxis": y_name,
+                    "x": labels,
+                    "y": np.round(values, 6).tolist(),
+                    "marker": {"color": _bucket_color(bucket, index)},
+                    "meta": phase,
+                    "hovertemplate": f"{phase} step %{{x}}<br>{bucket} %{{y:.4g}} {unit}"
+                    "<extra></extra>",
+                }
+            )
+        layout["xaxis" + x_name[1:]] = _axis_style(
+            title=f"{phase} step", type="category", domain=domain, anchor=y_name
+        )
+        layout["yaxis" + y_name[1:]] = _axis_style(title=unit, rangemode="tozero", anchor=x_name)
+        total = float(rows["seconds"].sum())
+        total_unit, total_factor = time_unit(total)
+        layout["annotations"].append(
+            {
+                "text": f"{phase}: {len(rows)} step{'s' * (len(rows) != 1)}, "
+                f"{total * total_factor:.3g} {total_unit}",
+                "xref": "paper",
+                "yref": "paper",
+                "x": domain[0],
+                "y": 1.0,
+                "xanchor": "left",
+                "yanchor": "bottom",
+                "showarrow": False,
+                "font": {"color": INK},
+            }
+        )
+    return {"data": data, "layout": layout}
