@@ -19,7 +19,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-WAYS = ("bare", "jax_trace_queued", "xlanb", "xlanb", "xlanb", "xlanb_no_cmdbuf")
+WAYS = ("bare", "xlanb", "xlanb", "xlanb")
 
 
 def child(way: str, model: str, steps: int) -> None:
