@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import xlanb
-from tests.helpers import clean_env
+from tests.support.helpers import clean_env
 from xlanb.frontends import cli
 
 XLA = Path(__file__).parent / "data" / "torch_xla"

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import clean_env
+from tests.support.helpers import clean_env
 from xlanb.core.errors import FormatError, TruncatedRecordWarning
 from xlanb.core.profile import FRAME_COLUMNS, Profile, make_frame
 from xlanb.formats import metrics_report
