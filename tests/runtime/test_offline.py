@@ -26,7 +26,7 @@ from xlanb.formats import metrics_report
 from xlanb.offline import from_text, step_table
 from xlanb.offline import metrics_file as metrics_file_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 XLA = DATA / "torch_xla"
 
 JAX_WORKLOAD = """\
