@@ -29,7 +29,7 @@ export PIP_NO_CACHE_DIR := 1
 KEEP_ENVS ?= 1
 PRUNE := $(if $(filter 0,$(KEEP_ENVS)),rm -rf,@true)
 
-.PHONY: setup test test-fast test-main test-xla test-compat test-compat-jax test-compat-jax-new \
+.PHONY: setup test test-unit test-fast test-main test-xla test-compat test-compat-jax test-compat-jax-new \
 	test-compat-xla test-compat-lazy demo bench lint clean
 
 setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
@@ -81,13 +81,17 @@ lint: $(VENV)/.ready
 	$(PY) tools/architecture.py
 	$(VENV)/bin/mypy
 
-# The fast tier: formats, graphs, analysis, views and the schema on recorded fixtures and saved
-# profiles; no runtime, no kernel, no browser (under a minute).
-test-fast: $(VENV)/.ready
-	$(PY) -m pytest -q tests/fast
+# The unit tier (tests/unit, marker `unit`): formats, graphs, analysis, views and the schema on
+# recorded fixtures and saved profiles; no runtime, no kernel, no browser (under a minute).
+# test-fast is its older name.
+test-unit: $(VENV)/.ready
+	$(PY) -m pytest -q tests/unit
 
+test-fast: test-unit
+
+# The runtime (tests/runtime) and end-to-end (tests/e2e: kernel, nbclient, browser) tiers.
 test-main: $(VENV)/.ready $(CHROMIUM)
-	$(PY) -m pytest -q tests --ignore=tests/xla --ignore=tests/fast
+	$(PY) -m pytest -q tests --ignore=tests/xla --ignore=tests/unit
 
 test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
@@ -99,20 +103,20 @@ test-xla: $(VENV_XLA)/.ready
 test-compat: test-compat-jax test-compat-jax-new test-compat-xla test-compat-lazy
 
 test-compat-jax: $(VENV_JAX_OLD)/.ready
-	$(PY_JAX_OLD) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_torch_lazy.py \
-	  tests/test_time_account.py
+	$(PY_JAX_OLD) -m pytest -q tests/runtime/test_jax_compat.py tests/runtime/test_jax.py tests/runtime/test_torch_lazy.py \
+	  tests/runtime/test_time_account.py
 	$(PRUNE) $(VENV_JAX_OLD)
 
 test-compat-jax-new: $(VENV_JAX_NEW)/.ready
-	$(PY_JAX_NEW) -m pytest -q tests/test_jax_compat.py tests/test_jax.py tests/test_time_account.py \
-	  tests/test_memory.py
+	$(PY_JAX_NEW) -m pytest -q tests/runtime/test_jax_compat.py tests/runtime/test_jax.py tests/runtime/test_time_account.py \
+	  tests/runtime/test_memory.py
 	$(PRUNE) $(VENV_JAX_NEW)
 
 test-compat-xla: $(VENV_XLA_OLD)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA_OLD) -m pytest -q tests/xla
 
 test-compat-lazy: $(VENV_XLA_OLD)/.ready
-	$(PY_XLA_OLD) -m pytest -q tests/test_torch_lazy.py
+	$(PY_XLA_OLD) -m pytest -q tests/runtime/test_torch_lazy.py
 	$(PRUNE) $(VENV_XLA_OLD)
 
 test: setup lint test-fast test-main test-xla test-compat

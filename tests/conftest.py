@@ -1,10 +1,12 @@
 """Shared fixtures: one real IPython shell per test process, with xlanb loaded first so the
-runtimes start with the debug switches set (as a user's `%load_ext xlanb` would)."""
+runtimes start with the debug switches set (as a user's `%load_ext xlanb` would), and each
+test marked by its folder's tier (`unit`, `runtime`, `e2e`, `xla`), so `pytest -m unit` works."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 from IPython.testing.globalipapp import start_ipython
@@ -22,13 +24,27 @@ xlanb.enable(deep=importlib.util.find_spec("torch_xla") is not None)
 os.environ.setdefault("XLANB_STRICT_SCHEMA", "1")
 
 
+TESTS = Path(__file__).resolve().parent
+#: The folders under tests/, each a tier named by what its tests need (markers in pyproject).
+TIERS = ("unit", "runtime", "e2e", "xla")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Mark each test with its folder's tier, before `-m` selects by markers."""
+    for item in items:
+        parts = Path(item.path).resolve().relative_to(TESTS).parts
+        if len(parts) > 1 and parts[0] in TIERS:
+            item.add_marker(getattr(pytest.mark, parts[0]))
+
+
 @pytest.fixture(autouse=True)
 def _trace_window_by_runs(request, monkeypatch):
     """The trace window's budget of the cell's time closes it after a number of runs that
     depends on the machine's load: tests count traced runs, so it is off unless a test is
     marked ``trace_budget`` (the tests of the budget itself)."""
     if request.node.get_closest_marker("trace_budget") is None:
-        from tests.helpers import trace_without_budget
+        from tests.support.helpers import trace_without_budget
 
         trace_without_budget(monkeypatch)
 

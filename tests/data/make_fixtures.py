@@ -3,8 +3,8 @@
     .venv/bin/python tests/data/make_fixtures.py                    # torch._lazy, JAX
     PJRT_DEVICE=CPU .venv-xla/bin/python tests/xla/test_offline_xla.py   # torch_xla/
 
-The workloads are the ones the tests run (tests/test_offline.py, tests/xla/test_offline_xla.py);
-only small text files are kept.
+The workloads are the ones the tests run (tests/runtime/test_offline.py,
+tests/xla/test_offline_xla.py); only small text files are kept.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from tests.helpers import clean_env  # noqa: E402
-from tests.test_offline import JAX_WORKLOAD, LAZY_WORKLOAD  # noqa: E402
+from tests.runtime.test_offline import JAX_WORKLOAD, LAZY_WORKLOAD  # noqa: E402
+from tests.support.helpers import clean_env  # noqa: E402
 
 
 def main() -> None:

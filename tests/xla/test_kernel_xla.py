@@ -3,7 +3,7 @@ first profiled cell already has compile causes and cell lines."""
 
 from __future__ import annotations
 
-from tests.helpers import outputs_of, run_notebook
+from tests.support.helpers import outputs_of, run_notebook
 
 
 def test_kernel_sets_switches_before_torch_xla_starts(xlanb_kernel):

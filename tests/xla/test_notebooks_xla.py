@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.helpers import execute_notebook_file, outputs_of, profile_texts
+from tests.support.helpers import execute_notebook_file, outputs_of, profile_texts
 from xlanb.capture import versions
 
 #: The compile cause the runtime writes for a user's sync (torch_xla 2.7 calls it mark_step).

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_ranks import clean_env, free_port
+from tests.support.helpers import clean_env, free_port
 from xlanb.core.profile import FRAME_NAMES
 from xlanb.ranks import load_ranks, rank_table
 from xlanb.views.html import profile_html

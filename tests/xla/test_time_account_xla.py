@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 
-from tests.helpers import trace_stop_times, union_seconds
+from tests.support.helpers import buckets, trace_stop_times, union_seconds
 from xlanb.capture import versions
 
 #: torch_xla 2.8 and newer trace each run's ops (see versions.RUNTIMES).
@@ -42,10 +42,6 @@ def ta_step():
 def xla_time_runtime(shell):
     result = shell.run_cell(SETUP)
     assert result.success, result.error_in_exec
-
-
-def buckets(prof) -> dict[str, float]:
-    return dict(zip(prof.breakdown["bucket"], prof.breakdown["seconds"], strict=True))
 
 
 def assert_device_time_from_execute_samples(prof, runs: int) -> None:

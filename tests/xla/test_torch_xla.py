@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import check_unprofiled_compiles_are_remembered, outputs_of, run_notebook
+from tests.support.helpers import check_unprofiled_compiles_are_remembered, outputs_of, run_notebook
 from xlanb.capture import versions
 
 _RELEASE = versions.parse_version(versions.installed_version("torch_xla") or "0")
@@ -504,7 +504,7 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     import subprocess
     import sys
 
-    from tests.helpers import clean_env
+    from tests.support.helpers import clean_env
 
     env = clean_env(PJRT_DEVICE="CPU", **({"XLANB_DEEP": "1"} if deep else {}))
     child = tmp_path / "child.py"

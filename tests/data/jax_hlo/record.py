@@ -1,6 +1,6 @@
 """Record the optimized HLO text of a small jitted function on the installed JAX (XLA:CPU):
 ``python tests/data/jax_hlo/record.py`` writes ``hlo_jax_<version>.txt`` beside this file.
-Its ops' stack frames point at the lines of ``step`` below (tests/fast/test_hlo_text_jax.py)."""
+Its ops' stack frames point at the lines of ``step`` below (tests/unit/test_hlo_text_jax.py)."""
 
 import os
 

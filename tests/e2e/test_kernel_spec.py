@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from tests.helpers import outputs_of, run_notebook
+from tests.support.helpers import outputs_of, run_notebook
 
 
 @pytest.fixture(scope="module")

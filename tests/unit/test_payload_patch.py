@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import applied_patch
+from tests.support.helpers import applied_patch
 from xlanb.graphs import parse
 from xlanb.views.graph_viewer import graph_fragment, payload
 from xlanb.views.graph_viewer.patch import PagePayloads

@@ -10,7 +10,7 @@ import re
 import pytest
 import tomllib
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 from xlanb.capture import versions
 from xlanb.capture.backends import torch_lazy, torch_xla
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +16,7 @@ from typing import Any
 import nbformat
 from nbclient import NotebookClient
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_tool(name: str) -> ModuleType:
@@ -46,6 +47,18 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
     env["PYTHONPATH"] = str(ROOT)
     return {**env, **extra}
+
+
+def free_port() -> int:
+    """A TCP port on localhost that is free now (for a server or a distributed run)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def buckets(prof: Any) -> dict[str, float]:
+    """The profile's time account as {bucket: seconds}."""
+    return dict(zip(prof.breakdown["bucket"], prof.breakdown["seconds"], strict=True))
 
 
 def run_notebook(

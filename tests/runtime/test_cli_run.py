@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import xlanb
-from tests.helpers import clean_env
+from tests.support.helpers import clean_env
 from xlanb.frontends import cli
 
-XLA = Path(__file__).parent / "data" / "torch_xla"
-DATA = Path(__file__).parent / "data"
+XLA = Path(__file__).parent.parent / "data" / "torch_xla"
+DATA = Path(__file__).parent.parent / "data"
 
 
 def _script(directory: Path, source: str, name: str = "job.py") -> Path:

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import xlanb
-from tests.helpers import check_unprofiled_compiles_are_remembered
+from tests.support.helpers import check_unprofiled_compiles_are_remembered
 from xlanb.core.profile import FRAME_COLUMNS
 from xlanb.views.summary import headline
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import load_tool
+from tests.support.helpers import load_tool
 
 TOOLS = ["schema_table", "support_table"]
 
@@ -31,7 +31,7 @@ def test_check_fails_on_a_stale_block_and_rewrite_fixes_it(name, tmp_path):
 def test_readme_tables_name_every_bucket_and_backend_choice():
     """The bucket table lists every bucket of the time account (it left out `other`) and the
     magic's option table every `-b` choice (it left out `jax`)."""
-    from tests.helpers import ROOT
+    from tests.support.helpers import ROOT
     from xlanb.analysis.time_account import BUCKETS
     from xlanb.capture.backends import CHOICES
 

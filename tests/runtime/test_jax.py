@@ -15,7 +15,7 @@ from collections import Counter
 import pytest
 
 import xlanb
-from tests.helpers import (
+from tests.support.helpers import (
     outputs_of,
     packed_graphs,
     run_notebook,
@@ -1010,7 +1010,7 @@ def test_persistent_cache_hits_are_marked_and_nothing_is_printed(tmp_path):
     import subprocess
     import sys
 
-    from tests.helpers import clean_env
+    from tests.support.helpers import clean_env
 
     done = subprocess.run(
         [sys.executable, "-c", PERSISTENT_CACHE_SCRIPT, str(tmp_path / "cache")],

@@ -19,14 +19,14 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import clean_env
+from tests.support.helpers import clean_env
 from xlanb.core.errors import FormatError, TruncatedRecordWarning
 from xlanb.core.profile import FRAME_COLUMNS, Profile, make_frame
 from xlanb.formats import metrics_report
 from xlanb.offline import from_text, step_table
 from xlanb.offline import metrics_file as metrics_file_module
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parent.parent / "data"
 XLA = DATA / "torch_xla"
 
 JAX_WORKLOAD = """\

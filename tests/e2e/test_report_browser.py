@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import xlanb
-from tests.browser import browser_page
+from tests.support.browser import browser_page
 
 
 @pytest.fixture(scope="module")

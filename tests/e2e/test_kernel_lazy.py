@@ -7,7 +7,7 @@ import json
 import nbformat
 from nbclient import NotebookClient
 
-from tests.helpers import outputs_of, run_notebook
+from tests.support.helpers import outputs_of, run_notebook
 
 
 def test_profiled_cell_in_a_real_kernel_shows_summary_and_fallback():

@@ -12,7 +12,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import socket
 import subprocess
 import sys
 import warnings
@@ -21,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from tests.helpers import clean_env, packed_graphs
+from tests.support.helpers import clean_env, free_port, packed_graphs
 from xlanb.analysis import findings as diagnose
 from xlanb.analysis.ranks import outliers
 from xlanb.core.profile import FRAME_NAMES, Profile
@@ -39,14 +38,8 @@ from xlanb.ranks import (
 )
 from xlanb.views.html import profile_html
 
-WORKERS = Path(__file__).parent / "workers"
-FIXTURE = Path(__file__).parent / "data" / "torch_xla" / "live.xlanb.json"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+WORKERS = Path(__file__).parent.parent / "workers"
+FIXTURE = Path(__file__).parent.parent / "data" / "torch_xla" / "live.xlanb.json"
 
 
 def identity(rank: int, world_size: int = 4, run_id: str = "run-a", **fields) -> RankIdentity:

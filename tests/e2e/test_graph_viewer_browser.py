@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser import CHROMIUM, browser_page
+from tests.support.browser import CHROMIUM, browser_page
 from xlanb import graphs
 from xlanb.views.graph_viewer import graph_page, widget_module
 
@@ -262,7 +262,7 @@ def test_widget_front_end_reports_the_clicked_node(page, graph, tmp_path):
     assert page.locator("[data-role=match-count]").inner_text().startswith("1/")
 
 
-ARTIFACTS = Path(__file__).parent.parent / "out" / "test-artifacts"
+ARTIFACTS = Path(__file__).parents[2] / "out" / "test-artifacts"
 
 HOT_CELL = """%%xla_profile -b jax -q --var gv_prof
 @jax.jit

@@ -164,7 +164,7 @@ def test_donation_that_worked_is_not_a_finding(run, shell):
     assert prof.compiles.set_index("graph").loc["jit(<lambda>)", "aliased_bytes"] == 200 * 200 * 4
 
 
-WORKER = Path(__file__).parent / "workers" / "out_of_memory.py"
+WORKER = Path(__file__).parent.parent / "workers" / "out_of_memory.py"
 
 
 def run_out_of_memory(cells: list[str]) -> dict:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+from tests.support.helpers import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -50,12 +51,6 @@ def browser_page(
             yield page, blocked
         finally:
             browser.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -1,7 +1,7 @@
 """One ``analysis.derive`` for every source: a GPU trace folder read with ``xlanb.load`` gets
 the frames of a live capture (roofline per op and per program included, from the H100
 recordings of ``tests/data/xla_gpu``), and deriving it again gives the same frames (a live
-capture's reload: ``tests/test_jax.py``)."""
+capture's reload: ``tests/runtime/test_jax.py``)."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter
 
-from tests.browser import browser_page, jupyter_lab
-from tests.helpers import run_notebook
+from tests.support.browser import browser_page, jupyter_lab
+from tests.support.helpers import run_notebook
 
-ARTIFACTS = Path(__file__).parent.parent / "out" / "test-artifacts"
+ARTIFACTS = Path(__file__).parents[2] / "out" / "test-artifacts"
 
 CELLS = [
     "%load_ext xlanb",

@@ -18,7 +18,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 #: What the capture touches in JAX, as (object, attribute) to compare before and after.
 SNAPSHOT = """

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 import xlanb
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 from xlanb.analysis import derive
 from xlanb.core.errors import SchemaError, XlanbError
 from xlanb.core.schema import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.helpers import execute_notebook_file, outputs_of, profile_texts
+from tests.support.helpers import execute_notebook_file, outputs_of, profile_texts
 
-NOTEBOOKS = Path(__file__).parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).parents[2] / "notebooks"
 
 
 def test_quickstart_finds_the_fallbacks_and_the_fix(xlanb_kernel, tmp_path):

@@ -2,7 +2,7 @@
 nodes, edges, scopes and costs (each column's digest) as the parser of commit 9b69c94 did,
 before its fast paths (one match per common line, per-shape caches) were added. The digests
 in ``tests/data/hlo_parse_golden.json`` were written by that commit's parser:
-``python tests/fast/test_hlo_parse_golden.py`` rewrites them (only for a deliberate change)."""
+``python tests/unit/test_hlo_parse_golden.py`` rewrites them (only for a deliberate change)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from tests.helpers import ROOT
+from tests.support.helpers import ROOT
 from xlanb.formats.hlo_text import hlo_op_sources
 
 HLO_DIR = ROOT / "tests" / "data" / "jax_hlo"

@@ -9,8 +9,9 @@ import threading
 import pandas as pd
 import pytest
 
-from tests.helpers import (
+from tests.support.helpers import (
     assert_one_at_a_time,
+    buckets,
     trace_stop_times,
     trace_without_budget,
     union_seconds,
@@ -28,10 +29,6 @@ ta_big = jax.random.normal(jax.random.key(0), (1024, 1024))
 def jax_runtime(shell):
     result = shell.run_cell(SETUP)
     assert result.success, result.error_in_exec
-
-
-def buckets(prof) -> dict[str, float]:
-    return dict(zip(prof.breakdown["bucket"], prof.breakdown["seconds"], strict=True))
 
 
 def assert_adds_up(prof):

@@ -1,0 +1,1 @@
+"""End-to-end tests: a Jupyter kernel, nbclient or a browser (Chromium) drives xlanb."""

@@ -1,1 +1,0 @@
-"""The fast tier: no runtime, no kernel, no browser."""

@@ -1,0 +1,1 @@
+"""Runtime tests: JAX and torch._lazy run in-process through the IPython shell."""

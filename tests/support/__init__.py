@@ -1,0 +1,1 @@
+"""Helpers shared by the test tiers (notebook runs, clean environments, browser pages)."""

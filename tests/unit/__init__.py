@@ -1,0 +1,1 @@
+"""Unit tests: no runtime, no kernel, no browser (recorded fixtures in tests/data)."""
