@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import xlanb
-from tests.browser import browser_page
+from tests.support.browser import browser_page
 
 STEPS = 12
 
