@@ -614,6 +614,7 @@
   }
   ns.mount = mount;
   ns.mountAll = mountAll;
+  ns.applyPatch = applyPatch;  // pure: tests/js
   ns.unpack = unpack;  // a report's plotly.js is packed the same way (views/report.py)
   ns.complete = true;
 })(typeof globalThis !== "undefined" ? globalThis : this);
