@@ -339,7 +339,7 @@
    * than a dozen boxes) and the view stays readable (at most 60 boxes). Fusions and other
    * called computations stay closed unless the whole graph is small. */
   V.autoExpand = function () {
-    var m = this.m, self = this, budget = this.options.budget || 60, enough = 12;
+    var m = this.m, budget = this.options.budget || 60, enough = 12;
     function opens(s) { return m.sAnchor[s] < 0; }
     var visible = m.topNodes.length + m.topScopes.filter(opens).length;
     function children(s) { return m.sNodes[s].length + m.sScopes[s].filter(opens).length; }
