@@ -407,6 +407,35 @@
   };
 
   // -- visible structure and layout ---------------------------------------------------------
+  /** The edges between visible items, deduplicated, each assigned to the cluster holding
+   * both ends (edgeAt: cluster element -> indices in edges; -1: the top level). */
+  function visibleEdges(m, expanded, top, rep, kind, ref, parentEl, depth) {
+    var seen = new Map(), vis = [], edgeAt = new Map(), I = kind.length, i;
+    for (i = 0; i < m.E; i++) {
+      var u = rep[m.eSrc[i]], v = rep[m.eDst[i]];
+      if (u === v) continue;
+      var ek = m.eKind[i];
+      if (ek === EDGE.data) {
+        var bound = m.anchorOf[m.eDst[i]];
+        if (bound >= 0 && expanded[bound] && top[bound] < 0 && m.sHasBind[bound] &&
+            kind[v] === 0 && ref[v] === m.eDst[i]) continue;  // drawn via the callee's parameters
+      }
+      var key = u * I + v;
+      if (seen.has(key)) continue;
+      seen.set(key, vis.length);
+      var ea = u, eb = v;
+      while (depth[ea] > depth[eb]) ea = parentEl[ea];
+      while (depth[eb] > depth[ea]) eb = parentEl[eb];
+      while (parentEl[ea] !== parentEl[eb]) { ea = parentEl[ea]; eb = parentEl[eb]; }
+      var at = parentEl[ea];
+      var list = edgeAt.get(at);
+      if (!list) { list = []; edgeAt.set(at, list); }
+      list.push(vis.length);
+      vis.push({ u: u, v: v, a: ea, b: eb, at: at, kind: ek, local: -1 });
+    }
+    return { edges: vis, edgeAt: edgeAt };
+  }
+
   /** Items (boxes drawn), clusters (expanded scopes), their nesting and the edges between
    * items; then the layout of each cluster, innermost first. */
   V.refresh = function (initial) {
@@ -454,30 +483,8 @@
       parentEl[i] = clusterEl(container[i]);
       depth[i] = parentEl[i] >= 0 ? depth[parentEl[i]] + 1 : 1;
     }
-    // visible edges, deduplicated, each assigned to the cluster holding both ends
-    var seen = new Map(), vis = [], edgeAt = new Map();
-    for (i = 0; i < m.E; i++) {
-      var u = rep[m.eSrc[i]], v = rep[m.eDst[i]];
-      if (u === v) continue;
-      var ek = m.eKind[i];
-      if (ek === EDGE.data) {
-        var bound = m.anchorOf[m.eDst[i]];
-        if (bound >= 0 && this.expanded[bound] && top[bound] < 0 && m.sHasBind[bound] &&
-            kind[v] === 0 && ref[v] === m.eDst[i]) continue;  // drawn via the callee's parameters
-      }
-      var key = u * I + v;
-      if (seen.has(key)) continue;
-      seen.set(key, vis.length);
-      var ea = u, eb = v;
-      while (depth[ea] > depth[eb]) ea = parentEl[ea];
-      while (depth[eb] > depth[ea]) eb = parentEl[eb];
-      while (parentEl[ea] !== parentEl[eb]) { ea = parentEl[ea]; eb = parentEl[eb]; }
-      var at = parentEl[ea];
-      var list = edgeAt.get(at);
-      if (!list) { list = []; edgeAt.set(at, list); }
-      list.push(vis.length);
-      vis.push({ u: u, v: v, a: ea, b: eb, at: at, kind: ek, local: -1 });
-    }
+    var visible = visibleEdges(m, this.expanded, top, rep, kind, ref, parentEl, depth);
+    var vis = visible.edges, edgeAt = visible.edgeAt;
     var childrenOf = new Map();
     for (i = 0; i < I + C; i++) {
       var pe = parentEl[i], lst = childrenOf.get(pe);
