@@ -20,6 +20,9 @@ PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
 # What the runtime-specific tests need in the extra environments (no browser, no Jupyter server).
 COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
 CHROMIUM := /usr/bin/chromium
+# Node runs the viewer's JavaScript tests (tests/js, from tests/unit) and ESLint (tools/js).
+NODE_READY := .stamp-node
+ESLINT := tools/js/node_modules/.bin/eslint
 # pip keeps no copy of what it downloads: PyPI's torch 2.7 and 2.9 are CUDA builds, about 3.3 GB
 # of wheels each, which a cache would hold a second time on the disk.
 export PIP_NO_CACHE_DIR := 1
@@ -32,13 +35,24 @@ PRUNE := $(if $(filter 0,$(KEEP_ENVS)),rm -rf,@true)
 .PHONY: setup test test-unit test-fast test-main test-xla test-compat test-compat-jax test-compat-jax-new \
 	test-compat-xla test-compat-lazy demo bench lint clean
 
-setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM)
+setup: $(VENV)/.ready $(VENV_XLA)/.ready $(CHROMIUM) $(NODE_READY)
 
 # Debian's Chromium drives the browser tests (Playwright with executable_path; browsers are
 # never downloaded at run time).
 $(CHROMIUM):
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium || \
 	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium)
+
+# Node and npm where the image lacks them (Debian's nodejs and npm).
+$(NODE_READY):
+	command -v node >/dev/null && command -v npm >/dev/null || \
+	  (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q nodejs npm)
+	touch $@
+
+# ESLint at the versions tools/js/package-lock.json pins, in an ignored node_modules.
+$(ESLINT): tools/js/package.json tools/js/package-lock.json $(NODE_READY)
+	npm ci --prefix tools/js --no-audit --no-fund --loglevel=error
+	touch $@
 
 $(VENV)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,18 +87,20 @@ $(VENV_XLA_OLD)/.ready: pyproject.toml
 	touch $@
 
 # ruff, the import contract (.importlinter: layers import only downwards) and
-# tools/architecture.py (no import cycle, views read frames, sizes).
-lint: $(VENV)/.ready
+# tools/architecture.py (no import cycle, views read frames, sizes); ESLint on the viewer's
+# JavaScript and its tests.
+lint: $(VENV)/.ready $(ESLINT)
 	$(VENV)/bin/ruff check xlanb tests bench notebooks tools
 	$(VENV)/bin/ruff format --check xlanb tests bench notebooks tools
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) tools/architecture.py
 	$(VENV)/bin/mypy
+	$(ESLINT) --config tools/js/eslint.config.js xlanb/views/graph_viewer/static tests/js tools/js
 
 # The unit tier (tests/unit, marker `unit`): formats, graphs, analysis, views and the schema on
-# recorded fixtures and saved profiles; no runtime, no kernel, no browser (under a minute).
-# test-fast is its older name.
-test-unit: $(VENV)/.ready
+# recorded fixtures and saved profiles, and the viewer's JavaScript in node; no runtime, no
+# kernel, no browser (under a minute). test-fast is its older name.
+test-unit: $(VENV)/.ready $(NODE_READY)
 	$(PY) -m pytest -q tests/unit
 
 test-fast: test-unit

@@ -23,11 +23,53 @@
   function layered(n, w, h, key, src, dst, opts) {
     opts = opts || {};
     var layerGap = opts.layerGap || 34, nodeGap = opts.nodeGap || 18;
-    var m = src.length, i, j, u, v;
     var rank = topological(n, key, src, dst);
-    var groupOf = new Int32Array(m), reversed = new Uint8Array(m);
-    var gu = [], gv = [], seen = new Map();
-    for (i = 0; i < m; i++) {
+    var edges = oriented(n, rank, src, dst);
+    var layer = layersOf(n, rank, edges.gu, edges.gv);
+    var layers = 0;
+    for (var i = 0; i < n; i++) if (layer[i] + 1 > layers) layers = layer[i] + 1;
+    var g = withDummies(n, w, h, rank, layer, edges.gu, edges.gv, opts);
+    var order = orderedRows(g, layers, opts);
+    var rows = order.rows;
+    function sep(p, q) {
+      var gap = (p >= n && q >= n) ? 4 : (p >= n || q >= n) ? 8 : nodeGap;
+      return (g.W[p] + g.W[q]) / 2 + gap;
+    }
+    var x = columns(n, g, rows, sep);
+    // -- y: layer by layer
+    var top = 0, minX = Infinity, maxX = -Infinity, N = g.N, W = g.W, H = g.H, j;
+    var y = new Float64Array(N);
+    for (i = 0; i < layers; i++) {
+      var tall = 8, row = rows[i];
+      for (j = 0; j < row.length; j++) if (H[row[j]] > tall) tall = H[row[j]];
+      for (j = 0; j < row.length; j++) y[row[j]] = top + tall / 2;
+      top += tall + (tall > 8 ? layerGap : layerGap / 2);
+    }
+    for (i = 0; i < N; i++) {
+      if (x[i] - W[i] / 2 < minX) minX = x[i] - W[i] / 2;
+      if (x[i] + W[i] / 2 > maxX) maxX = x[i] + W[i] / 2;
+    }
+    if (N === 0) { minX = 0; maxX = 0; }
+    for (i = 0; i < N; i++) x[i] -= minX;
+    var routes = new Array(g.chain.length);
+    for (var r = 0; r < routes.length; r++) {
+      var pts = [], chain = g.chain[r];
+      if (chain) for (j = 0; j < chain.length; j++) pts.push(x[chain[j]], y[chain[j]]);
+      routes[r] = pts;
+    }
+    return {
+      x: x.subarray(0, n), y: y.subarray(0, n), width: maxX - minX,
+      height: Math.max(0, top - layerGap), group: edges.groupOf, reversed: edges.reversed,
+      routes: routes, layers: layers, dummies: g.dummies, crossings: order.crossings
+    };
+  }
+
+  /** Edges pointed from the lower rank to the higher, parallel ones grouped: per edge its
+   * group and whether it was reversed; per group its ends gu[g] -> gv[g]. */
+  function oriented(n, rank, src, dst) {
+    var m = src.length, groupOf = new Int32Array(m), reversed = new Uint8Array(m);
+    var gu = [], gv = [], seen = new Map(), u, v;
+    for (var i = 0; i < m; i++) {
       var a = src[i], b = dst[i];
       if (rank[a] < rank[b]) { u = a; v = b; }
       else { u = b; v = a; reversed[i] = 1; }
@@ -35,12 +77,16 @@
       if (g === undefined) { g = gu.length; seen.set(k, g); gu.push(u); gv.push(v); }
       groupOf[i] = g;
     }
-    var G = gu.length;
-    var byKey = new Int32Array(n);
+    return { groupOf: groupOf, reversed: reversed, gu: gu, gv: gv };
+  }
+
+  /** Per box its layer: the longest path from the sources, then every box as low as its
+   * users allow; boxes with no edge at all (a group of parameters, of called computations)
+   * form a grid instead of one endless row. */
+  function layersOf(n, rank, gu, gv) {
+    var i, j, v, byKey = new Int32Array(n);
     for (i = 0; i < n; i++) byKey[rank[i]] = i;
     var outs = csr(n, gu, gv), ins = csr(n, gv, gu);
-
-    // -- layers: longest path from the sources, then every node as low as its users allow
     var layer = new Int32Array(n);
     for (i = 0; i < n; i++) {
       v = byKey[i];
@@ -58,8 +104,6 @@
       }
       if (lowest - 1 > layer[v]) layer[v] = lowest - 1;
     }
-    // boxes with no edge at all (a group of parameters, of called computations) form a grid
-    // instead of one endless row
     var loose = [];
     for (i = 0; i < n; i++) {
       v = byKey[i];
@@ -69,19 +113,22 @@
       var perRow = Math.max(4, Math.ceil(Math.sqrt(loose.length * 3)));
       for (i = 0; i < loose.length; i++) layer[loose[i]] = Math.floor(i / perRow);
     }
-    var layers = 0;
-    for (i = 0; i < n; i++) if (layer[i] + 1 > layers) layers = layer[i] + 1;
+    return layer;
+  }
 
-    // -- dummy nodes on long edges, when their number stays reasonable
-    var spans = 0;
+  /** The boxes and, when their number stays reasonable, dummy boxes on long edges (box
+   * n + k): per box its layer L, size W x H, sort key K; the edges between consecutive
+   * layers (down, up); per edge group its chain of dummies (null: none). */
+  function withDummies(n, w, h, rank, layer, gu, gv, opts) {
+    var G = gu.length, g, i, u, v, spans = 0;
     for (g = 0; g < G; g++) spans += layer[gv[g]] - layer[gu[g]] - 1;
     var budget = opts.dummyBudget !== undefined ? opts.dummyBudget : Math.min(60000,
       Math.max(3000, 3 * n));
     var useDummies = spans > 0 && spans <= budget;
     var N = n + (useDummies ? spans : 0);
     var L = new Int32Array(N), W = new Float64Array(N), H = new Float64Array(N);
-    var K = new Float64Array(N), owner = new Int32Array(N);
-    for (i = 0; i < n; i++) { L[i] = layer[i]; W[i] = w[i]; H[i] = h[i]; K[i] = rank[i]; owner[i] = -1; }
+    var K = new Float64Array(N);
+    for (i = 0; i < n; i++) { L[i] = layer[i]; W[i] = w[i]; H[i] = h[i]; K[i] = rank[i]; }
     var eu = [], ev = [], chain = new Array(G);
     var next = n;
     for (g = 0; g < G; g++) {
@@ -91,7 +138,7 @@
         var prev = u, list = [];
         for (var s = 1; s < span; s++) {
           var d = next++;
-          L[d] = layer[u] + s; W[d] = 6; H[d] = 0; K[d] = rank[u] + s * 1e-6; owner[d] = g;
+          L[d] = layer[u] + s; W[d] = 6; H[d] = 0; K[d] = rank[u] + s * 1e-6;
           eu.push(prev); ev.push(d); prev = d; list.push(d);
         }
         eu.push(prev); ev.push(v);
@@ -101,9 +148,14 @@
         chain[g] = null;
       }
     }
-    var down = csr(N, eu, ev), up = csr(N, ev, eu);
+    return { N: N, L: L, W: W, H: H, K: K, chain: chain, down: csr(N, eu, ev), up: csr(N, ev, eu),
+      useDummies: useDummies, dummies: useDummies ? spans : 0 };
+  }
 
-    // -- order within layers: by key, then barycenter sweeps
+  /** The boxes of each layer in order: by key, then barycenter sweeps, keeping the order
+   * with the fewest crossings where counting them is affordable (crossings -1: not counted). */
+  function orderedRows(g, layers, opts) {
+    var N = g.N, L = g.L, K = g.K, up = g.up, down = g.down, i, j, v;
     var rows = [];
     for (i = 0; i < layers; i++) rows.push([]);
     var byK = new Int32Array(N);
@@ -117,14 +169,13 @@
     for (i = 0; i < layers; i++) index(rows[i]);
     var sweeps = opts.sweeps !== undefined ? opts.sweeps : (N <= 2500 ? 12 : N <= 12000 ? 4 : 2);
     var bary = new Float64Array(N);
-    var best = null, bestCrossings = Infinity, counting = useDummies && N <= 6000;
+    var best = null, bestCrossings = Infinity, counting = g.useDummies && N <= 6000;
     if (counting) { bestCrossings = crossings(rows, down, pos); best = rows.map(function (r) { return r.slice(); }); }
     for (var sweep = 0; sweep < sweeps; sweep++) {
       var downward = sweep % 2 === 0;
       var adj = downward ? up : down;
       for (var t = 0; t < layers; t++) {
-        var r = downward ? t : layers - 1 - t;
-        var row = rows[r];
+        var row = rows[downward ? t : layers - 1 - t];
         if (row.length < 2) continue;
         for (j = 0; j < row.length; j++) {
           v = row[j];
@@ -141,21 +192,21 @@
       }
     }
     if (best) { rows = best; for (i = 0; i < layers; i++) index(rows[i]); }
+    return { rows: rows, crossings: counting ? bestCrossings : -1 };
+  }
 
-    // -- x: packed, then pulled toward neighbours without overlaps (weighted PAV)
+  /** x of each box: packed, then pulled toward its neighbours without overlaps (weighted
+   * PAV, `place`), alternately from above and below, both on the last pass. */
+  function columns(n, g, rows, sep) {
+    var N = g.N, up = g.up, down = g.down, layers = rows.length, i, j, t, e, v;
     var x = new Float64Array(N);
     for (i = 0; i < layers; i++) {
-      var row2 = rows[i], acc = 0;
-      for (j = 0; j < row2.length; j++) {
-        var node = row2[j];
-        if (j > 0) acc += sep(row2[j - 1], node);
-        x[node] = acc;
+      var row = rows[i], acc = 0;
+      for (j = 0; j < row.length; j++) {
+        if (j > 0) acc += sep(row[j - 1], row[j]);
+        x[row[j]] = acc;
       }
-      for (j = 0; j < row2.length; j++) x[row2[j]] -= acc / 2;
-    }
-    function sep(p, q) {
-      var gap = (p >= n && q >= n) ? 4 : (p >= n || q >= n) ? 8 : nodeGap;
-      return (W[p] + W[q]) / 2 + gap;
+      for (j = 0; j < row.length; j++) x[row[j]] -= acc / 2;
     }
     var passes = N <= 12000 ? 6 : 3;
     var desired = new Float64Array(N), weight = new Float64Array(N);
@@ -163,10 +214,9 @@
       var both = pass === passes - 1;
       var fromAbove = pass % 2 === 0;
       for (t = 0; t < layers; t++) {
-        var rr = fromAbove ? t : layers - 1 - t;
-        var row3 = rows[rr];
-        for (j = 0; j < row3.length; j++) {
-          v = row3[j];
+        var row2 = rows[fromAbove ? t : layers - 1 - t];
+        for (j = 0; j < row2.length; j++) {
+          v = row2[j];
           var total = 0, count = 0;
           if (both || fromAbove) {
             for (e = up.start[v]; e < up.start[v + 1]; e++) { total += x[up.adj[e]]; count++; }
@@ -177,36 +227,10 @@
           if (count) { desired[v] = total / count; weight[v] = v >= n ? count * 2 : count; }
           else { desired[v] = x[v]; weight[v] = 0.05; }
         }
-        place(row3, desired, weight, sep, x);
+        place(row2, desired, weight, sep, x);
       }
     }
-    // -- y: layer by layer
-    var top = 0, minX = Infinity, maxX = -Infinity;
-    var y = new Float64Array(N), layerTop = new Float64Array(layers), layerH = new Float64Array(layers);
-    for (i = 0; i < layers; i++) {
-      var tall = 8, row4 = rows[i];
-      for (j = 0; j < row4.length; j++) if (H[row4[j]] > tall) tall = H[row4[j]];
-      layerTop[i] = top; layerH[i] = tall;
-      for (j = 0; j < row4.length; j++) y[row4[j]] = top + tall / 2;
-      top += tall + (tall > 8 ? layerGap : layerGap / 2);
-    }
-    for (i = 0; i < N; i++) {
-      if (x[i] - W[i] / 2 < minX) minX = x[i] - W[i] / 2;
-      if (x[i] + W[i] / 2 > maxX) maxX = x[i] + W[i] / 2;
-    }
-    if (N === 0) { minX = 0; maxX = 0; }
-    for (i = 0; i < N; i++) x[i] -= minX;
-    var routes = new Array(G);
-    for (g = 0; g < G; g++) {
-      var pts = [];
-      if (chain[g]) for (j = 0; j < chain[g].length; j++) pts.push(x[chain[g][j]], y[chain[g][j]]);
-      routes[g] = pts;
-    }
-    return {
-      x: x.subarray(0, n), y: y.subarray(0, n), width: maxX - minX,
-      height: Math.max(0, top - layerGap), group: groupOf, reversed: reversed, routes: routes,
-      layers: layers, dummies: useDummies ? spans : 0, crossings: counting ? bestCrossings : -1
-    };
+    return x;
   }
 
   /** A topological rank (Kahn's algorithm, the lowest key first among the ready nodes); on a
@@ -339,7 +363,7 @@
    * than a dozen boxes) and the view stays readable (at most 60 boxes). Fusions and other
    * called computations stay closed unless the whole graph is small. */
   V.autoExpand = function () {
-    var m = this.m, self = this, budget = this.options.budget || 60, enough = 12;
+    var m = this.m, budget = this.options.budget || 60, enough = 12;
     function opens(s) { return m.sAnchor[s] < 0; }
     var visible = m.topNodes.length + m.topScopes.filter(opens).length;
     function children(s) { return m.sNodes[s].length + m.sScopes[s].filter(opens).length; }
@@ -383,6 +407,35 @@
   };
 
   // -- visible structure and layout ---------------------------------------------------------
+  /** The edges between visible items, deduplicated, each assigned to the cluster holding
+   * both ends (edgeAt: cluster element -> indices in edges; -1: the top level). */
+  function visibleEdges(m, expanded, top, rep, kind, ref, parentEl, depth) {
+    var seen = new Map(), vis = [], edgeAt = new Map(), I = kind.length, i;
+    for (i = 0; i < m.E; i++) {
+      var u = rep[m.eSrc[i]], v = rep[m.eDst[i]];
+      if (u === v) continue;
+      var ek = m.eKind[i];
+      if (ek === EDGE.data) {
+        var bound = m.anchorOf[m.eDst[i]];
+        if (bound >= 0 && expanded[bound] && top[bound] < 0 && m.sHasBind[bound] &&
+            kind[v] === 0 && ref[v] === m.eDst[i]) continue;  // drawn via the callee's parameters
+      }
+      var key = u * I + v;
+      if (seen.has(key)) continue;
+      seen.set(key, vis.length);
+      var ea = u, eb = v;
+      while (depth[ea] > depth[eb]) ea = parentEl[ea];
+      while (depth[eb] > depth[ea]) eb = parentEl[eb];
+      while (parentEl[ea] !== parentEl[eb]) { ea = parentEl[ea]; eb = parentEl[eb]; }
+      var at = parentEl[ea];
+      var list = edgeAt.get(at);
+      if (!list) { list = []; edgeAt.set(at, list); }
+      list.push(vis.length);
+      vis.push({ u: u, v: v, a: ea, b: eb, at: at, kind: ek, local: -1 });
+    }
+    return { edges: vis, edgeAt: edgeAt };
+  }
+
   /** Items (boxes drawn), clusters (expanded scopes), their nesting and the edges between
    * items; then the layout of each cluster, innermost first. */
   V.refresh = function (initial) {
@@ -430,30 +483,8 @@
       parentEl[i] = clusterEl(container[i]);
       depth[i] = parentEl[i] >= 0 ? depth[parentEl[i]] + 1 : 1;
     }
-    // visible edges, deduplicated, each assigned to the cluster holding both ends
-    var seen = new Map(), vis = [], edgeAt = new Map();
-    for (i = 0; i < m.E; i++) {
-      var u = rep[m.eSrc[i]], v = rep[m.eDst[i]];
-      if (u === v) continue;
-      var ek = m.eKind[i];
-      if (ek === EDGE.data) {
-        var bound = m.anchorOf[m.eDst[i]];
-        if (bound >= 0 && this.expanded[bound] && top[bound] < 0 && m.sHasBind[bound] &&
-            kind[v] === 0 && ref[v] === m.eDst[i]) continue;  // drawn via the callee's parameters
-      }
-      var key = u * I + v;
-      if (seen.has(key)) continue;
-      seen.set(key, vis.length);
-      var ea = u, eb = v;
-      while (depth[ea] > depth[eb]) ea = parentEl[ea];
-      while (depth[eb] > depth[ea]) eb = parentEl[eb];
-      while (parentEl[ea] !== parentEl[eb]) { ea = parentEl[ea]; eb = parentEl[eb]; }
-      var at = parentEl[ea];
-      var list = edgeAt.get(at);
-      if (!list) { list = []; edgeAt.set(at, list); }
-      list.push(vis.length);
-      vis.push({ u: u, v: v, a: ea, b: eb, at: at, kind: ek, local: -1 });
-    }
+    var visible = visibleEdges(m, this.expanded, top, rep, kind, ref, parentEl, depth);
+    var vis = visible.edges, edgeAt = visible.edgeAt;
     var childrenOf = new Map();
     for (i = 0; i < I + C; i++) {
       var pe = parentEl[i], lst = childrenOf.get(pe);

@@ -196,17 +196,26 @@
     requestAnimationFrame(function () { self.pending = false; self.draw(); });
   };
   V.draw = function () {
-    var st = this.st, m = this.m, ctx = this.ctx, k = this.k, th = this.theme;
+    var st = this.st, ctx = this.ctx, k = this.k, th = this.theme;
     if (!st || !ctx) return;
-    var SELECT = th.select;
     ctx.setTransform(this.ratio, 0, 0, this.ratio, 0, 0);
     ctx.fillStyle = th.background;
     ctx.fillRect(0, 0, this.width, this.height);
     ctx.setTransform(this.ratio * k, 0, 0, this.ratio * k, this.ratio * this.tx, this.ratio * this.ty);
     var x0 = -this.tx / k, y0 = -this.ty / k, x1 = x0 + this.width / k, y1 = y0 + this.height / k;
-    var i, detail = k * NODE_H >= 14, text = k >= 0.42;
-    function inView(cx, cy, w, hh) { return cx + w / 2 >= x0 && cx - w / 2 <= x1 && cy + hh / 2 >= y0 && cy - hh / 2 <= y1; }
-    // clusters, outermost first
+    var view = {
+      x0: x0, y0: y0, x1: x1, y1: y1, detail: k * NODE_H >= 14, text: k >= 0.42,
+      inView: function (cx, cy, w, hh) { return cx + w / 2 >= x0 && cx - w / 2 <= x1 && cy + hh / 2 >= y0 && cy - hh / 2 <= y1; }
+    };
+    this.drawClusters(view);
+    var near = this.drawEdges(view);
+    this.drawItems(view, near.sel, near.neighbours);
+    this.el.setAttribute("data-zoom", k.toFixed(3));
+  };
+  /** The open scopes' clusters, outermost first. */
+  V.drawClusters = function (view) {
+    var st = this.st, m = this.m, ctx = this.ctx, k = this.k, th = this.theme;
+    var SELECT = th.select, inView = view.inView, text = view.text, i;
     var order = [];
     for (i = st.I; i < st.I + st.C; i++) order.push(i);
     order.sort(function (a, b) { return st.depth[a] - st.depth[b]; });
@@ -225,7 +234,13 @@
         ctx.fillText(clip("\u229f " + m.sLabel[s] + "  (" + m.sKind[s] + ", " + m.sSize[s] + " ops)", (st.w[e] - 12) / CHAR), left + 8, topY + 15);
       }
     }
-    // edges
+  };
+  /** The edges: the selection's highlighted, reversed ones dashed, arrow heads when close
+   * enough; returns the selected item (-1: none) and its neighbours. */
+  V.drawEdges = function (view) {
+    var st = this.st, ctx = this.ctx, k = this.k, th = this.theme;
+    var SELECT = th.select, inView = view.inView, i;
+    var x0 = view.x0, y0 = view.y0, x1 = view.x1, y1 = view.y1;
     var sel = this.selected >= 0 ? st.rep[this.selected] : -1;
     var neighbours = new Set();
     var highlight = [];
@@ -256,7 +271,7 @@
       for (i = 0; i < highlight.length; i++) this.tracePath(ctx, highlight[i]);
       ctx.stroke();
     }
-    if (detail) {
+    if (view.detail) {
       ctx.fillStyle = th.arrow;
       ctx.beginPath();
       for (i = 0; i < st.edges.length; i++) {
@@ -268,7 +283,13 @@
       }
       ctx.fill();
     }
-    // items
+    return { sel: sel, neighbours: neighbours };
+  };
+  /** The boxes: nodes and closed scopes, coloured by category, cost, diff state, fallback,
+   * search matches and the selection; their text when close enough. */
+  V.drawItems = function (view, sel, neighbours) {
+    var st = this.st, m = this.m, ctx = this.ctx, th = this.theme;
+    var SELECT = th.select, inView = view.inView, detail = view.detail, text = view.text, i;
     var range = this.colorBy ? this.costRange() : null;
     var styles = this.categoryStyles(), stops = this.rampStops();
     var logLo = range ? Math.log(range.lo) : 0, logSpan = range ? Math.max(1e-9, Math.log(range.hi) - logLo) : 1;
@@ -342,7 +363,6 @@
         }
       }
     }
-    this.el.setAttribute("data-zoom", k.toFixed(3));
   };
   V.diffState = function (item) {
     var st = this.st, m = this.m;

@@ -230,7 +230,7 @@
     canvas.addEventListener("pointerdown", function (ev) {
       canvas.focus({ preventScroll: true });
       drag = { x: ev.clientX, y: ev.clientY, tx: self.tx, ty: self.ty, moved: false };
-      if (canvas.setPointerCapture) try { canvas.setPointerCapture(ev.pointerId); } catch (e) { /* synthetic */ }
+      if (canvas.setPointerCapture) try { canvas.setPointerCapture(ev.pointerId); } catch { /* synthetic */ }
     });
     canvas.addEventListener("pointermove", function (ev) {
       if (!drag) { self.hover(ev); return; }
@@ -614,6 +614,7 @@
   }
   ns.mount = mount;
   ns.mountAll = mountAll;
+  ns.applyPatch = applyPatch;  // pure: tests/js
   ns.unpack = unpack;  // a report's plotly.js is packed the same way (views/report.py)
   ns.complete = true;
 })(typeof globalThis !== "undefined" ? globalThis : this);

@@ -1,0 +1,67 @@
+/* The viewer's model without a page: search (Model.find against Python's Graph.find), diff
+ * states decoded from an overlay payload, payload patches rebuilt (applyPatch against
+ * views/graph_viewer/patch.py). Payloads from tests/fast/test_viewer_js.py. */
+"use strict";
+const test = require("node:test");
+const assert = require("node:assert/strict");
+const { loadViewer, fixtures } = require("./load.js");
+
+const data = fixtures();
+const { XlanbGraph } = loadViewer();
+const why = "XLANB_JS_FIXTURES not set: run through tests/fast/test_viewer_js.py";
+
+test("search finds what Graph.find finds, in node order", (t) => {
+  if (!data) return t.skip(why);
+  const m = new XlanbGraph.Model(data.large.payload);
+  for (const [query, expected] of Object.entries(data.large.found)) {
+    const found = Array.from(m.find(query));
+    assert.deepEqual(found, [...found].sort((a, b) => a - b), query);
+    // the viewer also searches labels: a superset of Python's matches
+    for (const v of expected) assert.ok(found.includes(v), `${query}: node ${v} not found`);
+    for (const v of found) {
+      if (!expected.includes(v)) assert.ok(m.label[v].toLowerCase().includes(query.toLowerCase()));
+    }
+    assert.deepEqual(Array.from(m.find("  " + query + " ")), found, "the query is trimmed");
+  }
+  assert.equal(m.find("").length, 0);
+  assert.equal(m.find("   ").length, 0);
+  assert.ok(m.find("add").length > 0);
+});
+
+test("an overlay's diff states: Python's counts, one state per node", (t) => {
+  if (!data) return t.skip(why);
+  const m = new XlanbGraph.Model(data.overlay.payload);
+  assert.equal(m.diff.length, m.n);
+  const counts = { same: 0, added: 0, removed: 0, changed: 0 };
+  for (const state of m.diff) counts[XlanbGraph.DIFF_STATES[state]]++;
+  assert.deepEqual(counts, data.overlay.counts);
+  assert.ok(counts.changed > 0);
+  const plain = new XlanbGraph.Model(data.large.payload);
+  assert.equal(plain.diff, null);
+  assert.equal(plain.peer, null);
+});
+
+test("a payload patch rebuilds the payload Python sent", (t) => {
+  if (!data) return t.skip(why);
+  const base = JSON.parse(JSON.stringify(data.patch.base));
+  // through JSON: the rebuilt arrays belong to the viewer's context
+  const rebuilt = JSON.parse(JSON.stringify(XlanbGraph.applyPatch(base, data.patch.patch)));
+  assert.deepEqual(rebuilt, data.patch.data);
+  assert.deepEqual(base, data.patch.base, "the base is left as it was");
+  assert.equal(new XlanbGraph.Model(rebuilt).n, data.patch.data.nodes.name.length);
+});
+
+test("a payload whose codes differ is refused", (t) => {
+  if (!data) return t.skip(why);
+  const changed = JSON.parse(JSON.stringify(data.large.payload));
+  changed.contract.edgeKinds = ["control", "data", "param", "root"];
+  assert.throws(() => new XlanbGraph.Model(changed), /edge kinds/);
+});
+
+test("numbers, durations and shares as the panel shows them", () => {
+  assert.equal(XlanbGraph.fmt(1234), "1.2 k");
+  assert.equal(XlanbGraph.fmt(null), "");
+  assert.equal(XlanbGraph.fmtSeconds(0.0124), "12.4 ms");
+  assert.equal(XlanbGraph.fmtSeconds(3.7312), "3.73 s");
+  assert.equal(XlanbGraph.fmtShare(0.984), "98.4%");
+});
