@@ -527,28 +527,10 @@ def _graph_viewers(profile: Profile) -> str:
     views: list[list[tuple[str, str]]] = []
     firsts: list[str] = []
     for index, label, graph in zip(shown["index"], shown["label"], shown["graph"], strict=True):
-        # the text shown first, unless it is too big (a program's optimized HLO may have
-        # many times the instructions of its HLO): then its smallest text
-        kinds = profile.graph_kinds(int(index))
-        sizes = {kind: _graph_nodes(profile, str(graph), kind) for kind in kinds}
-        first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
-        if views and not budget.fits(sizes[first]):
+        shown_first = _first_text(profile, int(index), label, str(graph), budget, bool(views))
+        if shown_first is None:
             break
-        # the first graph too stays within the budget: on a smaller text if need be
-        fragment = ""
-        for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
-            if sizes[kind] > VIEWER_MAX_NODES:
-                continue
-            fragment = graph_fragment(
-                profile.graph(int(index), kind=kind), height=460, title=label, packed=True
-            )
-            if budget.has_room(fragment):
-                first = kind
-                break
-            fragment = ""
-        if not fragment:
-            break
-        budget.spend(fragment, sizes[first])
+        first, fragment = shown_first
         views.append([(KIND_LABELS.get(first, first), fragment)])
         firsts.append(first)
     # then the programs' other texts, and each recompile's changes, while they fit
@@ -559,26 +541,7 @@ def _graph_viewers(profile: Profile) -> str:
         if changes is not None:
             view.append(changes)
         for kind in [k for k in profile.graph_kinds(int(index)) if k != first]:
-            nodes = _graph_nodes(profile, str(graph), kind)
-            fragment = ""
-            if budget.fits(nodes):
-                fragment = graph_fragment(
-                    profile.graph(int(index), kind=kind),
-                    height=460,
-                    title=label,
-                    packed=True,
-                    lazy=True,
-                )
-                if budget.has_room(fragment):  # the estimate was right
-                    budget.spend(fragment, nodes)
-                else:
-                    fragment = ""
-            if not fragment:
-                fragment = (
-                    f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
-                    f"<code>prof.graph({int(index)}, kind=&quot;{escape(kind)}&quot;)</code> "
-                    "shows it.</div>"
-                )
+            fragment = _other_text(profile, int(index), label, str(graph), kind, budget)
             view.append((KIND_LABELS.get(kind, kind), fragment))
     rest = len(entries) - len(views)
     more = (
@@ -593,6 +556,51 @@ def _graph_viewers(profile: Profile) -> str:
         "Graph viewer",
         len(views),
         assets + "".join(graph_views(view) for view in views) + more,
+    )
+
+
+def _first_text(
+    profile: Profile, index: int, label: str, graph: str, budget: _ViewerBudget, after: bool
+) -> tuple[str, str] | None:
+    """The kind and viewer of the text a program shows first, or None when it does not fit
+    (`after`: other programs' viewers came before it, and the budget may stop it early)."""
+    # the text shown first, unless it is too big (a program's optimized HLO may have
+    # many times the instructions of its HLO): then its smallest text
+    kinds = profile.graph_kinds(index)
+    sizes = {kind: _graph_nodes(profile, graph, kind) for kind in kinds}
+    first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
+    if after and not budget.fits(sizes[first]):
+        return None
+    # the first graph too stays within the budget: on a smaller text if need be
+    for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
+        if sizes[kind] > VIEWER_MAX_NODES:
+            continue
+        fragment = graph_fragment(
+            profile.graph(index, kind=kind), height=460, title=label, packed=True
+        )
+        if budget.has_room(fragment):
+            budget.spend(fragment, sizes[kind])
+            return kind, fragment
+    return None
+
+
+def _other_text(
+    profile: Profile, index: int, label: str, graph: str, kind: str, budget: _ViewerBudget
+) -> str:
+    """The lazy viewer of one of a program's other texts, or a note saying how to show it
+    when it does not fit the budget."""
+    nodes = _graph_nodes(profile, graph, kind)
+    if budget.fits(nodes):
+        fragment = graph_fragment(
+            profile.graph(index, kind=kind), height=460, title=label, packed=True, lazy=True
+        )
+        if budget.has_room(fragment):  # the estimate was right
+            budget.spend(fragment, nodes)
+            return fragment
+    return (
+        f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
+        f"<code>prof.graph({index}, kind=&quot;{escape(kind)}&quot;)</code> "
+        "shows it.</div>"
     )
 
 
