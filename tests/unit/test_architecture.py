@@ -50,19 +50,8 @@ def test_long_modules_functions_and_docstrings_are_found(tmp_path):
 
 
 XLANB = architecture.problems()
-#: Checks other branches of issue #26 make pass (hooks.py split, long functions, docstrings):
-#: strict, so the mark goes once they hold.
-PENDING = {"long functions"}
 
 
-@pytest.mark.parametrize(
-    "check",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason="issue #26, other parts"))
-        if c in PENDING
-        else c
-        for c in XLANB
-    ],
-)
+@pytest.mark.parametrize("check", list(XLANB))
 def test_xlanb_passes(check):
     assert XLANB[check] == []

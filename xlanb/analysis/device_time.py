@@ -242,6 +242,12 @@ def rows(
     return op_rows, span_rows
 
 
+#: One of :attr:`Summary.ops`: HLO module, program id, op, count, seconds.
+_OpRow = tuple[str, int | None, str, int, float]
+#: One of :attr:`Summary.spans`: lane, name, HLO module, program id, start ns, end ns.
+_Span = tuple[str, str, str, int | None, float, float]
+
+
 @dataclass
 class Summary:
     """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
@@ -252,9 +258,9 @@ class Summary:
     None where the trace has none; programs of one module name (torch_xla names every
     program of a line alike) are told apart by it."""
 
-    ops: list[tuple[str, int | None, str, int, float]]
+    ops: list[_OpRow]
     total: float
-    spans: list[tuple[str, str, str, int | None, float, float]]
+    spans: list[_Span]
     #: The events are XLA:GPU kernels.
     gpu: bool = False
 
@@ -288,44 +294,63 @@ def summarize(
     ops = inside[inside["hlo_op"].notna()]
     executions = _execution_windows(inside)
     ops = ops[~_cut_runs(ops, inside, executions)]
-    op_summary: list[tuple[str, int | None, str, int, float]] = []
-    spans: list[tuple[str, str, str, int | None, float, float]] = []
+    op_summary, spans, total = _op_summary(ops, executions)
+    spans += _host_spans(inside)
+    summary = Summary(op_summary, total, spans, gpu)
+    if whole:
+        events.summary = (key, summary)
+    return summary
+
+
+def _op_summary(
+    ops: pd.DataFrame, executions: np.ndarray
+) -> tuple[list[_OpRow], list[_Span], float]:
+    """The ops' device time by module, program and op, the spans of the longest ops and of
+    each program's runs, and the ops' total seconds (1 when none)."""
+    op_summary: list[_OpRow] = []
+    spans: list[_Span] = []
     total = 1.0
-    if not ops.empty:
-        ops = ops.assign(
-            seconds=_own_ns(ops) / 1e9,
-            program=ops["program_id"].fillna(NO_PROGRAM).astype("int64"),
-            execution=_executions(ops),
+    if ops.empty:
+        return op_summary, spans, total
+    ops = ops.assign(
+        seconds=_own_ns(ops) / 1e9,
+        program=ops["program_id"].fillna(NO_PROGRAM).astype("int64"),
+        execution=_executions(ops),
+    )
+    total = float(ops["seconds"].sum()) or 1.0
+    grouped = ops.groupby(["hlo_module", "program", "hlo_op"], sort=False).agg(
+        count=("execution", "nunique"),
+        seconds=("seconds", "sum"),
+    )
+    op_summary = [
+        (str(module), _program(program), str(op), int(count), float(seconds))
+        for (module, program, op), count, seconds in zip(
+            grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
         )
-        total = float(ops["seconds"].sum()) or 1.0
-        grouped = ops.groupby(["hlo_module", "program", "hlo_op"], sort=False).agg(
-            count=("execution", "nunique"),
-            seconds=("seconds", "sum"),
+    ]
+    longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
+    starts = longest["start_ns"].to_numpy(dtype=float)
+    spans += [
+        ("op", str(op), str(module), _program(program), begin, begin + duration)
+        for op, module, program, begin, duration in zip(
+            longest["hlo_op"].tolist(),
+            longest["hlo_module"].tolist(),
+            longest["program"].tolist(),
+            starts.tolist(),
+            longest["duration_ns"].to_numpy(dtype=float).tolist(),
+            strict=True,
         )
-        op_summary = [
-            (str(module), _program(program), str(op), int(count), float(seconds))
-            for (module, program, op), count, seconds in zip(
-                grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
+    ]
+    for (module, program), program_ops in ops.groupby(["hlo_module", "program"], sort=False):
+        for run_start, run_end in _runs(program_ops, executions):
+            spans.append(
+                ("device", str(module), str(module), _program(program), run_start, run_end)
             )
-        ]
-        longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
-        starts = longest["start_ns"].to_numpy(dtype=float)
-        spans += [
-            ("op", str(op), str(module), _program(program), begin, begin + duration)
-            for op, module, program, begin, duration in zip(
-                longest["hlo_op"].tolist(),
-                longest["hlo_module"].tolist(),
-                longest["program"].tolist(),
-                starts.tolist(),
-                longest["duration_ns"].to_numpy(dtype=float).tolist(),
-                strict=True,
-            )
-        ]
-        for (module, program), program_ops in ops.groupby(["hlo_module", "program"], sort=False):
-            for run_start, run_end in _runs(program_ops, executions):
-                spans.append(
-                    ("device", str(module), str(module), _program(program), run_start, run_end)
-                )
+    return op_summary, spans, total
+
+
+def _host_spans(inside: pd.DataFrame) -> list[_Span]:
+    """The spans of the main thread's transfers and sync waits."""
     # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
     # thread waiting on donation holds while Python traces the next step does not.
     hosts = inside[
@@ -334,7 +359,7 @@ def summarize(
         & inside["line"].astype(str).str.fullmatch(MAIN_THREAD)
     ]
     host_starts = hosts["start_ns"].to_numpy(dtype=float)
-    spans += [
+    return [
         (str(kind), str(name), "", None, begin, begin + duration)
         for kind, name, begin, duration in zip(
             hosts["kind"].tolist(),
@@ -344,10 +369,6 @@ def summarize(
             strict=True,
         )
     ]
-    summary = Summary(op_summary, total, spans, gpu)
-    if whole:
-        events.summary = (key, summary)
-    return summary
 
 
 #: The program id of ops whose trace has none (grouped apart from every real id).

@@ -238,6 +238,34 @@ def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = Tr
     then compiles, executions, counters, metrics and graphs one click away (with the viewer
     of the first graphs unless `graph_viewers` is false: a report draws them all); its title
     first unless `titled` is false (a report's heading says it)."""
+    failed = " xlanb-failed" if profile.failed else ""
+    parts = [
+        f"<div class='xlanb'><style>{STYLE}</style>",
+        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>" if titled else "",
+        f"<div class='xlanb-head'>{_headline(profile)}</div>",
+        _account(profile),
+        _findings(profile),
+        _top_ops(profile),
+        ranks_section(profile) if is_multi_rank(profile) else "",
+        "" if profile.fallbacks.empty else _left_the_device(profile),
+        _live_arrays(profile),
+        _alive_at_failure(profile),
+        _temporaries(profile),
+        _forced_syncs(profile),
+        "" if profile.compiles.empty else _compiles(profile),
+        "" if profile.executions.empty else _executions(profile),
+        "" if profile.counters.empty else _counters(profile),
+        "" if profile.metrics.empty else _metrics(profile),
+        _graph_viewers(profile) if graph_viewers else "",
+    ]
+    for note in profile.notes:
+        parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
+    parts.append(f"<script>{SORT_SCRIPT}</script></div>")
+    return "".join(parts)
+
+
+def _headline(profile: Profile) -> str:
+    """The headline's spans, the alarm red when something left the device."""
     numbers = profile.summary()
     head = []
     for label, value in headline(profile):
@@ -247,153 +275,134 @@ def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = Tr
         head.append(
             f"<span{css} data-field='{escape(label)}'><b>{escape(label)}</b> {escape(value)}</span>"
         )
-    failed = " xlanb-failed" if profile.failed else ""
-    parts = [
-        f"<div class='xlanb'><style>{STYLE}</style>",
-        f"<div class='xlanb-title{failed}'>{escape(title(profile))}</div>" if titled else "",
-        f"<div class='xlanb-head'>{''.join(head)}</div>",
-        _account(profile),
-        _findings(profile),
-        _top_ops(profile),
-    ]
-    if is_multi_rank(profile):
-        parts.append(ranks_section(profile))
-    if not profile.fallbacks.empty:
-        left = with_code(profile, profile.fallbacks).assign(
-            kind=[host_kind(cause) for cause in profile.fallbacks["cause"]]
-        )
-        parts.append("<div class='xlanb-title'>Left the device</div>")
-        parts.append(
-            table(
-                left,
-                _with_rank(left, ["op", "count", "kind", "cell_line", "code", "backend"]),
-                highlight=[kind == ALARM_KIND for kind in left["kind"]],
-            )
-        )
-    live = _live_arrays(profile)
-    if live:
-        parts.append(live)
-    failure = _alive_at_failure(profile)
-    if failure:
-        parts.append(failure)
-    temporaries = _temporaries(profile)
-    if temporaries:
-        parts.append(temporaries)
+    return "".join(head)
+
+
+def _left_the_device(profile: Profile) -> str:
+    """The ops that ran on the host, the alarming ones highlighted."""
+    left = with_code(profile, profile.fallbacks).assign(
+        kind=[host_kind(cause) for cause in profile.fallbacks["cause"]]
+    )
+    return "<div class='xlanb-title'>Left the device</div>" + table(
+        left,
+        _with_rank(left, ["op", "count", "kind", "cell_line", "code", "backend"]),
+        highlight=[kind == ALARM_KIND for kind in left["kind"]],
+    )
+
+
+def _forced_syncs(profile: Profile) -> str:
+    """Where the runtime's own stack says a value was read; "" when nowhere."""
     places = profile.shown.forced_syncs
-    if not places.empty:
-        parts.append(
-            "<div class='xlanb-title'>Forced syncs by place "
-            "<span class='xlanb-note'>(the runtime's own stack: where a value was read)"
-            "</span></div>"
-        )
-        places = with_code(profile, places)
-        parts.append(table(places, ["read_at", "count", "cell_line", "code", "backend"]))
-    if not profile.compiles.empty:
-        hits = (
-            profile.compiles["cache_hit"].fillna(False).astype(bool)
-            if "cache_hit" in profile.compiles.columns
-            else [False] * len(profile.compiles)
-        )
-        compiles = with_code(profile, profile.compiles).assign(
-            seconds=[
-                format_seconds(s) + (" (read from the persistent cache)" if hit else "")
-                for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
-            ],
-            diff=_diff_commands(profile),
-            peak_memory=[
-                format_bytes(v)
-                for v in (
-                    profile.compiles["peak_bytes"]
-                    if "peak_bytes" in profile.compiles.columns
-                    else [math.nan] * len(profile.compiles)
-                )
-            ],
-        )
-        parts.append(
-            _section(
-                "Compiles",
-                len(compiles),
-                table(
-                    compiles,
-                    _with_rank(
-                        compiles,
-                        ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
-                        + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else [])
-                        + (["diff"] if any(compiles["diff"]) else []),
-                    ),
-                    sortable=True,
-                    code_columns=("code", "diff"),
-                    clipped_columns=("cause", "trigger"),
-                ),
-                open_=len(compiles) <= 8,
+    if places.empty:
+        return ""
+    heading = (
+        "<div class='xlanb-title'>Forced syncs by place "
+        "<span class='xlanb-note'>(the runtime's own stack: where a value was read)"
+        "</span></div>"
+    )
+    places = with_code(profile, places)
+    return heading + table(places, ["read_at", "count", "cell_line", "code", "backend"])
+
+
+def _compiles(profile: Profile) -> str:
+    """The compiles, with cause, trigger, peak memory and diff commands where known."""
+    hits = (
+        profile.compiles["cache_hit"].fillna(False).astype(bool)
+        if "cache_hit" in profile.compiles.columns
+        else [False] * len(profile.compiles)
+    )
+    compiles = with_code(profile, profile.compiles).assign(
+        seconds=[
+            format_seconds(s) + (" (read from the persistent cache)" if hit else "")
+            for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
+        ],
+        diff=_diff_commands(profile),
+        peak_memory=[
+            format_bytes(v)
+            for v in (
+                profile.compiles["peak_bytes"]
+                if "peak_bytes" in profile.compiles.columns
+                else [math.nan] * len(profile.compiles)
             )
-        )
-    if not profile.executions.empty:
-        parts.append(
-            _section(
-                "Executions by graph",
-                int(profile.executions["count"].sum()),
-                table(
-                    _executions_by_graph(profile),
-                    _with_rank(
-                        profile.executions,
-                        ["backend", "graph", "count", "seconds", "mean"]
-                        + (["peak_memory"] if "peak_bytes" in profile.executions.columns else [])
-                        + (
-                            ["GFLOP/s", "bound"]
-                            if "flops_per_second" in profile.executions.columns
-                            else []
-                        ),
-                    ),
-                    sortable=True,
+        ],
+    )
+    return _section(
+        "Compiles",
+        len(compiles),
+        table(
+            compiles,
+            _with_rank(
+                compiles,
+                ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
+                + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else [])
+                + (["diff"] if any(compiles["diff"]) else []),
+            ),
+            sortable=True,
+            code_columns=("code", "diff"),
+            clipped_columns=("cause", "trigger"),
+        ),
+        open_=len(compiles) <= 8,
+    )
+
+
+def _executions(profile: Profile) -> str:
+    """Executions summed by graph."""
+    return _section(
+        "Executions by graph",
+        int(profile.executions["count"].sum()),
+        table(
+            _executions_by_graph(profile),
+            _with_rank(
+                profile.executions,
+                ["backend", "graph", "count", "seconds", "mean"]
+                + (["peak_memory"] if "peak_bytes" in profile.executions.columns else [])
+                + (
+                    ["GFLOP/s", "bound"] if "flops_per_second" in profile.executions.columns else []
                 ),
-            )
-        )
-    if not profile.counters.empty:
-        parts.append(
-            _section(
-                "Counters",
-                len(profile.counters),
-                table(
-                    profile.counters,
-                    _with_rank(profile.counters, ["backend", "category", "name", "delta", "total"]),
-                    sortable=True,
-                ),
-            )
-        )
-    if not profile.metrics.empty:
-        parts.append(
-            _section(
-                "Metrics",
-                len(profile.metrics),
-                table(
-                    _readable_metrics(profile),
-                    _with_rank(
-                        profile.metrics,
-                        [
-                            "backend",
-                            "name",
-                            "unit",
-                            "count",
-                            "total",
-                            "mean",
-                            "p50",
-                            "p90",
-                            "p99",
-                            "max",
-                        ],
-                    ),
-                    sortable=True,
-                ),
-            )
-        )
-    viewers = _graph_viewers(profile) if graph_viewers else ""
-    if viewers:
-        parts.append(viewers)
-    for note in profile.notes:
-        parts.append(f"<div class='xlanb-note'>{escape(note)}</div>")
-    parts.append(f"<script>{SORT_SCRIPT}</script></div>")
-    return "".join(parts)
+            ),
+            sortable=True,
+        ),
+    )
+
+
+def _counters(profile: Profile) -> str:
+    """The runtime's counters."""
+    return _section(
+        "Counters",
+        len(profile.counters),
+        table(
+            profile.counters,
+            _with_rank(profile.counters, ["backend", "category", "name", "delta", "total"]),
+            sortable=True,
+        ),
+    )
+
+
+def _metrics(profile: Profile) -> str:
+    """The runtime's metrics, readable."""
+    return _section(
+        "Metrics",
+        len(profile.metrics),
+        table(
+            _readable_metrics(profile),
+            _with_rank(
+                profile.metrics,
+                [
+                    "backend",
+                    "name",
+                    "unit",
+                    "count",
+                    "total",
+                    "mean",
+                    "p50",
+                    "p90",
+                    "p99",
+                    "max",
+                ],
+            ),
+            sortable=True,
+        ),
+    )
 
 
 def _live_arrays(profile: Profile) -> str:
@@ -530,28 +539,10 @@ def _graph_viewers(profile: Profile) -> str:
     views: list[list[tuple[str, str]]] = []
     firsts: list[str] = []
     for index, label, graph in zip(shown["index"], shown["label"], shown["graph"], strict=True):
-        # the text shown first, unless it is too big (a program's optimized HLO may have
-        # many times the instructions of its HLO): then its smallest text
-        kinds = profile.graph_kinds(int(index))
-        sizes = {kind: _graph_nodes(profile, str(graph), kind) for kind in kinds}
-        first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
-        if views and not budget.fits(sizes[first]):
+        shown_first = _first_text(profile, int(index), label, str(graph), budget, bool(views))
+        if shown_first is None:
             break
-        # the first graph too stays within the budget: on a smaller text if need be
-        fragment = ""
-        for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
-            if sizes[kind] > VIEWER_MAX_NODES:
-                continue
-            fragment = graph_fragment(
-                profile.graph(int(index), kind=kind), height=460, title=label, packed=True
-            )
-            if budget.has_room(fragment):
-                first = kind
-                break
-            fragment = ""
-        if not fragment:
-            break
-        budget.spend(fragment, sizes[first])
+        first, fragment = shown_first
         views.append([(KIND_LABELS.get(first, first), fragment)])
         firsts.append(first)
     # then the programs' other texts, and each recompile's changes, while they fit
@@ -562,26 +553,7 @@ def _graph_viewers(profile: Profile) -> str:
         if changes is not None:
             view.append(changes)
         for kind in [k for k in profile.graph_kinds(int(index)) if k != first]:
-            nodes = _graph_nodes(profile, str(graph), kind)
-            fragment = ""
-            if budget.fits(nodes):
-                fragment = graph_fragment(
-                    profile.graph(int(index), kind=kind),
-                    height=460,
-                    title=label,
-                    packed=True,
-                    lazy=True,
-                )
-                if budget.has_room(fragment):  # the estimate was right
-                    budget.spend(fragment, nodes)
-                else:
-                    fragment = ""
-            if not fragment:
-                fragment = (
-                    f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
-                    f"<code>prof.graph({int(index)}, kind=&quot;{escape(kind)}&quot;)</code> "
-                    "shows it.</div>"
-                )
+            fragment = _other_text(profile, int(index), label, str(graph), kind, budget)
             view.append((KIND_LABELS.get(kind, kind), fragment))
     rest = len(entries) - len(views)
     more = (
@@ -596,6 +568,51 @@ def _graph_viewers(profile: Profile) -> str:
         "Graph viewer",
         len(views),
         assets + "".join(graph_views(view) for view in views) + more,
+    )
+
+
+def _first_text(
+    profile: Profile, index: int, label: str, graph: str, budget: _ViewerBudget, after: bool
+) -> tuple[str, str] | None:
+    """The kind and viewer of the text a program shows first, or None when it does not fit
+    (`after`: other programs' viewers came before it, and the budget may stop it early)."""
+    # the text shown first, unless it is too big (a program's optimized HLO may have
+    # many times the instructions of its HLO): then its smallest text
+    kinds = profile.graph_kinds(index)
+    sizes = {kind: _graph_nodes(profile, graph, kind) for kind in kinds}
+    first = kinds[0] if sizes[kinds[0]] <= VIEWER_MAX_NODES else min(kinds, key=sizes.get)
+    if after and not budget.fits(sizes[first]):
+        return None
+    # the first graph too stays within the budget: on a smaller text if need be
+    for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
+        if sizes[kind] > VIEWER_MAX_NODES:
+            continue
+        fragment = graph_fragment(
+            profile.graph(index, kind=kind), height=460, title=label, packed=True
+        )
+        if budget.has_room(fragment):
+            budget.spend(fragment, sizes[kind])
+            return kind, fragment
+    return None
+
+
+def _other_text(
+    profile: Profile, index: int, label: str, graph: str, kind: str, budget: _ViewerBudget
+) -> str:
+    """The lazy viewer of one of a program's other texts, or a note saying how to show it
+    when it does not fit the budget."""
+    nodes = _graph_nodes(profile, graph, kind)
+    if budget.fits(nodes):
+        fragment = graph_fragment(
+            profile.graph(index, kind=kind), height=460, title=label, packed=True, lazy=True
+        )
+        if budget.has_room(fragment):  # the estimate was right
+            budget.spend(fragment, nodes)
+            return fragment
+    return (
+        f"<div class='xlanb-note'>Not embedded, to keep the notebook small: "
+        f"<code>prof.graph({index}, kind=&quot;{escape(kind)}&quot;)</code> "
+        "shows it.</div>"
     )
 
 

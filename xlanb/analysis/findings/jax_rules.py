@@ -71,29 +71,6 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
             )
         elif not again.empty:
             changes = "; ".join(dict.fromkeys(again["cause"].astype(str)))
-            static = again["cause"].astype(str).str.startswith(jax_text.STATIC_CHANGED)
-            advice = []
-            if again["cause"].astype(str).str.contains(jax_text.IDENTITY_HASHED, regex=False).any():
-                advice.append(
-                    "A static argument whose class has no value equality is hashed by "
-                    "identity, so each new object (one made per call, a config rebuilt in "
-                    "the loop) is a new program: make the class hashable by value "
-                    "(@dataclass(frozen=True), or __eq__ and __hash__) or pass the same "
-                    "object every call."
-                )
-            elif static.any():
-                advice.append(
-                    "Every new value of a static argument compiles a new program: "
-                    "pass values that change as traced (array) arguments, and keep "
-                    "static arguments to a few values such as flags and sizes."
-                )
-            if not static.all():
-                advice.append(
-                    "Keep shapes and dtypes static: pad batches to a fixed size or "
-                    "bucket them into a few sizes, drop the last partial batch, and "
-                    "keep dtypes fixed (a Python float vs a float32 array is a new "
-                    "type)."
-                )
             findings.append(
                 {
                     "severity": "warning",
@@ -103,7 +80,7 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                     "detail": f"JAX traced and compiled it again because: {changes}. "
                     f"{counted(len(rows), 'compile')} of it took {format_seconds(seconds)} "
                     f"in all ({_phases(rows)})." + _diff_hint(profile, str(graph), again),
-                    "advice": " ".join(advice),
+                    "advice": _recompile_advice(again["cause"].astype(str)),
                     "seconds": seconds,
                 }
             )
@@ -122,6 +99,34 @@ def jax_recompilation(profile: Profile) -> list[Finding]:
                 }
             )
     return findings
+
+
+def _recompile_advice(causes: pd.Series) -> str:
+    """What to change, by the causes of a function's recompiles."""
+    static = causes.str.startswith(jax_text.STATIC_CHANGED)
+    advice = []
+    if causes.str.contains(jax_text.IDENTITY_HASHED, regex=False).any():
+        advice.append(
+            "A static argument whose class has no value equality is hashed by "
+            "identity, so each new object (one made per call, a config rebuilt in "
+            "the loop) is a new program: make the class hashable by value "
+            "(@dataclass(frozen=True), or __eq__ and __hash__) or pass the same "
+            "object every call."
+        )
+    elif static.any():
+        advice.append(
+            "Every new value of a static argument compiles a new program: "
+            "pass values that change as traced (array) arguments, and keep "
+            "static arguments to a few values such as flags and sizes."
+        )
+    if not static.all():
+        advice.append(
+            "Keep shapes and dtypes static: pad batches to a fixed size or "
+            "bucket them into a few sizes, drop the last partial batch, and "
+            "keep dtypes fixed (a Python float vs a float32 array is a new "
+            "type)."
+        )
+    return " ".join(advice)
 
 
 #: A compile's phases, as the row's columns name them and as a user reads them.

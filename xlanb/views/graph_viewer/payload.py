@@ -215,86 +215,58 @@ def contract() -> dict[str, Any]:
     }
 
 
-def payload(
-    graph: Graph,
-    *,
-    title: str | None = None,
-    height: int = 520,
-    fallback_ops: Iterable[str] = (),
-    color_by: str | None = None,
-    cost: Mapping[str, float] | pd.Series | None = None,
-    cost_label: str = "cost",
-    diff_status: list[int] | None = None,
-    peers: list[int] | None = None,
-    summary: str | None = None,
-    measured: pd.DataFrame | None = None,
-    start_strings: list[str] | None = None,
-) -> dict[str, Any]:
-    """The JSON the viewer reads (the module's docstring says what each field holds).
+#: The payload's ``nodes`` columns, in the order they travel.
+_NODE_COLUMNS = (
+    "id",
+    "name",
+    "label",
+    "op",
+    "shape",
+    "scope",
+    "opName",
+    "file",
+    "line",
+    "func",
+    "text",
+    "attrs",
+    "order",
+    "flags",
+    "cat",
+)
+#: The ``Graph.nodes`` columns :func:`_node_columns` reads, in the order it unpacks them.
+_GRAPH_COLUMNS = (
+    "id",
+    "name",
+    "op",
+    "shape",
+    "scope",
+    "op_name",
+    "source_file",
+    "source_line",
+    "source_function",
+    "attrs",
+    "text",
+    "order",
+    "output",
+    "fallback",
+    "flops",
+    "bytes",
+)
 
-    ``cost`` maps node ids (or names) to a number of your own to colour by; ``measured``
-    (default: ``graph.measured``, e.g. from :meth:`~xlanb.core.profile.Profile.graph`) holds
-    measured device time per instruction (rows of a profile's ``ops`` frame); ``color_by`` is
-    ``"flops"``, ``"bytes"``, ``"custom"`` (``cost``), ``"time"`` (``measured``) or None:
-    ``custom`` with a ``cost``, else ``time`` where something was measured, else op kind.
-    ``diff_status`` holds a :data:`DIFF_CODES` code per node, ``peers`` the matching node's
-    index in the other graph (-1: none). ``start_strings``: the string table to start from (a
-    payload sent as a patch of another, :mod:`.patch`, keeps that one's string indexes)."""
-    if color_by not in (None, *COLOR_BY):
-        raise ValueError(f"color_by is one of {COLOR_BY[1:]} or None, not {color_by!r}")
-    if measured is None:
-        measured = graph.measured
-    graph = graph.with_fallbacks(fallback_ops)
-    nodes, scopes, edges = graph.nodes, graph.scopes, graph.edges
-    strings = _Strings(start=start_strings)
-    node_index = {node_id: i for i, node_id in enumerate(nodes["id"])}
-    scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"])}
+
+def _node_columns(
+    graph: Graph, strings: _Strings, scope_index: Mapping[str, int]
+) -> tuple[dict[str, list[Any]], list[float | None], list[float | None]]:
+    """The payload's ``nodes`` columns, and each node's flops and bytes."""
+    nodes, scopes = graph.nodes, graph.scopes
     anchored = set(scopes["node"])
     hlo = graph.kind == "hlo"
-    columns: dict[str, list[Any]] = {
-        key: []
-        for key in (
-            "id",
-            "name",
-            "label",
-            "op",
-            "shape",
-            "scope",
-            "opName",
-            "file",
-            "line",
-            "func",
-            "text",
-            "attrs",
-            "order",
-            "flags",
-            "cat",
-        )
-    }
+    columns: dict[str, list[Any]] = {key: [] for key in _NODE_COLUMNS}
     flops: list[float | None] = []
     nbytes: list[float | None] = []
     for row in zip(
-        *(
-            nodes[column].tolist()  # plain values: iterating a Series boxes each one
-            for column in (
-                "id",
-                "name",
-                "op",
-                "shape",
-                "scope",
-                "op_name",
-                "source_file",
-                "source_line",
-                "source_function",
-                "attrs",
-                "text",
-                "order",
-                "output",
-                "fallback",
-                "flops",
-                "bytes",
-            )
-        ),
+        # plain values: iterating a Series boxes each one
+        *(nodes[column].tolist() for column in _GRAPH_COLUMNS),
         strict=True,
     ):
         (
@@ -329,36 +301,106 @@ def payload(
         if hlo and "metadata={" in text:
             text = _METADATA.sub("", text)
         columns["text"].append(text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …")
-        flat: list[int] = []
-        for key, value in attrs.items():
-            value = str(value)
-            flat += [
-                strings(key),
-                strings(value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …"),
-            ]
-        columns["attrs"].append(flat)
+        columns["attrs"].append(_flat_attrs(attrs, strings))
         columns["order"].append(int(order))
         columns["flags"].append((FLAG_OUTPUT if output else 0) | (FLAG_FALLBACK if fallback else 0))
         columns["cat"].append(node_category(op, node_id in anchored))
         flops.append(_finite(node_flops))
         nbytes.append(_finite(node_bytes))
-    if diff_status is not None:
-        columns["diff"] = diff_status
-    if peers is not None:
-        columns["peer"] = peers
+    return columns, flops, nbytes
+
+
+def _flat_attrs(attrs: Mapping[str, Any], strings: _Strings) -> list[int]:
+    """A node's attributes as ``[key, value, key, value, ...]`` string indexes."""
+    flat: list[int] = []
+    for key, value in attrs.items():
+        value = str(value)
+        flat += [
+            strings(key),
+            strings(value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …"),
+        ]
+    return flat
+
+
+def _flat_edges(edges: pd.DataFrame, node_index: Mapping[str, int]) -> list[int]:
+    """The payload's ``edges``: ``[source, target, kind code, ...]``."""
     flat_edges: list[int] = []
     data_edge = EDGE_CODES["data"]
     for source, target, kind in zip(
         edges["source"].tolist(), edges["target"].tolist(), edges["kind"].tolist(), strict=True
     ):
         flat_edges += [node_index[source], node_index[target], EDGE_CODES.get(kind, data_edge)]
+    return flat_edges
+
+
+def _custom_cost(nodes: pd.DataFrame, cost: Mapping[str, float] | pd.Series) -> list[float | None]:
+    """Each node's ``cost``, looked up by id, then by name."""
+    values = dict(cost.items()) if isinstance(cost, (Mapping, pd.Series)) else {}
+    return [
+        _finite(values.get(node_id, values.get(name)))
+        for node_id, name in zip(nodes["id"], nodes["name"], strict=True)
+    ]
+
+
+def _scope_columns(
+    scopes: pd.DataFrame,
+    strings: _Strings,
+    scope_index: Mapping[str, int],
+    node_index: Mapping[str, int],
+) -> dict[str, list[Any]]:
+    """The payload's ``scopes`` columns."""
+    return {
+        "parent": [scope_index.get(p, -1) for p in scopes["parent"]],
+        "label": [strings(label) for label in scopes["label"]],
+        "kind": [strings(kind) for kind in scopes["kind"]],
+        "anchor": [node_index.get(node, -1) if node else -1 for node in scopes["node"]],
+        "size": [int(size) for size in scopes["nodes"]],
+    }
+
+
+def payload(
+    graph: Graph,
+    *,
+    title: str | None = None,
+    height: int = 520,
+    fallback_ops: Iterable[str] = (),
+    color_by: str | None = None,
+    cost: Mapping[str, float] | pd.Series | None = None,
+    cost_label: str = "cost",
+    diff_status: list[int] | None = None,
+    peers: list[int] | None = None,
+    summary: str | None = None,
+    measured: pd.DataFrame | None = None,
+    start_strings: list[str] | None = None,
+) -> dict[str, Any]:
+    """The JSON the viewer reads (the module's docstring says what each field holds).
+
+    ``cost`` maps node ids (or names) to a number of your own to colour by; ``measured``
+    (default: ``graph.measured``, e.g. from :meth:`~xlanb.core.profile.Profile.graph`) holds
+    measured device time per instruction (rows of a profile's ``ops`` frame); ``color_by`` is
+    ``"flops"``, ``"bytes"``, ``"custom"`` (``cost``), ``"time"`` (``measured``) or None:
+    ``custom`` with a ``cost``, else ``time`` where something was measured, else op kind.
+    ``diff_status`` holds a :data:`DIFF_CODES` code per node, ``peers`` the matching node's
+    index in the other graph (-1: none). ``start_strings``: the string table to start from (a
+    payload sent as a patch of another, :mod:`.patch`, keeps that one's string indexes)."""
+    if color_by not in (None, *COLOR_BY):
+        raise ValueError(f"color_by is one of {COLOR_BY[1:]} or None, not {color_by!r}")
+    if measured is None:
+        measured = graph.measured
+    graph = graph.with_fallbacks(fallback_ops)
+    nodes, scopes = graph.nodes, graph.scopes
+    strings = _Strings(start=start_strings)
+    node_index = {node_id: i for i, node_id in enumerate(nodes["id"])}
+    scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"])}
+    columns, flops, nbytes = _node_columns(graph, strings, scope_index)
+    if diff_status is not None:
+        columns["diff"] = diff_status
+    if peers is not None:
+        columns["peer"] = peers
+    flat_edges = _flat_edges(graph.edges, node_index)
     cost_columns: dict[str, Any] = {"flops": flops, "bytes": nbytes}
     if cost is not None:
-        values = dict(cost.items()) if isinstance(cost, (Mapping, pd.Series)) else {}
-        cost_columns["custom"] = [
-            _finite(values.get(node_id, values.get(name)))
-            for node_id, name in zip(nodes["id"], nodes["name"], strict=True)
-        ]
+        cost_columns["custom"] = _custom_cost(nodes, cost)
         cost_columns["customLabel"] = cost_label
         color_by = color_by or "custom"
     extra: dict[str, Any] = {}
@@ -367,13 +409,7 @@ def payload(
         color_by = color_by or ("time" if extra["measured"]["node"] else None)
     if color_by == "time" and "measured" not in extra:
         color_by = None  # nothing measured: colour by op kind
-    scope_columns = {
-        "parent": [scope_index.get(p, -1) for p in scopes["parent"]],
-        "label": [strings(label) for label in scopes["label"]],
-        "kind": [strings(kind) for kind in scopes["kind"]],
-        "anchor": [node_index.get(node, -1) if node else -1 for node in scopes["node"]],
-        "size": [int(size) for size in scopes["nodes"]],
-    }
+    scope_columns = _scope_columns(scopes, strings, scope_index, node_index)
     return {
         "version": PAYLOAD_VERSION,
         "kind": graph.kind,

@@ -150,7 +150,7 @@ def _host_argument_counter(
 ) -> Callable[..., None]:
     """The dispatch counter's `note_host_arguments`, bound to the capture's state and JAX's
     array, host and pytree types."""
-    array_type, host_types, tree_leaves = target.array_type, target.host_types, target.tree_leaves
+    array_type, host_types = target.array_type, target.host_types
     transfers = state.transfers
     containers = frozenset({dict, list, tuple})
     device_only = frozenset({array_type, target.function_type})
@@ -205,14 +205,8 @@ def _host_argument_counter(
             entry[2] += 1
             return
         dynamic = {name: arg for name, arg in kwargs.items() if name not in names}
-        leaves = tree_leaves((tuple(traced), dynamic))  # in the order jit flattens them
-        state.current = function  # JAX's calls while reading the lowering are not counted
-        try:
-            leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
-        finally:
-            state.current = None
-        found = Counter(kind for kind in map(type, leaves) if kind in host_types)
-        state.add_transfer_place(key, function, found, lambda: _stack(caller))
+        traced_tree = (tuple(traced), dynamic)
+        _add_transfer_place(state, target, key, caller, function, args, kwargs, traced_tree)
 
     def holds_host(arg) -> bool:
         """Whether `arg` holds a host value: a dict's, list's or tuple's children, and theirs
@@ -231,6 +225,28 @@ def _host_argument_counter(
         return False
 
     return note_host_arguments
+
+
+def _add_transfer_place(
+    state: Any,
+    target: DispatchTarget,
+    key: tuple,
+    caller: Any,
+    function: Any,
+    args: tuple,
+    kwargs: dict,
+    traced: tuple,
+) -> None:
+    """A place and shape of call seen first: count its host values by a walk of the pytree of
+    its `traced` arguments (positional, keyword), and add its entry to the capture's state."""
+    leaves = target.tree_leaves(traced)  # in the order jit flattens them
+    state.current = function  # JAX's calls while reading the lowering are not counted
+    try:
+        leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
+    finally:
+        state.current = None
+    found = Counter(kind for kind in map(type, leaves) if kind in target.host_types)
+    state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
 
 #: The code of the dispatch counter's ``count_call`` (found on the stack at a compile).
