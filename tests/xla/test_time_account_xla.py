@@ -244,7 +244,7 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     if not OPS_TRACED:  # torch_xla 2.7: no trace, every run from the runtime's samples
         assert_device_time_from_execute_samples(prof, 40)
         return
-    assert device_trace._events_per_run["torch_xla", prof.source] > 500
+    assert device_trace._STATE.events_per_run["torch_xla", prof.source] > 500
     device = prof.spans[prof.spans["lane"] == "device"]
     measured = device[~device["estimated"]]
     execute = prof.executions.sort_values("time")["seconds"]
