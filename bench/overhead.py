@@ -150,7 +150,7 @@ def measure(case, steps: int, repeats: int) -> dict:
                         step()
                     finish()
                 if arm == "whole":
-                    trace_bytes.append(device_trace.last_trace_bytes)
+                    trace_bytes.append(device_trace.last_trace_bytes())
             times[arm].append(time.perf_counter() - started)
     empty: dict[str, list[float]] = {"untraced": [], "traced": []}
     for _ in range(30):

@@ -481,7 +481,7 @@ def test_ctrl_c_during_the_end_of_cell_work_still_unhooks_everything(run, shell,
                 shell.user_ns["ta_mm"](shell.user_ns["ta_big"]).block_until_ready()
     finally:
         device_trace.finish = finish
-    assert recorder.active == 0 and xlanb.last() is prof
+    assert recorder._STATE.active == 0 and xlanb.last() is prof
     assert any("interrupted" in note for note in prof.notes), prof.notes
     assert lazy_c._mark_step is mark_step
     assert compiler.compile_or_get_cached is not jax_backend._compile_hook
@@ -650,7 +650,7 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     )
     run(cell)
     source = xlanb.last().source
-    per_run = device_trace._events_per_run["jax", source]
+    per_run = device_trace._STATE.events_per_run["jax", source]
     limit = device_trace.window_limit("jax", device_trace.WINDOW_RUNS, source)
     assert per_run > device_trace.WINDOW_EVENTS / 50 and 5 <= limit < 50, per_run
     # another cell is sized from its own runs
@@ -718,7 +718,7 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
             "    out = ta_first_chain(ta_fx, ta_fx)\nout.block_until_ready()"
         )
     prof = shell.user_ns["first_big"]
-    assert device_trace._events_per_run["jax", xlanb.last().source] > 500
+    assert device_trace._STATE.events_per_run["jax", xlanb.last().source] > 500
     measured = prof.spans[(prof.spans["lane"] == "device") & ~prof.spans["estimated"]]
     run_seconds = float(measured["seconds"].median())
     assert run_seconds > 0.01, run_seconds

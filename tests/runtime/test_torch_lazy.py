@@ -295,7 +295,7 @@ def test_python_api_and_history():
     from xlanb.capture import recorder
 
     assert xlanb.history()[-1] is prof
-    assert len(xlanb.history()) == min(count + 1, recorder._history.maxlen)
+    assert len(xlanb.history()) == min(count + 1, recorder._STATE.history.maxlen)
     assert prof.backends == ["torch_lazy"]
     assert prof.summary()["executions"] == 1
     assert prof.compiles["cell_line"].isna().all()  # no cell outside a notebook
@@ -524,7 +524,7 @@ def test_history_is_bounded_and_can_be_cleared():
 
     from xlanb.capture import recorder
 
-    limit = recorder._history.maxlen
+    limit = recorder._STATE.history.maxlen
     try:
         xlanb.set_history_limit(3)
         kept = []
@@ -549,7 +549,7 @@ def test_switching_auto_profiling_off_on_a_cells_last_line_closes_its_capture(ru
         "off_t = (torch.ones(3, 3, device=dev) * 2).sum()\ntorch._lazy.mark_step()\n"
         "%xla_profile off"
     )
-    assert recorder.active == 0, "the cell's capture was left open"
+    assert recorder._STATE.active == 0, "the cell's capture was left open"
     assert xlanb.last().name.startswith("cell-")
     assert xlanb.last().summary()["executions"] == 1
     before = len(xlanb.history())

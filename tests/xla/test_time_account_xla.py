@@ -203,7 +203,7 @@ def test_on_torch_xla_2_7_the_trace_is_off_and_it_is_said_once(run, shell, monke
     stay on; one note, on the first profile of the session only."""
     if OPS_TRACED:
         monkeypatch.setattr(versions, "gate", lambda backend: versions.check(backend, "2.7.0"))
-    monkeypatch.setattr(versions, "_told", set())  # this test's session starts here
+    monkeypatch.setattr(versions._STATE, "told", set())  # this test's session starts here
     run("ta_new = torch.nn.Linear(256, 3).to(ta_dev)")
     cell = "for _ in range(3):\n    ta_out = (ta_new(ta_x) ** 2).sum()\n    torch_xla.sync()"
     run(f"%%xla_profile -b torch_xla -q --var v27_first\n{cell}")
@@ -240,7 +240,7 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     if not OPS_TRACED:  # torch_xla 2.7: no trace, every run from the runtime's samples
         assert_device_time_from_execute_samples(prof, 40)
         return
-    assert device_trace._events_per_run["torch_xla", prof.source] > 500
+    assert device_trace._STATE.events_per_run["torch_xla", prof.source] > 500
     device = prof.spans[prof.spans["lane"] == "device"]
     measured = device[~device["estimated"]]
     execute = prof.executions.sort_values("time")["seconds"]

@@ -30,27 +30,37 @@ class BackwardOps:
     places: dict[tuple, tuple[tuple[Frame, ...], Counter]] = field(default_factory=dict)
 
 
-_lock = threading.Lock()
-_active: list[BackwardOps] = []
-_original: list[Any] = []
+@dataclass(eq=False)
+class _BackwardState:
+    """This module's mutable state, one instance (:data:`_STATE`). ``lock`` guards ``active``
+    and the wrapper's install and removal."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The captures counting backward ops now.
+    active: list[BackwardOps] = field(default_factory=list)
+    #: The ``torch.autograd.backward`` the wrapper replaced (while it is installed).
+    original: list[Any] = field(default_factory=list)
+
+
+_STATE = _BackwardState()
 
 
 def start(read_counters: Callable[[], dict[str, int]]) -> BackwardOps:
     """Count the ops of each backward pass until :func:`stop` (`read_counters`: the
     runtime's ``aten::`` counters)."""
     ops = BackwardOps(read_counters)
-    with _lock:
-        if not _active:
+    with _STATE.lock:
+        if not _STATE.active:
             _install()
-        _active.append(ops)
+        _STATE.active.append(ops)
     return ops
 
 
 def stop(ops: BackwardOps) -> list[tuple[tuple[Frame, ...], Counter]]:
-    with _lock:
-        if ops in _active:
-            _active.remove(ops)
-        if not _active:
+    with _STATE.lock:
+        if ops in _STATE.active:
+            _STATE.active.remove(ops)
+        if not _STATE.active:
             _uninstall()
     return list(ops.places.values())
 
@@ -59,11 +69,11 @@ def _install() -> None:
     import torch.autograd
 
     original = torch.autograd.backward
-    _original[:] = [original]
+    _STATE.original[:] = [original]
 
     def backward(*args, **kwargs):
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
-        active = list(_active)
+        active = list(_STATE.active)
         if not active:
             return original(*args, **kwargs)
         before = [_read(ops) for ops in active]
@@ -78,8 +88,8 @@ def _install() -> None:
 def _uninstall() -> None:
     import torch.autograd
 
-    if _original:
-        torch.autograd.backward = _original.pop()
+    if _STATE.original:
+        torch.autograd.backward = _STATE.original.pop()
 
 
 def _read(ops: BackwardOps) -> dict[str, int]:

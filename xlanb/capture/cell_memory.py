@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict, deque
+from dataclasses import dataclass, field
 from typing import Any
 
 from xlanb.capture.backends.base import Capture
@@ -21,12 +22,23 @@ RUNS_KEPT = 5
 #: Cells remembered (the least recently profiled forgotten first).
 CELLS_KEPT = 256
 
-_runs: OrderedDict[tuple[str, str], deque[tuple[int, float]]] = OrderedDict()
+
+@dataclass(eq=False)
+class _CellMemoryState:
+    """This module's mutable state, one instance (:data:`_STATE`)."""
+
+    #: (backend, cell hash) -> the (arrays, bytes) each earlier run grew by, newest last.
+    runs: OrderedDict[tuple[str, str], deque[tuple[int, float]]] = field(
+        default_factory=OrderedDict
+    )
+
+
+_STATE = _CellMemoryState()
 
 
 def clear() -> None:
     """Forget every cell's earlier runs."""
-    _runs.clear()
+    _STATE.runs.clear()
 
 
 def _growth(rows: list[dict[str, Any]]) -> tuple[str, int, float] | None:
@@ -54,12 +66,12 @@ def remember(source: str, captures: list[tuple[str, Capture]]) -> None:
         rows = capture.rows.get("live_arrays", [])
         measured = _growth(rows)
         key = (backend, cell)
-        runs = _runs.setdefault(key, deque(maxlen=RUNS_KEPT))
-        _runs.move_to_end(key)
+        runs = _STATE.runs.setdefault(key, deque(maxlen=RUNS_KEPT))
+        _STATE.runs.move_to_end(key)
         if rows:
             for count, size in runs:
                 row = {"backend": backend, "snapshot": "earlier run", "shape": ""}
                 capture.add("live_arrays", {**row, "count": count, "bytes": size})
         runs.append(measured[1:] if measured is not None else (0, 0.0))
-    while len(_runs) > CELLS_KEPT:
-        _runs.popitem(last=False)
+    while len(_STATE.runs) > CELLS_KEPT:
+        _STATE.runs.popitem(last=False)

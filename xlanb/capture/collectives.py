@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 from xlanb.formats.counters import metric_row
@@ -47,8 +48,18 @@ OPS = (
 #: Samples kept per block (the newest), as torch_xla keeps its newest 1,024.
 MAX_SAMPLES = 1024
 
-_totals: Counter[str] = Counter()
-_depth = threading.local()
+
+@dataclass(eq=False)
+class _CollectivesState:
+    """This module's mutable state, one instance (:data:`_STATE`)."""
+
+    #: Collectives counted in this process so far, by op (the counters' ``total``).
+    totals: Counter[str] = field(default_factory=Counter)
+    #: Per thread: whether a timed collective is running (one made of others counts once).
+    depth: threading.local = field(default_factory=threading.local)
+
+
+_STATE = _CollectivesState()
 
 
 class CollectiveProbe:
@@ -86,15 +97,15 @@ class CollectiveProbe:
     def _timed(self, op: str, original: Any) -> Any:
         @functools.wraps(original)
         def timed(*args: Any, **kwargs: Any) -> Any:
-            if getattr(_depth, "value", 0):  # a collective made of collectives counts once
+            if getattr(_STATE.depth, "value", 0):  # a collective made of collectives counts once
                 return original(*args, **kwargs)
-            _depth.value = 1
+            _STATE.depth.value = 1
             wall, started = time.time(), time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 seconds = time.perf_counter() - started
-                _depth.value = 0
+                _STATE.depth.value = 0
                 with self._lock:
                     self._calls.append((op, wall, seconds))
 
@@ -108,14 +119,14 @@ def _rows(calls: list[tuple[str, float, float]]) -> dict[str, list[dict[str, Any
     counts = Counter(op for op, _, _ in calls)
     counters = []
     for op, count in counts.most_common():
-        _totals[op] += count
+        _STATE.totals[op] += count
         counters.append(
             {
                 "backend": BACKEND,
                 "name": f"dist.{op}",
                 "category": "collective",
                 "delta": int(count),
-                "total": int(_totals[op]),
+                "total": int(_STATE.totals[op]),
             }
         )
     seconds = [s for _, _, s in calls]

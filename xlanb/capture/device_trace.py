@@ -74,30 +74,42 @@ TRACE_BUDGET_SHARE = 0.03
 TRACED_SLOWDOWN = 0.4
 MIN_BUDGET_RUNS = 2
 
-_lock = threading.Lock()
-_running: Trace | None = None
-_counter = 0
-#: Runtimes whose version cannot trace (a missing API), with why: said once, not retried.
-_unable: dict[str, str] = {}
-#: Size of the last trace read, in bytes (``bench/overhead.py`` reports it per 1,000 steps).
-last_trace_bytes = 0
-#: Trace events per program run of the last trace of each (runtime, code captured): what sizes
-#: the next window of the same code (a cell run again runs the same programs).
-_events_per_run: dict[tuple[str, str], float] = {}
 #: Codes remembered (the oldest forgotten first).
 KEPT_SIZES = 256
 
 
+@dataclass(eq=False)
+class _TraceState:
+    """This module's mutable state, one instance (:data:`_STATE`). ``lock`` guards ``running``
+    and ``counter`` (the watchdog thread and the capture's thread both end traces)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The trace running in this process (the profiler allows one session), if any.
+    running: Trace | None = None
+    #: Traces started so far, for their directory names.
+    counter: int = 0
+    #: Runtimes whose version cannot trace (a missing API), with why: said once, not retried.
+    unable: dict[str, str] = field(default_factory=dict)
+    #: Size of the last trace read, in bytes (``bench/overhead.py`` reports it per 1,000 steps).
+    last_trace_bytes: int = 0
+    #: Trace events per program run of the last trace of each (runtime, code captured): what
+    #: sizes the next window of the same code (a cell run again runs the same programs).
+    events_per_run: dict[tuple[str, str], float] = field(default_factory=dict)
+
+
+_STATE = _TraceState()
+
+
 def runs_known(runtime: str, source: str) -> bool:
     """Whether an earlier trace of the code `source` measured its events per run."""
-    return (runtime, source) in _events_per_run
+    return (runtime, source) in _STATE.events_per_run
 
 
 def window_limit(runtime: str, window_runs: int, source: str = "") -> int:
     """The runs a window of at most `window_runs` traces on `runtime` for the code `source`:
     fewer when the last trace of that code had big runs (about :data:`WINDOW_EVENTS` events,
     at least :data:`MIN_WINDOW_RUNS` runs)."""
-    per_run = _events_per_run.get((runtime, source))
+    per_run = _STATE.events_per_run.get((runtime, source))
     if not per_run:
         return window_runs
     return max(min(window_runs, int(WINDOW_EVENTS / per_run)), min(MIN_WINDOW_RUNS, window_runs))
@@ -203,14 +215,13 @@ def start(
     with its window sized as `window` says (:class:`Window`; None: the whole capture).
     Returns (the trace, None), or (None, a one-line note) when it cannot start; the capture
     then goes on without device times."""
-    global _running, _counter
     window = window or Window(window_runs=None)
     runs, window_runs, source = window.runs, window.window_runs, window.source
-    with _lock:
-        if _running is not None or runtime in _unable:
+    with _STATE.lock:
+        if _STATE.running is not None or runtime in _STATE.unable:
             return None, None  # the outer capture's trace covers this span / said once
-        _counter += 1
-        directory = os.path.join(workdir.path(), f"trace-{os.getpid()}-{_counter}")
+        _STATE.counter += 1
+        directory = os.path.join(workdir.path(), f"trace-{os.getpid()}-{_STATE.counter}")
         try:
             os.makedirs(directory, exist_ok=True)
             with runtime_noise_dropped():
@@ -220,7 +231,7 @@ def start(
             first_line = (str(error).strip().splitlines() or [type(error).__name__])[0]
             if isinstance(error, (ImportError, AttributeError, NotImplementedError)):
                 # this runtime or version cannot trace: say so once, then stop trying
-                _unable[runtime] = first_line
+                _STATE.unable[runtime] = first_line
                 return None, (
                     f"{runtime}: this version cannot run the device trace ({first_line}); "
                     "the time account uses the runtime's counters (said once)."
@@ -229,20 +240,22 @@ def start(
                 f"{runtime}: the device trace could not start ({first_line}); "
                 "times are from the runtime's counters."
             )
-        _running = Trace(runtime, directory, stop, started_at=time.time(), source=source)
+        trace = _STATE.running = Trace(
+            runtime, directory, stop, started_at=time.time(), source=source
+        )
         if runs is not None:
             try:
-                _running.runs, _running.runs_at_start = runs, runs()
+                trace.runs, trace.runs_at_start = runs, runs()
             except Exception:
-                _running.runs = None
-        if window_runs is not None and _running.runs is not None:
-            limit = _running.window_runs = window_limit(runtime, window_runs, source)
-            _running._watchdog = threading.Thread(
+                trace.runs = None
+        if window_runs is not None and trace.runs is not None:
+            limit = trace.window_runs = window_limit(runtime, window_runs, source)
+            trace._watchdog = threading.Thread(
                 target=_watch,
                 args=(
-                    _running,
+                    trace,
                     runs,
-                    _running.runs_at_start,
+                    trace.runs_at_start,
                     limit,
                     window,
                     _RunTime(window.busy, window.making),
@@ -251,8 +264,8 @@ def start(
                 name="xlanb-trace-window",
                 daemon=True,
             )
-            _running._watchdog.start()
-        return _running, None
+            trace._watchdog.start()
+        return trace, None
 
 
 class _RunTime:
@@ -441,8 +454,6 @@ def _end_watch(trace: Trace) -> None:
 def finish(trace: Trace) -> Any:
     """Stop `trace` and read its events (an :class:`xlanb.formats.xspace.XSpaceEvents`), or None
     with a note in ``trace.notes``. The trace's files are removed in every case."""
-    global _running
-
     try:
         try:
             _end_watch(trace)
@@ -456,8 +467,8 @@ def finish(trace: Trace) -> Any:
                     with runtime_noise_dropped():
                         data = trace.stop()
         finally:
-            with _lock:
-                _running = None
+            with _STATE.lock:
+                _STATE.running = None
         return _read(trace, data)
     except Exception as error:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
@@ -480,10 +491,10 @@ def _read(trace: Trace, data: bytes | None) -> Any:
     runs = _runs_in(events) or trace.runs_traced
     if events is not None and runs:
         key = (trace.runtime, trace.source)
-        _events_per_run.pop(key, None)
-        _events_per_run[key] = events.event_count / runs
-        while len(_events_per_run) > KEPT_SIZES:
-            del _events_per_run[next(iter(_events_per_run))]
+        _STATE.events_per_run.pop(key, None)
+        _STATE.events_per_run[key] = events.event_count / runs
+        while len(_STATE.events_per_run) > KEPT_SIZES:
+            del _STATE.events_per_run[next(iter(_STATE.events_per_run))]
     return events
 
 
@@ -503,9 +514,8 @@ def _runs_in(events: Any) -> int:
 
 
 def _parse(trace: Trace, data: bytes | None) -> Any:
-    global last_trace_bytes
     if data is not None:
-        last_trace_bytes = len(data)
+        _STATE.last_trace_bytes = len(data)
         if len(data) > MAX_TRACE_BYTES:
             trace.notes.append(
                 f"{trace.runtime}: the device trace is "
@@ -518,7 +528,7 @@ def _parse(trace: Trace, data: bytes | None) -> Any:
     if not files:
         trace.notes.append(f"{trace.runtime}: the device trace wrote no file.")
         return None
-    size = last_trace_bytes = files[0].stat().st_size
+    size = _STATE.last_trace_bytes = files[0].stat().st_size
     if size > MAX_TRACE_BYTES:
         trace.notes.append(
             f"{trace.runtime}: the device trace is {size / 2**20:.0f} MB, "
@@ -532,7 +542,7 @@ def _parse(trace: Trace, data: bytes | None) -> Any:
 def yield_to_user() -> None:
     """Stop the running trace now, keeping what it recorded: the user is starting a trace of
     their own (the runtime allows one session), and theirs must work as without xlanb."""
-    trace = _running
+    trace = _STATE.running
     if trace is None:
         return
     trace._done.set()
@@ -546,8 +556,7 @@ def abandon() -> None:
     """Stop a trace whose capture was interrupted before it could read it, dropping what it
     recorded (the profiler allows one session: a leftover one would block every later trace
     and the user's own)."""
-    global _running
-    trace, _running = _running, None
+    trace, _STATE.running = _STATE.running, None
     if trace is None:
         return
     try:
@@ -589,4 +598,9 @@ def window_span(
 
 
 def is_running() -> bool:
-    return _running is not None
+    return _STATE.running is not None
+
+
+def last_trace_bytes() -> int:
+    """Size of the last trace read, in bytes (``bench/overhead.py`` reports it)."""
+    return _STATE.last_trace_bytes

@@ -10,14 +10,25 @@ product and an elementwise pass are measured on the device once (:func:`jax_devi
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-_measured: dict[str, float] | None = None
+
+@dataclass(eq=False)
+class _PeakState:
+    """This module's mutable state, one instance (:data:`_STATE`): the peaks measured so far."""
+
+    #: This CPU's peaks (:func:`cpu_peak`), once measured.
+    cpu: dict[str, float] | None = None
+    #: JAX's default device's peaks (:func:`jax_device_peak`), once measured.
+    device: dict[str, float] | None = None
+
+
+_STATE = _PeakState()
 
 
 def cpu_peak() -> dict[str, float]:
     """``{"peak_flops_per_second": ..., "peak_bytes_per_second": ...}`` of this CPU."""
-    global _measured
-    if _measured is None:
+    if _STATE.cpu is None:
         import numpy as np
 
         size = 512
@@ -35,11 +46,8 @@ def cpu_peak() -> dict[str, float]:
             started = time.perf_counter()
             np.copyto(target, source)
             rates.append(2 * source.nbytes / max(time.perf_counter() - started, 1e-9))
-        _measured = {"peak_flops_per_second": max(flops), "peak_bytes_per_second": max(rates)}
-    return dict(_measured)
-
-
-_device_measured: dict[str, float] | None = None
+        _STATE.cpu = {"peak_flops_per_second": max(flops), "peak_bytes_per_second": max(rates)}
+    return dict(_STATE.cpu)
 
 
 def jax_device_peak() -> dict[str, float]:
@@ -47,8 +55,7 @@ def jax_device_peak() -> dict[str, float]:
     device, measured once per process: a 4096x4096 bf16 matrix product and an elementwise
     pass over 256 MB, best of five runs each. For a part whose data sheet xlanb does not
     know; it compiles two small programs and holds about 300 MB while it runs."""
-    global _device_measured
-    if _device_measured is None:
+    if _STATE.device is None:
         import jax
         import jax.numpy as jnp
 
@@ -59,11 +66,11 @@ def jax_device_peak() -> dict[str, float]:
         vector = jnp.ones(64 * 2**20, jnp.float32)
         add_one = jax.jit(lambda v: v + 1)
         rates = [2 * vector.nbytes / _best_seconds(lambda: add_one(vector))]
-        _device_measured = {
+        _STATE.device = {
             "peak_flops_per_second": max(flops),
             "peak_bytes_per_second": max(rates),
         }
-    return dict(_device_measured)
+    return dict(_STATE.device)
 
 
 def _best_seconds(run) -> float:

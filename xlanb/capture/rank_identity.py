@@ -15,7 +15,7 @@ import sys
 import uuid
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +24,16 @@ RUN_ID_ENV = "XLANB_RUN_ID"
 STORE_KEY = "xlanb/run_id"
 STORE_TIMEOUT_SECONDS = 60.0
 
-_store_run_ids: dict[str, str] = {}  # by store kind: one exchange per process
+
+@dataclass(eq=False)
+class _RankState:
+    """This module's mutable state, one instance (:data:`_STATE`)."""
+
+    #: The run id exchanged through each kind of store: one exchange per process.
+    store_run_ids: dict[str, str] = field(default_factory=dict)
+
+
+_STATE = _RankState()
 
 
 @dataclass(frozen=True)
@@ -308,7 +317,7 @@ def _coordinator_store() -> _Store | None:
 
 def _exchange(store: _Store) -> str:
     """Rank 0 writes a fresh id into the store; the others read it. Once per process."""
-    cached = _store_run_ids.get(store.kind)
+    cached = _STATE.store_run_ids.get(store.kind)
     if cached is not None:
         return cached
     if store.leader:
@@ -316,7 +325,7 @@ def _exchange(store: _Store) -> str:
         store.put(STORE_KEY, run_id)
     else:
         run_id = store.get(STORE_KEY, STORE_TIMEOUT_SECONDS)
-    _store_run_ids[store.kind] = run_id
+    _STATE.store_run_ids[store.kind] = run_id
     return run_id
 
 

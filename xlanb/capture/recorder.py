@@ -9,6 +9,7 @@ import os
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from xlanb.capture import backends as backend_registry
@@ -21,36 +22,54 @@ from xlanb.formats.oom_text import out_of_memory
 #: :func:`set_history_limit` later. Every Profile holds its frames (and graphs' text), so an
 #: unbounded history grows without end under ``%xla_profile on``.
 DEFAULT_HISTORY = 100
-_history: deque[Profile] = deque(maxlen=int(os.environ.get("XLANB_HISTORY") or DEFAULT_HISTORY))
-_captured = 0  # every capture so far, for default names
-#: True while a capture is running (the notebook hook leaves the debug files alone then).
-active = 0
+
+
+def _new_history() -> deque[Profile]:
+    return deque(maxlen=int(os.environ.get("XLANB_HISTORY") or DEFAULT_HISTORY))
+
+
+@dataclass(eq=False)
+class _RecorderState:
+    """This module's mutable state, one instance (:data:`_STATE`)."""
+
+    #: The profiles :func:`history` returns, oldest first.
+    history: deque[Profile] = field(default_factory=_new_history)
+    #: Every capture so far, for default names.
+    captured: int = 0
+    #: Captures running now (the notebook hook leaves the debug files alone then).
+    active: int = 0
+
+
+_STATE = _RecorderState()
+
+
+def capturing() -> bool:
+    """Whether a capture is running in this process."""
+    return _STATE.active > 0
 
 
 def history() -> list[Profile]:
     """Every Profile captured in this process, oldest first."""
-    return list(_history)
+    return list(_STATE.history)
 
 
 def set_history_limit(limit: int) -> None:
     """Keep the last `limit` profiles in :func:`history` (at least 1)."""
-    global _history
-    _history = deque(_history, maxlen=max(1, int(limit)))
+    _STATE.history = deque(_STATE.history, maxlen=max(1, int(limit)))
 
 
 def clear_history() -> None:
     """Forget every kept Profile (profiles held in variables stay)."""
-    _history.clear()
+    _STATE.history.clear()
 
 
 def _count_capture() -> None:
-    global _captured
-    _captured += 1
+    _STATE.captured += 1
 
 
 def last() -> Profile | None:
     """The most recent Profile, or None before the first capture."""
-    return _history[-1] if _history else None
+    return _STATE.history[-1] if _STATE.history else None
 
 
 class Recorder:
@@ -88,7 +107,7 @@ class Recorder:
             source=source,
         )
         self.profile = Profile(
-            name=name or f"profile-{_captured + 1}",
+            name=name or f"profile-{_STATE.captured + 1}",
             backends=[m.NAME for m in self.modules],
             source=source,
         )
@@ -96,8 +115,7 @@ class Recorder:
         self._started = 0.0
 
     def __enter__(self) -> Profile:
-        global active
-        active += 1
+        _STATE.active += 1
         workdir.hold()
         try:  # a runtime that read its switches before this capture gives them back now
             switches.seal_read()
@@ -109,7 +127,7 @@ class Recorder:
         except BaseException:
             self._end_backends()
             workdir.release()
-            active -= 1
+            _STATE.active -= 1
             raise
         self.profile.started_at = time.time()
         self._started = time.perf_counter()
@@ -121,7 +139,6 @@ class Recorder:
         exc: BaseException | None,
         traceback: TracebackType | None,
     ) -> bool:
-        global active
         wall_seconds = time.perf_counter() - self._started
         # Teardown always completes: every backend is ended (its hooks undone) and the profile
         # kept, even when a Ctrl-C lands in xlanb's own end-of-cell work; that interrupt is
@@ -163,10 +180,10 @@ class Recorder:
                     f"xlanb: end-of-cell work interrupted ({type(error).__name__}); the "
                     "profile is partial"
                 )
-            _history.append(self.profile)
+            _STATE.history.append(self.profile)
             _count_capture()
         finally:
-            active -= 1
+            _STATE.active -= 1
         if interrupt is not None and exc_type is None:
             raise interrupt
         return False  # never swallow the user's exception

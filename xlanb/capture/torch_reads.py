@@ -57,34 +57,41 @@ class Reads:
         return list(self.places.values())
 
 
-_lock = threading.Lock()
-_active: list[Reads] = []
-#: What the wrappers replaced: method name -> (it was the class's own attribute, original).
-_replaced: dict[str, tuple[bool, Any]] = {}
-#: The device types of the active captures (read on every read without the lock).
-_device_types: frozenset[str] = frozenset()
+@dataclass(eq=False)
+class _ReadsState:
+    """This module's mutable state, one instance (:data:`_STATE`). ``lock`` guards ``active``
+    and ``replaced`` (captures on several threads start and stop the wrappers)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The captures counting reads now.
+    active: list[Reads] = field(default_factory=list)
+    #: What the wrappers replaced: method name -> (it was the class's own attribute, original).
+    replaced: dict[str, tuple[bool, Any]] = field(default_factory=dict)
+    #: The device types of the active captures (read on every read without the lock).
+    device_types: frozenset[str] = frozenset()
+
+
+_STATE = _ReadsState()
 
 
 def start(device_type: str) -> Reads:
     """Count the reads of tensors on `device_type` until :func:`stop`."""
-    global _device_types
     reads = Reads(device_type)
-    with _lock:
-        if not _active:
+    with _STATE.lock:
+        if not _STATE.active:
             _install()
-        _active.append(reads)
-        _device_types = frozenset(active.device_type for active in _active)
+        _STATE.active.append(reads)
+        _STATE.device_types = frozenset(active.device_type for active in _STATE.active)
     return reads
 
 
 def stop(reads: Reads) -> list[Read]:
     """Stop counting for `reads`' capture (the wrappers go with the last capture)."""
-    global _device_types
-    with _lock:
-        if reads in _active:
-            _active.remove(reads)
-        _device_types = frozenset(active.device_type for active in _active)
-        if not _active:
+    with _STATE.lock:
+        if reads in _STATE.active:
+            _STATE.active.remove(reads)
+        _STATE.device_types = frozenset(active.device_type for active in _STATE.active)
+        if not _STATE.active:
             _uninstall()
     return reads.reads()
 
@@ -97,7 +104,7 @@ def _install() -> None:
         original = getattr(tensor, name, None)
         if original is None:
             continue
-        _replaced[name] = (name in tensor.__dict__, tensor.__dict__.get(name, original))
+        _STATE.replaced[name] = (name in tensor.__dict__, tensor.__dict__.get(name, original))
         setattr(tensor, name, _counting(original, how))
 
 
@@ -105,18 +112,18 @@ def _uninstall() -> None:
     import torch
 
     tensor = torch.Tensor
-    for name, (own, original) in _replaced.items():
+    for name, (own, original) in _STATE.replaced.items():
         if own:
             setattr(tensor, name, original)
         elif name in tensor.__dict__:
             delattr(tensor, name)
-    _replaced.clear()
+    _STATE.replaced.clear()
 
 
 def _counting(original: Callable[..., Any], how: str) -> Callable[..., Any]:
     def read(self, *args, **kwargs):
         __tracebackhide__ = True  # IPython leaves this frame out of the user's traceback
-        if _device_types and not self.is_cpu:
+        if _STATE.device_types and not self.is_cpu:
             _note(self, sys._getframe(1), how)
             value = original(self, *args, **kwargs)
             switches.seal_pending()  # the read may have been the runtime's first compile
@@ -131,7 +138,7 @@ def _counting(original: Callable[..., Any], how: str) -> Callable[..., Any]:
 def _note(tensor: Any, caller: Any, how: str) -> None:
     try:
         device_type = tensor.device.type
-        if device_type not in _device_types:
+        if device_type not in _STATE.device_types:
             return
         key: list[Any] = [how]
         frame = caller
@@ -141,7 +148,7 @@ def _note(tensor: Any, caller: Any, how: str) -> None:
             key += (id(frame.f_code), frame.f_lineno)  # a code object hashes its contents
             frame = frame.f_back
         place = tuple(key)
-        for reads in list(_active):
+        for reads in list(_STATE.active):
             if reads.device_type != device_type:
                 continue
             read = reads.places.get(place)

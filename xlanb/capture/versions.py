@@ -20,7 +20,7 @@ import importlib.metadata
 import re
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Version = tuple[int, ...]
 
@@ -238,18 +238,26 @@ def gate(backend: str) -> Gate:
     return check(backend, installed_version(RUNTIMES[backend].distribution))
 
 
-_told: set[str] = set()
-_told_lock = threading.Lock()
+@dataclass(eq=False)
+class _VersionsState:
+    """This module's mutable state, one instance (:data:`_STATE`)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The notes told this session (:func:`tell_once`).
+    told: set[str] = field(default_factory=set)
+
+
+_STATE = _VersionsState()
 
 
 def tell_once(notes: Iterable[str | None]) -> list[str]:
     """The notes not told yet in this session (each feature that is off is said once, with
     the first profile that would have had it, not with every profile)."""
     fresh = []
-    with _told_lock:
+    with _STATE.lock:
         for note in notes:
-            if note and note not in _told:
-                _told.add(note)
+            if note and note not in _STATE.told:
+                _STATE.told.add(note)
                 fresh.append(note)
     return fresh
 

@@ -14,7 +14,7 @@ def _clear_debug_files_between_cells(result=None) -> None:
     """After a cell run without profiling: what the runtimes wrote goes into their session
     memory (compile causes compare with it), then the files are emptied (unless a compile is
     still being written: the janitor empties them later)."""
-    if recorder.active:
+    if recorder.capturing():
         return
     ready = True
     for backend in BACKENDS.values():

@@ -44,8 +44,6 @@ SYNC_FEATURE = "sync times (cached / uncached)"
 GRAPHS_FEATURE = "graphs and sync locations"
 
 _SYNC_COUNTERS = ("UncachedCompile", "CachedCompile")
-_history = CompileHistory()
-_seen_graphs: set[str] = set()
 
 
 def is_installed() -> bool:
@@ -128,14 +126,25 @@ class _Token:
     reads: torch_reads.Reads | None = None
 
 
-#: The latest cached mark_step time of each graph: the execute estimate of its next compile.
-_cached_seconds: dict[str, float] = {}
+@dataclass(eq=False)
+class _LazyState:
+    """This module's mutable state, one instance (:data:`_STATE`); its containers are only
+    changed in place."""
+
+    #: The graphs compiled so far, by place: what a compile's cause compares with.
+    history: CompileHistory = field(default_factory=CompileHistory)
+    #: The graphs seen compiled in this process.
+    seen_graphs: set[str] = field(default_factory=set)
+    #: The latest cached mark_step time of each graph: the execute estimate of its next compile.
+    cached_seconds: dict[str, float] = field(default_factory=dict)
+    #: Active captures' sync lists: one wrapper around ``_mark_step``, installed while any
+    #: capture runs and removed when the last one ends, whatever the order of ends.
+    sync_lists: list[list[_Sync]] = field(default_factory=list)
+    #: The ``_mark_step`` the wrapper replaced, while it is installed.
+    original_mark_step: Any = None
 
 
-#: Active captures' sync lists: one wrapper around ``_mark_step``, installed while any
-#: capture runs and removed when the last one ends, whatever the order of ends.
-_sync_lists: list[list[_Sync]] = []
-_original_mark_step: Any = None
+_STATE = _LazyState()
 
 
 def between_cells() -> None:
@@ -149,7 +158,7 @@ def between_cells() -> None:
         entries = parse_saved_graphs(handle.read())
     distinct = {(entry.graph, history_location(entry.frames)): entry for entry in entries}
     for (_graph, location), entry in distinct.items():
-        _history.remember(location, entry.text)
+        _STATE.history.remember(location, entry.text)
 
 
 def begin(options: CaptureOptions) -> _Token:
@@ -180,13 +189,12 @@ def _mark_step_found() -> bool:
 
 
 def _hook_mark_step(syncs: list[_Sync]) -> None:
-    global _original_mark_step
     import torch._C._lazy as lazy_c
 
-    _sync_lists.append(syncs)
-    if _original_mark_step is not None:
+    _STATE.sync_lists.append(syncs)
+    if _STATE.original_mark_step is not None:
         return  # installed by an earlier capture that is still running
-    original = _original_mark_step = lazy_c._mark_step
+    original = _STATE.original_mark_step = lazy_c._mark_step
 
     def counter_value(name: str) -> int:
         return lazy_c._counter_value(name) or 0  # None until the counter first moves
@@ -205,7 +213,7 @@ def _hook_mark_step(syncs: list[_Sync]) -> None:
                 counter_value("UncachedCompile") - uncached,
                 counter_value("CachedCompile") - cached,
             )
-            for active in list(_sync_lists):
+            for active in list(_STATE.sync_lists):
                 active.append(sync)
             # the runtime has read its switches at its first sync: a child process started
             # next in the cell must not inherit them
@@ -215,15 +223,14 @@ def _hook_mark_step(syncs: list[_Sync]) -> None:
 
 
 def _unhook_mark_step(syncs: list[_Sync]) -> None:
-    global _original_mark_step
     import torch._C._lazy as lazy_c
 
-    for index, active in enumerate(_sync_lists):
+    for index, active in enumerate(_STATE.sync_lists):
         if active is syncs:
-            del _sync_lists[index]
+            del _STATE.sync_lists[index]
             break
-    if not _sync_lists and _original_mark_step is not None:
-        lazy_c._mark_step, _original_mark_step = _original_mark_step, None
+    if not _STATE.sync_lists and _STATE.original_mark_step is not None:
+        lazy_c._mark_step, _STATE.original_mark_step = _STATE.original_mark_step, None
 
 
 def peek(token: _Token) -> Progress:
@@ -332,7 +339,7 @@ def _add_mark_steps(
     graphs = [step_entries[i].graph if i < len(step_entries) else None for i in range(len(syncs))]
     for sync, graph in zip(syncs, graphs, strict=True):
         if graph is not None and sync.cached and not sync.uncached:
-            _cached_seconds[graph] = sync.seconds
+            _STATE.cached_seconds[graph] = sync.seconds
     for index, sync in enumerate(syncs):
         entry = step_entries[index] if index < len(step_entries) else None
         graph = graphs[index]
@@ -343,7 +350,7 @@ def _add_mark_steps(
         execute = sync.seconds
         compile_seconds = 0.0
         if sync.uncached:
-            cached = _cached_seconds.get(graph) if graph is not None else None
+            cached = _STATE.cached_seconds.get(graph) if graph is not None else None
             execute = cached if cached is not None and cached < sync.seconds else math.nan
             compile_seconds = sync.seconds - (0.0 if math.isnan(execute) else execute)
         capture.add(
@@ -372,7 +379,7 @@ def _add_mark_steps(
                 trigger="mark_step",
             )
         if entry:
-            _seen_graphs.add(entry.graph)
+            _STATE.seen_graphs.add(entry.graph)
 
 
 def _add_forced_syncs(
@@ -399,7 +406,7 @@ def _add_forced_syncs(
                 "cell_line": location_fields(entry.frames, options)["cell_line"],
             },
         )
-        if forced_uncached > 0 and entry.graph not in _seen_graphs:
+        if forced_uncached > 0 and entry.graph not in _STATE.seen_graphs:
             forced_uncached -= 1
             _add_compile(
                 capture,
@@ -410,7 +417,7 @@ def _add_forced_syncs(
                 wall=math.nan,
                 trigger="forced sync",
             )
-        _seen_graphs.add(entry.graph)
+        _STATE.seen_graphs.add(entry.graph)
     for _ in range(max(forced_uncached, 0)):  # forced syncs whose graphs were not saved
         _add_compile(
             capture,
@@ -480,7 +487,7 @@ def _add_compile(
     trigger: str,
 ) -> None:
     where = location_fields(entry.frames if entry else [], options)
-    cause = _history.cause(
+    cause = _STATE.history.cause(
         history_location(entry.frames if entry else []), entry.text if entry else None, forced
     )
     capture.add(

@@ -49,12 +49,30 @@ TRACE_FEATURE = "device trace (per-op device times)"
 _BYTE_METRICS = {"InboundData", "OutboundData"}
 _COUNT_METRICS = {"TensorsGraphSize", "InputOutputAliasCount"}
 
-_history = CompileHistory()
-#: Program id (the dump's module number) and HLO module name -> graph id of every graph
-#: compiled in this process that xlanb has seen (the device trace names a run by both: a graph
-#: compiled in an earlier cell keeps its hash). Programs of one line share a module name
-#: (``SyncTensorsGraph.10`` for every shape): only the id tells them apart.
-_module_graphs: dict[str | int, str] = {}
+
+@dataclass(eq=False)
+class _XlaState:
+    """This module's mutable state, one instance (:data:`_STATE`); its containers are only
+    changed in place."""
+
+    #: The graphs compiled so far, by place: what a compile's cause compares with.
+    history: CompileHistory = field(default_factory=CompileHistory)
+    #: Program id (the dump's module number) and HLO module name -> graph id of every graph
+    #: compiled in this process that xlanb has seen (the device trace names a run by both: a
+    #: graph compiled in an earlier cell keeps its hash). Programs of one line share a module
+    #: name (``SyncTensorsGraph.10`` for every shape): only the id tells them apart.
+    module_graphs: dict[str | int, str] = field(default_factory=dict)
+    #: Whether the device's allocator answered ``get_memory_info`` (None: not asked yet). The
+    #: CPU client's raises UNIMPLEMENTED: asked once.
+    memory_info: bool | None = None
+    #: Captures holding the sync wrappers, and the (module, name, function) each replaced.
+    step_marker_holds: int = 0
+    original_step_markers: list[tuple[Any, str, Any]] = field(default_factory=list)
+    #: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
+    peaks: dict[str, float] = field(default_factory=dict)
+
+
+_STATE = _XlaState()
 
 
 def is_installed() -> bool:
@@ -170,15 +188,10 @@ def _live_tensors(counters: dict[str, int]) -> int:
     return int(counters.get("CreateXlaTensor") or 0) - int(counters.get("DestroyXlaTensor") or 0)
 
 
-#: Whether the device's allocator answered ``get_memory_info`` (empty: not asked yet). The
-#: CPU client's raises UNIMPLEMENTED: asked once.
-_memory_info: list[bool] = []
-
-
 def _device_bytes() -> float:
     """Bytes in use in the device's allocator (``xm.get_memory_info``: GPU, TPU); NaN where it
     keeps no statistics (the CPU)."""
-    if _memory_info and not _memory_info[0]:
+    if _STATE.memory_info is False:
         return math.nan
     try:
         import torch_xla
@@ -186,9 +199,9 @@ def _device_bytes() -> float:
 
         used = float(xm.get_memory_info(torch_xla.device())["bytes_used"])
     except Exception:
-        _memory_info[:] = [False]
+        _STATE.memory_info = False
         return math.nan
-    _memory_info[:] = [True]
+    _STATE.memory_info = True
     return used
 
 
@@ -260,11 +273,6 @@ def begin(options: CaptureOptions) -> _Token:
     return token
 
 
-#: Captures holding the sync wrappers, and the (module, name, function) each replaced.
-_step_marker_holds = 0
-_original_step_markers: list[tuple[Any, str, Any]] = []
-
-
 def _hook_step_marker() -> None:
     """Wrap ``torch_xla.sync`` and ``xm.mark_step`` (torch_xla 2.7's does not call ``sync``)
     while captures run and a switch is not given back yet: after a sync the runtime has read
@@ -272,9 +280,8 @@ def _hook_step_marker() -> None:
     started next in the cell does not inherit them. Not the C++ ``_xla_step_marker`` under
     them: PT_XLA_DEBUG names a sync's cause from its immediate Python caller (``sync`` or
     ``mark_step``), which a wrapper there would replace."""
-    global _step_marker_holds
-    _step_marker_holds += 1
-    if _original_step_markers or not switches.pending():
+    _STATE.step_marker_holds += 1
+    if _STATE.original_step_markers or not switches.pending():
         return
     try:
         import torch_xla
@@ -296,16 +303,15 @@ def _hook_step_marker() -> None:
             setattr(module, name, functools.wraps(original)(step_marker_then_seal))
         except Exception:
             continue
-        _original_step_markers.append((module, name, original))
+        _STATE.original_step_markers.append((module, name, original))
 
 
 def _unhook_step_marker() -> None:
-    global _step_marker_holds
-    _step_marker_holds = max(0, _step_marker_holds - 1)
-    if _step_marker_holds:
+    _STATE.step_marker_holds = max(0, _STATE.step_marker_holds - 1)
+    if _STATE.step_marker_holds:
         return
-    while _original_step_markers:
-        module, name, original = _original_step_markers.pop()
+    while _STATE.original_step_markers:
+        module, name, original = _STATE.original_step_markers.pop()
         try:
             setattr(module, name, original)
         except Exception:
@@ -332,7 +338,7 @@ def between_cells() -> bool:
     modules = _dump_modules(dump_dir, set(), optimized_too=False) if owned_dump else []
     for index, block in enumerate(blocks):
         if index < len(modules):
-            _history.remember(history_location(block.frames), modules[index].hlo)
+            _STATE.history.remember(history_location(block.frames), modules[index].hlo)
     _remember_modules(blocks, modules)
     return True
 
@@ -351,25 +357,24 @@ def _written_within(path: str, seconds: float) -> bool:
 
 def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> None:
     for index, module in enumerate(modules):
-        _module_graphs[module.name] = _module_graphs[module.module_id] = _graph_id(
+        _STATE.module_graphs[module.name] = _STATE.module_graphs[module.module_id] = _graph_id(
             index, blocks, modules
         )
     for index, block in enumerate(blocks):
         if block.sizes:
-            _peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
-    while len(_peaks) > PEAKS_KEPT:
-        del _peaks[next(iter(_peaks))]
+            _STATE.peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
+    while len(_STATE.peaks) > PEAKS_KEPT:
+        del _STATE.peaks[next(iter(_STATE.peaks))]
 
 
-#: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
-_peaks: dict[str, float] = {}
+#: Graphs whose peak memory is remembered (the oldest forgotten first).
 PEAKS_KEPT = 4096
 
 
 def _execution_peaks(capture: Capture) -> None:
     """``executions.peak_bytes``: the compiled peak of each run's graph, where known."""
     for row in capture.rows.get("executions", []):
-        peak = _peaks.get(row["graph"]) if isinstance(row.get("graph"), str) else None
+        peak = _STATE.peaks.get(row["graph"]) if isinstance(row.get("graph"), str) else None
         if peak is not None:
             row["peak_bytes"] = peak
 
@@ -615,7 +620,7 @@ def _trace_rows(
         ("hlo", "hlo_optimized"),
         options.cell_filename,
         options.cell_line_offset,
-        _module_graphs,
+        _STATE.module_graphs,
     )
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
@@ -717,7 +722,7 @@ def _add_compiles(
         module = modules[index] if index < len(modules) else None
         where = location_fields(block.frames if block else [], options)
         forced = bool(block and block.forced)
-        cause = _history.cause(
+        cause = _STATE.history.cause(
             history_location(block.frames if block else []), module.hlo if module else None, forced
         )
         ts, seconds = samples[index] if index < len(samples) else (math.nan, math.nan)
