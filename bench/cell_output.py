@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import builtins
-import importlib.util
 import json
 import math
 import statistics
@@ -203,14 +202,7 @@ def main() -> int:
     results.add_check_option(parser)
     args = parser.parse_args()
 
-    from IPython.testing.globalipapp import start_ipython
-
-    cases = args.case or [
-        name for name, spec in CASES.items() if importlib.util.find_spec(spec[0]) is not None
-    ]
-    shell = start_ipython()
-    shell.display_formatter.active_types = shell.display_formatter.format_types
-    shell.run_line_magic("load_ext", "xlanb")
+    shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<17} {'compiles':>8} {'output kB':>9} {'end of cell s':>13} {'cpu s':>6} "
         f"{'report kB':>9} {'wall/cpu of a busy loop':>23} {'queued s':>8} {'asleep s':>8}"

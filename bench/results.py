@@ -35,3 +35,19 @@ def add_check_option(parser) -> None:
     parser.add_argument(
         "--check", action="store_true", help="exit 1 when a figure is past its target"
     )
+
+
+def notebook_shell(cases: dict[str, tuple], chosen: list[str] | None) -> tuple[Any, list[str]]:
+    """A real IPython shell with xlanb loaded (rich output on, as in a notebook), and the
+    cases to run: `chosen`, else those whose runtime (a case's first item) is installed."""
+    import importlib.util
+
+    from IPython.testing.globalipapp import start_ipython
+
+    names = chosen or [
+        name for name, spec in cases.items() if importlib.util.find_spec(spec[0]) is not None
+    ]
+    shell = start_ipython()
+    shell.display_formatter.active_types = shell.display_formatter.format_types
+    shell.run_line_magic("load_ext", "xlanb")
+    return shell, names

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import builtins
-import importlib.util
 import statistics
 import time
 
@@ -217,14 +216,7 @@ def main() -> int:
     results.add_check_option(parser)
     args = parser.parse_args()
 
-    from IPython.testing.globalipapp import start_ipython
-
-    cases = args.case or [
-        name for name, spec in CASES.items() if importlib.util.find_spec(spec[0]) is not None
-    ]
-    shell = start_ipython()
-    shell.display_formatter.active_types = shell.display_formatter.format_types
-    shell.run_line_magic("load_ext", "xlanb")
+    shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
         f"{'end of cell s':>13} {'compile s':>9}"

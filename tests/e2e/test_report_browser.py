@@ -7,26 +7,12 @@ import pytest
 
 import xlanb
 from tests.support.browser import browser_page
+from tests.support.helpers import deep_mlp_profile
 
 
 @pytest.fixture(scope="module")
 def deep_jax_profile():
-    import jax
-    import jax.numpy as jnp
-
-    def deep_mlp(weights, x):
-        for w in weights:
-            x = jnp.tanh(x @ w)
-        return (x**2).sum()
-
-    weights = [jnp.eye(16) * (1 + i / 100) for i in range(120)]
-    step = jax.jit(jax.grad(deep_mlp))
-    x = jnp.ones((8, 16))
-    with xlanb.profile(backend="jax", name="deep <mlp>") as prof:
-        for _ in range(3):
-            grads = step(weights, x)
-        jax.block_until_ready(grads)
-    return prof
+    return deep_mlp_profile("deep <mlp>", 3)
 
 
 def test_report_opens_offline_with_charts_and_graph(deep_jax_profile, tmp_path):

@@ -8,6 +8,7 @@ import pytest
 
 import xlanb
 from tests.support.browser import browser_page
+from tests.support.helpers import deep_mlp_profile
 
 STEPS = 12
 
@@ -142,22 +143,7 @@ def test_compiles_table_cause_keeps_to_two_lines_and_diff_shows(recompiled_profi
 
 @pytest.fixture(scope="module")
 def deep_profile():
-    import jax
-    import jax.numpy as jnp
-
-    def deep_mlp(weights, x):
-        for w in weights:
-            x = jnp.tanh(x @ w)
-        return (x**2).sum()
-
-    weights = [jnp.eye(16) * (1 + i / 100) for i in range(120)]
-    step = jax.jit(jax.grad(deep_mlp))
-    x = jnp.ones((8, 16))
-    with xlanb.profile(backend="jax", name="deep") as prof:
-        for _ in range(4):
-            grads = step(weights, x)
-        jax.block_until_ready(grads)
-    return prof
+    return deep_mlp_profile("deep", 4)
 
 
 #: Zooms the timeline to [lo, hi] and counts the op bars drawn wholly inside the plot area.

@@ -241,3 +241,26 @@ def trace_without_budget(monkeypatch: Any) -> None:
     from xlanb.capture import device_trace
 
     monkeypatch.setattr(device_trace, "TRACE_BUDGET_SHARE", math.inf)
+
+
+def deep_mlp_profile(name: str, calls: int) -> Any:
+    """A real JAX profile (``xlanb.profile``) of `calls` gradient steps of a 120-layer MLP: a
+    big graph, and hundreds of ops a run."""
+    import jax
+    import jax.numpy as jnp
+
+    import xlanb
+
+    def deep_mlp(weights, x):
+        for w in weights:
+            x = jnp.tanh(x @ w)
+        return (x**2).sum()
+
+    weights = [jnp.eye(16) * (1 + i / 100) for i in range(120)]
+    step = jax.jit(jax.grad(deep_mlp))
+    x = jnp.ones((8, 16))
+    with xlanb.profile(backend="jax", name=name) as prof:
+        for _ in range(calls):
+            grads = step(weights, x)
+        jax.block_until_ready(grads)
+    return prof
