@@ -40,7 +40,7 @@ def test_jax_notebook_finds_recompiles_and_numpy_inputs_then_the_fix(xlanb_kerne
     notebook = execute_notebook_file(NOTEBOOKS / "03_jax.ipynb", xlanb_kernel, tmp_path)
     profiles = profile_texts(notebook)
     first, fixed = profiles["first"], profiles["fixed"]
-    assert "compiles: 3 " in first and "| transfers: 6 | CPU fallbacks: 0" in first
+    assert "compiles: 3 " in first and "| host-to-device transfers: 6 | CPU fallbacks: 0" in first
     assert "different input types: f32[8,16,32] -> f32[8,24,32]" in first
     assert "jit(train_step) recompiled 2 times in this cell (cell line 4)" in first
     assert "6 host inputs copied to the device on calls of jitted functions" in first
