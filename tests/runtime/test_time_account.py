@@ -16,6 +16,7 @@ from tests.support.helpers import (
     trace_without_budget,
     union_seconds,
 )
+from xlanb.analysis.sync_cost import READ_WAITS
 
 jax = pytest.importorskip("jax")
 
@@ -199,7 +200,7 @@ def test_a_read_every_step_costs_the_device_idle_gaps_after_it(run, shell):
     assert_adds_up(prof)
     spans = prof.spans.sort_values("start")
     runs = spans[spans["lane"] == "device"]
-    waits = spans[(spans["lane"] == "sync_wait") & (spans["name"] == "CommonPjRtBuffer::Await")]
+    waits = spans[(spans["lane"] == "sync_wait") & spans["name"].isin(READ_WAITS)]
     starts = runs["start"].to_numpy()
     ends = starts + runs["seconds"].to_numpy()
     # the device idle from the end of each run the host read until the next run starts

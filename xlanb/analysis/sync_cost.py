@@ -20,7 +20,7 @@ __all__ = ["READ_WAITS", "read_gaps"]
 
 #: The trace's ``sync_wait`` spans of a host blocked on a value (a read or
 #: ``block_until_ready``); the waits for buffer holds at dispatch are not reads.
-READ_WAITS = ("CommonPjRtBuffer::Await",)
+READ_WAITS = ("CommonPjRtBuffer::Await", "TfrtCpuBuffer::Await")  # the latter: jaxlib 0.6
 
 
 def read_gaps(device: np.ndarray, waits: np.ndarray) -> np.ndarray:
