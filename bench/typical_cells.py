@@ -28,6 +28,7 @@ import statistics
 import time
 
 import results
+from cell_output import JAX_MODEL
 
 FLAX_SETUP = """
 import jax, jax.numpy as jnp, numpy as np, optax
@@ -62,31 +63,15 @@ for i in range(100):
 loss.block_until_ready()
 """
 
-TRANSFORMER_SETUP = """
-import jax, jax.numpy as jnp
-L, D, H = 12, 256, 4
-def layer(p, x):
-    B, T, _ = x.shape
-    q, k, v = ((x @ p[n]).reshape(B, T, H, D // H) for n in "qkv")
-    a = jax.nn.softmax(jnp.einsum("bthd,bshd->bhts", q, k) / 8.0, axis=-1)
-    x = jax.nn.gelu(x + jnp.einsum("bhts,bshd->bthd", a, v).reshape(B, T, D) @ p["o"])
-    return x + jax.nn.relu(x @ p["w1"]) @ p["w2"]
-def model(params, x):
-    for p in params:
-        x = layer(p, x)
-    return jnp.mean(x ** 2)
-shapes = dict(q=(D, D), k=(D, D), v=(D, D), o=(D, D), w1=(D, 4 * D), w2=(4 * D, D))
-params = [{n: jax.random.normal(jax.random.key(0), s) * 0.02 for n, s in shapes.items()}
-          for _ in range(L)]
-@jax.jit
-def warm_step(params, x):
-    loss, g = jax.value_and_grad(model)(params, x)
-    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+TRANSFORMER_SETUP = (
+    JAX_MODEL
+    + """
 x32 = jnp.ones((4, 32, D))
 for i in range(3):
     params, loss = warm_step(params, x32)
 loss.block_until_ready()
 """
+)
 TRANSFORMER_FIRST = """
 @jax.jit
 def step(params, x):
