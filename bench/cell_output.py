@@ -59,7 +59,7 @@ def warm_step(params, x):
 """
 JAX_SETUP = (
     JAX_MODEL
-    + """
+    + """\
 x16 = jnp.ones((4, 16, D))
 for i in range(3):
     params, loss = warm_step(params, x16)

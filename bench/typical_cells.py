@@ -65,7 +65,7 @@ loss.block_until_ready()
 
 TRANSFORMER_SETUP = (
     JAX_MODEL
-    + """
+    + """\
 x32 = jnp.ones((4, 32, D))
 for i in range(3):
     params, loss = warm_step(params, x32)
