@@ -18,7 +18,7 @@ from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
 from xlanb.core.words import magic_command
 from xlanb.graphs import diff
-from xlanb.views.compare import summary_rows
+from xlanb.views.compare import summary_rows, verdict
 from xlanb.views.escape import cell, escape
 from xlanb.views.graph_viewer import graph_fragment, graph_views, overlay_fragment, viewer_assets
 from xlanb.views.graph_viewer.html import KIND_LABELS
@@ -712,6 +712,15 @@ def _graph_nodes(profile: Profile, graph: str, kind: str) -> float:
     return float(rows["nodes"].max()) if not rows.empty and rows["nodes"].notna().any() else 0.0
 
 
+def _verdict_html(comparison) -> str:
+    """The verdict line (red where the second profile is slower)."""
+    line, slower = verdict(comparison)
+    if not line:
+        return ""
+    marked = " xlanb-bad" if slower else ""
+    return f"<div class='xlanb-verdict{marked}' data-field='verdict'>{escape(line)}</div>"
+
+
 def comparison_html(comparison) -> str:
     """The difference between two profiles as HTML tables (escaped)."""
 
@@ -730,6 +739,7 @@ def comparison_html(comparison) -> str:
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
         f"<div class='xlanb-title'>{escape(a.name)} → {escape(b.name)}</div>",
+        _verdict_html(comparison),
         table(headline_numbers, list(headline_numbers.columns)),
     ]
     if not comparison.fallbacks.empty:
