@@ -34,12 +34,14 @@ def test_torch_xla_notebook_recompiles_reads_values_then_the_fix(xlanb_kernel, t
         "aten::_local_scalar_dense ×8 (sync: value read back) line 10: if loss.item() > 10:"
         in first
     )
-    assert "compiles: 2 " in fixed and "| syncs: 1 | CPU fallbacks: 0" in fixed
+    # one shape, one graph: a single compile (it compiled twice, a step-to-step counter's)
+    assert "compiles: 1 " in fixed and "| syncs: 1 | CPU fallbacks: 0" in fixed
     assert "[warning]" not in fixed and "[error]" not in fixed
-    assert 'line 15: print("steps that diverged:", int(diverged.item()))' in fixed
+    assert "line 13: if loss.item() > 10:" in fixed
     comparison = outputs_of(notebook.cells[-1], "text/plain")
+    assert re.search(r"\nfixed is (faster|slower) than first: wall ", comparison), comparison
     assert "gone     3 recompilations from changing input shapes (cell line 9)" in comparison
-    assert "changed  1 value read back to the host (syncs) (cell line 15) (8 → 1)" in comparison
+    assert "changed  1 value read back to the host (syncs) (cell line 13) (8 → 1)" in comparison
 
 
 def test_offline_notebook_reads_the_job_files_and_writes_a_report(xlanb_kernel, tmp_path):
