@@ -64,9 +64,9 @@ def summary_rows(comparison) -> list[tuple[str, str, str, str]]:
 
 
 def verdict(comparison) -> tuple[str, bool]:
-    """``("fixed is slower than first: wall 2.04 s → 2.52 s (+24%); the time account grew in compile
-    +580 ms (compiles 1 → 2)", True)``: the line, and whether b is slower. ("", False) where
-    either has no wall time (offline files)."""
+    """``("after is slower than before: wall 2.04 s → 2.52 s (+24%); the time account grew
+    in compile +580.0 ms (compiles 1 → 2)", True)``: the line, and whether b is slower;
+    ("", False) where either has no wall time (offline files)."""
     a, b = comparison.a, comparison.b
     before, after = float(a.wall_seconds), float(b.wall_seconds)
     if not (before > 0 and after > 0):
