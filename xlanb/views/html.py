@@ -73,8 +73,9 @@ return asc?c:-c;});rows.forEach(function(r){body.appendChild(r);});});});});})()
 """
 
 
-#: A table cell kept to one line (inline: it reads in untrusted notebooks too).
-CLIPPED_STYLE = "max-width:18em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
+#: A table cell kept to one line, at most `{width}` em wide (inline: it reads in untrusted
+#: notebooks too).
+CLIPPED_STYLE = "max-width:{width}em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
 
 
 def table(
@@ -84,10 +85,14 @@ def table(
     highlight: bool | list[bool] = False,
     sortable: bool = False,
     code_columns: tuple[str, ...] = ("code",),
-    clipped_columns: tuple[str, ...] = (),
+    clipped_columns: tuple[str, ...] | dict[str, float] = (),
 ) -> str:
     """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked);
-    `clipped_columns` keep to one line, cut with an ellipsis, the whole text in a tooltip."""
+    `clipped_columns` keep to one line, cut with an ellipsis at 18 em (or the width given, in
+    em), the whole text in a tooltip."""
+    widths = (
+        clipped_columns if isinstance(clipped_columns, dict) else dict.fromkeys(clipped_columns, 18)
+    )
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     marks = highlight if isinstance(highlight, list) else [highlight] * len(frame)
@@ -99,9 +104,10 @@ def table(
             value = cell(record[column])
             if column in code_columns and value:
                 value = f"<code>{value}</code>"
-            if column in clipped_columns and value:
+            if column in widths and value:
                 tooltip = cell(record[column])
-                cells.append(f"<td title='{tooltip}' style='{CLIPPED_STYLE}'>{value}</td>")
+                style = CLIPPED_STYLE.format(width=f"{widths[column]:g}")
+                cells.append(f"<td title='{tooltip}' style='{style}'>{value}</td>")
                 continue
             cells.append(f"<td>{value}</td>")
         body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
@@ -329,18 +335,23 @@ def _compiles(profile: Profile) -> str:
     return _section(
         "Compiles",
         len(compiles),
-        table(
+        # the diff command beside the cause, long texts (torch_xla's graph hashes, causes,
+        # code, triggers) to one line each: the table fits a notebook's width, or scrolls
+        "<div style='overflow-x:auto'>"
+        + table(
             compiles,
             _with_rank(
                 compiles,
-                ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
-                + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else [])
-                + (["diff"] if any(compiles["diff"]) else []),
+                ["backend", "graph", "cause"]
+                + (["diff"] if any(compiles["diff"]) else [])
+                + ["seconds", "cell_line", "code", "trigger"]
+                + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else []),
             ),
             sortable=True,
             code_columns=("code", "diff"),
-            clipped_columns=("cause", "trigger"),
-        ),
+            clipped_columns={"graph": 8, "cause": 16, "code": 14, "trigger": 9, "seconds": 8},
+        )
+        + "</div>",
         open_=len(compiles) <= 8,
     )
 
