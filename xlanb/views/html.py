@@ -103,7 +103,7 @@ def table(
         for column in columns:
             value = cell(record[column])
             if column in code_columns and value:
-                value = f"<code>{value}</code>"
+                value = f"<code style='white-space:pre'>{value}</code>"
             if column in widths and value:
                 tooltip = cell(record[column])
                 style = CLIPPED_STYLE.format(width=f"{widths[column]:g}")
