@@ -336,13 +336,15 @@ def _compiles(profile: Profile) -> str:
         "Compiles",
         len(compiles),
         # the diff command beside the cause, long texts (torch_xla's graph hashes, causes,
-        # code, triggers) to one line each: the table fits a notebook's width, or scrolls
+        # code, triggers) to one line each, the backend only where there are several: the
+        # table fits a notebook's width, or scrolls
         "<div style='overflow-x:auto'>"
         + table(
             compiles,
             _with_rank(
                 compiles,
-                ["backend", "graph", "cause"]
+                (["backend"] if compiles["backend"].nunique() > 1 else [])
+                + ["graph", "cause"]
                 + (["diff"] if any(compiles["diff"]) else [])
                 + ["seconds", "cell_line", "code", "trigger"]
                 + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else []),
