@@ -378,7 +378,7 @@ def transformer_step(params, x):
 def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path):
     """A 4-layer transformer's backward pass (hundreds of instructions) opens with labels at
     11 px or more (it opened at 6.6 px, a thin ribbon), the legend sits outside the canvas
-    (it covered the bottom row of nodes), and Fit shows the whole graph inside the canvas."""
+    (it covered the bottom row of nodes), and Shift+F shows the whole graph inside the canvas."""
     page, _blocked, _errors = page
     shapes = {"q": (16, 16), "k": (16, 16), "v": (16, 16), "w1": (16, 64), "w2": (64, 16)}
     params = [{n: jnp.ones(s) for n, s in shapes.items()} for _ in range(4)]
@@ -399,6 +399,9 @@ def test_a_big_graph_opens_readable_and_the_legend_covers_nothing(page, tmp_path
     )
     assert not overlaps, (legend, canvas)
     page.click("[data-action=fit]")
+    assert page.evaluate(f"{viewer}.k") * 11 >= 8.8  # Fit keeps labels legible
+    page.locator(".xlanb-graph canvas").first.focus()
+    page.keyboard.press("Shift+F")  # the whole graph
     inside = page.evaluate(
         f"""() => {{ const v = {viewer};
         return v.tx >= 0 && v.ty >= 0 && v.tx + v.st.width * v.k <= v.width + 0.5

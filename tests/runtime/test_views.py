@@ -113,7 +113,7 @@ def test_summary_html_sections(loop_profile):
     assert text.splitlines()[1] not in fragment and 'type="application/json"' not in fragment
     assert 'type="application/x-xlanb-gzip-base64"' in fragment
     assert "xlanb-sortable" in fragment and "xlanb-bad" in fragment
-    assert "<code>print(out.item() &gt; -1)</code>" in fragment
+    assert "<code style='white-space:pre'>print(out.item() &gt; -1)</code>" in fragment
 
 
 def test_report_embeds_plotly_once_and_every_graph(loop_profile):

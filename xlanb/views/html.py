@@ -18,7 +18,7 @@ from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
 from xlanb.core.words import magic_command
 from xlanb.graphs import diff
-from xlanb.views.compare import summary_rows
+from xlanb.views.compare import summary_rows, verdict
 from xlanb.views.escape import cell, escape
 from xlanb.views.graph_viewer import graph_fragment, graph_views, overlay_fragment, viewer_assets
 from xlanb.views.graph_viewer.html import KIND_LABELS
@@ -73,8 +73,9 @@ return asc?c:-c;});rows.forEach(function(r){body.appendChild(r);});});});});})()
 """
 
 
-#: A table cell kept to one line (inline: it reads in untrusted notebooks too).
-CLIPPED_STYLE = "max-width:18em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
+#: A table cell kept to one line, at most `{width}` em wide (inline: it reads in untrusted
+#: notebooks too).
+CLIPPED_STYLE = "max-width:{width}em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap"
 
 
 def table(
@@ -84,10 +85,14 @@ def table(
     highlight: bool | list[bool] = False,
     sortable: bool = False,
     code_columns: tuple[str, ...] = ("code",),
-    clipped_columns: tuple[str, ...] = (),
+    clipped_columns: tuple[str, ...] | dict[str, float] = (),
 ) -> str:
     """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked);
-    `clipped_columns` keep to one line, cut with an ellipsis, the whole text in a tooltip."""
+    `clipped_columns` keep to one line, cut with an ellipsis at 18 em (or the width given, in
+    em), the whole text in a tooltip."""
+    widths = (
+        clipped_columns if isinstance(clipped_columns, dict) else dict.fromkeys(clipped_columns, 18)
+    )
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     marks = highlight if isinstance(highlight, list) else [highlight] * len(frame)
@@ -98,10 +103,11 @@ def table(
         for column in columns:
             value = cell(record[column])
             if column in code_columns and value:
-                value = f"<code>{value}</code>"
-            if column in clipped_columns and value:
+                value = f"<code style='white-space:pre'>{value}</code>"
+            if column in widths and value:
                 tooltip = cell(record[column])
-                cells.append(f"<td title='{tooltip}' style='{CLIPPED_STYLE}'>{value}</td>")
+                style = CLIPPED_STYLE.format(width=f"{widths[column]:g}")
+                cells.append(f"<td title='{tooltip}' style='{style}'>{value}</td>")
                 continue
             cells.append(f"<td>{value}</td>")
         body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
@@ -329,18 +335,25 @@ def _compiles(profile: Profile) -> str:
     return _section(
         "Compiles",
         len(compiles),
-        table(
+        # the diff command beside the cause, long texts (torch_xla's graph hashes, causes,
+        # code, triggers) to one line each, the backend only where there are several: the
+        # table fits a notebook's width, or scrolls
+        "<div style='overflow-x:auto'>"
+        + table(
             compiles,
             _with_rank(
                 compiles,
-                ["backend", "graph", "cause", "seconds", "cell_line", "code", "trigger"]
-                + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else [])
-                + (["diff"] if any(compiles["diff"]) else []),
+                (["backend"] if compiles["backend"].nunique() > 1 else [])
+                + ["graph", "cause"]
+                + (["diff"] if any(compiles["diff"]) else [])
+                + ["seconds", "cell_line", "code", "trigger"]
+                + (["peak_memory"] if (compiles["peak_memory"] != "-").any() else []),
             ),
             sortable=True,
             code_columns=("code", "diff"),
-            clipped_columns=("cause", "trigger"),
-        ),
+            clipped_columns={"graph": 8, "cause": 16, "code": 14, "trigger": 9, "seconds": 8},
+        )
+        + "</div>",
         open_=len(compiles) <= 8,
     )
 
@@ -712,6 +725,15 @@ def _graph_nodes(profile: Profile, graph: str, kind: str) -> float:
     return float(rows["nodes"].max()) if not rows.empty and rows["nodes"].notna().any() else 0.0
 
 
+def _verdict_html(comparison) -> str:
+    """The verdict line (red where the second profile is slower)."""
+    line, slower = verdict(comparison)
+    if not line:
+        return ""
+    marked = " xlanb-bad" if slower else ""
+    return f"<div class='xlanb-verdict{marked}' data-field='verdict'>{escape(line)}</div>"
+
+
 def comparison_html(comparison) -> str:
     """The difference between two profiles as HTML tables (escaped)."""
 
@@ -730,6 +752,7 @@ def comparison_html(comparison) -> str:
     parts = [
         f"<div class='xlanb'><style>{STYLE}</style>",
         f"<div class='xlanb-title'>{escape(a.name)} → {escape(b.name)}</div>",
+        _verdict_html(comparison),
         table(headline_numbers, list(headline_numbers.columns)),
     ]
     if not comparison.fallbacks.empty:

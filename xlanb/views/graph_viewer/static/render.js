@@ -98,25 +98,34 @@
     this.canvas.height = Math.round(this.height * ratio);
     this.canvas.style.width = this.width + "px"; this.canvas.style.height = this.height + "px";
     this.ratio = ratio;
-    if (!this.userMoved) this.fit(true);
+    if (!this.userMoved) this.fit();
     this.requestDraw();
   };
 
   // -- view transform ------------------------------------------------------------------------
   /** The zoom at which labels (11 px fonts in graph units) are 11 px on screen. */
   var READABLE = 1;
-  /** Fit the whole graph; with `readable` (on opening), never below the zoom where labels
-   * are drawn at 11 px, READABLE (the top of the graph then, centred: pan or Fit for more). */
-  V.fit = function (readable) {
-    var st = this.st;
-    if (!st || !this.width) return;
-    var margin = 20;  // screen px on every side
+  /** The least zoom Fit goes to on its own: labels at 8.8 px. */
+  var LEGIBLE = 0.8;
+  /** The zoom and offsets that show the graph: the whole graph when it fits at LEGIBLE or more
+   * (at most 1.5); else its top at the zoom that fits its width,
+   * between LEGIBLE and READABLE, centred, or from its left edge when it is wider still.
+   * With `whole`: the whole graph, however small its labels. */
+  V.fitView = function (whole) {
+    var st = this.st, margin = 20;  // screen px on every side
     var w = Math.max(st.width, 1), hh = Math.max(st.height, 1);
-    this.k = Math.max(0.002, Math.min((this.width - 2 * margin) / w,
-      (this.height - 2 * margin) / hh, 1.5));
-    if (readable === true && this.k < READABLE) this.k = READABLE;
-    this.tx = (this.width - st.width * this.k) / 2;
-    this.ty = Math.max(margin, (this.height - st.height * this.k) / 2);
+    var byWidth = (this.width - 2 * margin) / w, byHeight = (this.height - 2 * margin) / hh;
+    var k = Math.max(0.002, Math.min(byWidth, byHeight, 1.5));
+    if (!whole && k < LEGIBLE) k = Math.max(LEGIBLE, Math.min(byWidth, READABLE));
+    var tx = (this.width - st.width * k) / 2;
+    if (st.width * k > this.width - 2 * margin) tx = margin;  // its left edge, not both cut
+    return { k: k, tx: tx, ty: Math.max(margin, (this.height - st.height * k) / 2) };
+  };
+  /** Show the graph as fitView(`whole`) has it (Fit, F; Shift+F: the whole graph). */
+  V.fit = function (whole) {
+    if (!this.st || !this.width) return;
+    var view = this.fitView(whole === true);
+    this.k = view.k; this.tx = view.tx; this.ty = view.ty;
     this.requestDraw();
   };
   V.zoomBy = function (factor, sx, sy) {

@@ -35,7 +35,7 @@
       self.resize(); }) : null;
     if (this.resizeObserver) this.resizeObserver.observe(this.stage);
     this.resize();
-    this.fit(true);
+    this.fit();
     requestAnimationFrame(function () {
       self.draw();
       el.setAttribute("data-ready", "true");
@@ -144,7 +144,8 @@
     this.status = h("span", { cls: "xg-status", "data-role": "status" });
     var title = h("span", { cls: "xg-title", text: data.title || "", title: data.title || "" });
     this.toolbar = h("div", { cls: "xg-toolbar" }, [title,
-      button("Fit", "fit the graph in view (F)", this.fit, "fit"),
+      button("Fit", "fit the graph in view, labels legible (F); Shift+F: the whole graph",
+        function () { this.fit(); }, "fit"),
       button("\u2212", "zoom out", function () { this.zoomBy(1 / 1.3); }, "zoom-out"),
       button("+", "zoom in", function () { this.zoomBy(1.3); }, "zoom-in"),
       button("Expand all", "expand every scope", this.expandAll, "expand-all"),
@@ -250,7 +251,7 @@
       self.zoomBy(Math.exp(-ev.deltaY * (ev.deltaMode ? 0.05 : 0.0015)), ev.clientX - rect.left, ev.clientY - rect.top);
     }, { passive: false });
     canvas.addEventListener("keydown", function (ev) {
-      if (ev.key === "f" || ev.key === "F") self.fit();
+      if (ev.key === "f" || ev.key === "F") self.fit(ev.shiftKey);
       else if (ev.key === "+" || ev.key === "=") self.zoomBy(1.3);
       else if (ev.key === "-") self.zoomBy(1 / 1.3);
       else if (ev.key === "/") { ev.preventDefault(); self.searchBox.focus(); }
@@ -385,10 +386,15 @@
   V.renderPanel = function () {
     var panel = this.panel, m = this.m, self = this;
     panel.textContent = "";
-    var close = h("button", { type: "button", cls: "xg-close", title: "close", text: "\u00d7",
-      onclick: function () { self.select(-1); } });
+    var close = h("span", { cls: "xg-close" }, [
+      h("button", { type: "button", title: this.panelFolded ? "show the details" : "fold the details",
+        "data-action": "fold-details", text: this.panelFolded ? "\u25be" : "\u25b4",
+        onclick: function () { self.panelFolded = !self.panelFolded; self.renderPanel(); } }),
+      h("button", { type: "button", title: "close", text: "\u00d7",
+        onclick: function () { self.select(-1); } })]);
     if (this.selected < 0 && this.selectedScope < 0) { panel.hidden = true; return; }
     panel.hidden = false;
+    panel.classList.toggle("xg-folded", !!this.panelFolded);
     function row(key, value, role) {
       if (value === "" || value === null || value === undefined) return null;
       return h("div", { cls: "xg-row" }, [h("span", { cls: "xg-key", text: key }),
