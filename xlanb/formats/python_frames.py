@@ -6,7 +6,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Where installed libraries live: frames there (and in xlanb itself) are not the user's code.
@@ -88,6 +88,36 @@ def user_frame(
         if not _in_library(filename):
             return filename, line
     return None
+
+
+def cell_frame_line(
+    frames: Sequence[tuple[str, str, int]], cell_filename: str | None
+) -> int | None:
+    """The line of the innermost of (function, file, line) `frames` in the cell's file."""
+    if cell_filename:
+        for _function, filename, line in frames:
+            if filename == cell_filename:
+                return line
+    return None
+
+
+def place_name(
+    filename: str,
+    line: int,
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+    cell_numbers: Mapping[str, int] | None = None,
+) -> str:
+    """A source line as people know it: ``cell line N`` in the profiled cell (counted as the
+    editor does), ``In[3] line N`` in another notebook cell (`cell_numbers`: IPython's file
+    name -> execution count), ``another cell, line N`` where that is unknown, else
+    ``file:line``."""
+    if cell_filename and filename == cell_filename:
+        return f"cell line {line + cell_line_offset}"
+    if is_cell_file(filename):
+        number = (cell_numbers or {}).get(filename)
+        return f"In[{number}] line {line}" if number else f"another cell, line {line}"
+    return f"{filename}:{line}"
 
 
 def frame_location(

@@ -33,6 +33,7 @@ from xlanb.views.summary import (
     format_seconds,
     headline,
     host_kind,
+    runs_text,
     steps_line,
     title,
     top_ops,
@@ -143,9 +144,11 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    ops = top_ops(profile).assign(
-        seconds=lambda f: [format_seconds(s) for s in f["seconds"]],
-        share=lambda f: [f"{s * 100:.1f}%" for s in f["share"]],
+    ops = top_ops(profile)
+    ops = ops.assign(
+        seconds=[format_seconds(s) for s in ops["seconds"]],
+        share=[f"{s * 100:.1f}%" for s in ops["share"]],
+        runs=[runs_text(row) for row in ops.itertuples()],
     )
     coverage = trace_coverage(profile)
     return _section(
@@ -157,12 +160,11 @@ def _top_ops(profile: Profile) -> str:
                 "op",
                 "graph",
                 "category",
-                "count",
                 "seconds",
+                "runs",
                 "share",
-                "cell_line",
+                "where",
                 "code",
-                "source_line",
             ],
             sortable=True,
         ),

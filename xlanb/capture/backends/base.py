@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import linecache
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.formats.counters import fallback_cause
-from xlanb.formats.python_frames import frame_location
+from xlanb.formats.python_frames import frame_location, place_name
 
 
 @dataclass
@@ -33,6 +34,8 @@ class CaptureOptions:
     cell_filename: str | None = None
     #: Added to line numbers in the cell (1 when a ``%%`` magic line precedes the code).
     cell_line_offset: int = 0
+    #: IPython's file name of each notebook cell run so far -> its execution count (In[n]).
+    cell_numbers: Mapping[str, int] = field(default_factory=dict)
     #: Run the XLA profiler's device trace (JAX, torch_xla) for per-op device times.
     device_trace: bool = True
     #: Stop the device trace after this many program runs (None: trace the whole capture).
@@ -121,3 +124,17 @@ def location_fields(
     """``location`` (file:line) and ``cell_line`` (as the editor numbers it, or None) of the
     frame to blame, for this capture's cell."""
     return frame_location(frames, options.cell_filename, options.cell_line_offset)
+
+
+def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
+    """Give each ``ops`` row located by its HLO metadata its ``source`` (``cell line 4``,
+    ``In[3] line 4``, ``model.py:12``) and ``code`` (the text of that line, read now: a cell's
+    lines are gone once the kernel is)."""
+    for op in ops:
+        filename, line = op.get("source_file"), op.get("source_line")
+        if not filename or line is None:
+            continue
+        op["source"] = place_name(
+            filename, line, options.cell_filename, options.cell_line_offset, options.cell_numbers
+        )
+        op["code"] = linecache.getline(filename, line).strip()

@@ -27,6 +27,7 @@ from xlanb.capture.backends.base import (
     fallback_progress,
     history_location,
     location_fields,
+    name_op_places,
 )
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
@@ -622,6 +623,7 @@ def _trace_rows(
         options.cell_line_offset,
         _STATE.module_graphs,
     )
+    name_op_places(ops, options)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
     for sample in device_trace.memory_samples(NAME, events, window):

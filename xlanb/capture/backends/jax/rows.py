@@ -20,7 +20,12 @@ from typing import Any
 import xlanb.capture.backends.jax.hooks as hooks
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
-from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
+from xlanb.capture.backends.base import (
+    Capture,
+    CaptureOptions,
+    location_fields,
+    name_op_places,
+)
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
@@ -376,6 +381,7 @@ def _trace_rows(
             op["cell_line"] = call_lines.get(_program_key(op["module"]))
     for span in spans:
         span["graph"] = renamed.get(span["graph"], span["graph"])
+    name_op_places(ops, options)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):
