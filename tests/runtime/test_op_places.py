@@ -89,3 +89,33 @@ def test_an_op_the_profiled_cell_writes_is_named_by_its_cell_line(run, shell):
     assert set(located["code"]) == {"own_f = jax.jit(lambda v: jnp.sin(v @ v))"}
     assert set(located["runs"]) == {1}
     assert (located["first_run_seconds"] == located["seconds"]).all()
+
+
+def test_reads_in_a_function_of_another_kernel_cell_name_that_cell(run, shell, request):
+    """A value read in a helper defined in an earlier cell of a Jupyter kernel: its place is
+    that cell (``In[n] line 2 (rd_read)``), never the kernel's temporary file."""
+    pytest.importorskip("ipykernel")
+    from ipykernel.compiler import XCachingCompiler
+
+    from xlanb.analysis.attribution import forced_sync_places
+
+    request.getfixturevalue("lazy_runtime")
+    ipython_compile = shell.compile
+    shell.compile = XCachingCompiler()  # a Jupyter kernel's: cells are /tmp/ipykernel_<pid>/*.py
+    try:
+        run("def rd_read(t):\n    return t.sum().item()")
+        helper_file = shell.user_ns["rd_read"].__code__.co_filename
+        number = shell.compile._filename_map[helper_file]
+        run(
+            "%%xla_profile -q --var rd_prof\nrd_w = torch.ones(3, device=dev)\n"
+            "for _ in range(2):\n    rd_read(rd_w * 2)\nrd_w.sum().item()"
+        )
+    finally:
+        shell.compile = ipython_compile
+    prof = shell.user_ns["rd_prof"]
+    places = forced_sync_places(prof.executions, prof.fallbacks)
+    by_place = dict(zip(places["read_at"], places["count"], strict=True))
+    assert by_place == {f"In[{number}] line 2 (rd_read)": 2, "cell line 5": 1}, places
+    assert not places["library"].any()
+    shown = prof._repr_html_() + repr(prof) + "".join(prof.findings["detail"].astype(str))
+    assert "ipykernel_" not in shown

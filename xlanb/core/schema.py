@@ -909,6 +909,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             ("jax", "torch_xla"),
         ),
         _c("code", "str", "", "the text of the op's source line", ("jax", "torch_xla")),
+        _c(
+            "program",
+            "str",
+            "",
+            "a readable name of the op's graph (its id is a hash): the function and line that "
+            "cut it (`train_step at In[1] line 11`, a second graph cut there `#2`)",
+            ("torch_xla",),
+        ),
         _c("module", "str", "", "the HLO module name in the trace (`jit_step`)", ("xspace",)),
         _c(
             "op_name",

@@ -158,7 +158,7 @@ def _top_ops(profile: Profile) -> str:
             ops,
             [
                 "op",
-                "graph",
+                "program",
                 "category",
                 "seconds",
                 "runs",

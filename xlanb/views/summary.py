@@ -175,7 +175,8 @@ def steps_line(profile: Profile) -> str:
 
 def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
     """The `limit` ops with the most measured device time, each with ``where`` (its source
-    line as people know it, else the cell line that ran it) and ``code`` (that line's text)."""
+    line as people know it, else the cell line that ran it), ``code`` (that line's text) and
+    ``program`` (a readable name of its graph where it has one, else the graph)."""
     if profile.ops.empty:
         return profile.ops
     ops = profile.ops.sort_values("seconds", ascending=False).head(limit).reset_index(drop=True)
@@ -196,7 +197,8 @@ def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
         else:
             where.append("")
             code.append("")
-    return ops.assign(where=where, code=code)
+    programs = ops["program"] if "program" in ops.columns else ops["graph"]
+    return ops.assign(where=where, code=code, program=programs.fillna(ops["graph"]))
 
 
 def runs_text(row: Any) -> str:
@@ -247,7 +249,7 @@ def summary_text(profile: Profile) -> str:
             where = f" {row.where}" if row.where else ""
             code = f": {row.code}" if row.code else ""
             lines.append(
-                f"    {row.op} ({row.graph}) {format_seconds(row.seconds)}"
+                f"    {row.op} ({row.program}) {format_seconds(row.seconds)}"
                 f" ({runs_text(row)}){where}{code}"
             )
     if not profile.compiles.empty:

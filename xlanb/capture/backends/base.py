@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.formats.counters import fallback_cause
-from xlanb.formats.python_frames import frame_location, place_name
+from xlanb.formats.python_frames import frame_location, place_name, read_place
 
 
 @dataclass
@@ -124,6 +124,11 @@ def location_fields(
     """``location`` (file:line) and ``cell_line`` (as the editor numbers it, or None) of the
     frame to blame, for this capture's cell."""
     return frame_location(frames, options.cell_filename, options.cell_line_offset)
+
+
+def read_place_of(frames: Sequence[tuple[str, str, int]], options: CaptureOptions) -> str | None:
+    """:func:`~xlanb.formats.python_frames.read_place` of `frames`, cells named as cells."""
+    return read_place(frames, options.cell_filename, options.cell_line_offset, options.cell_numbers)
 
 
 def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:

@@ -28,13 +28,14 @@ from xlanb.capture.backends.base import (
     history_location,
     location_fields,
     name_op_places,
+    read_place_of,
 )
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.pt_xla_debug import AnalysisBlock, parse_analysis
-from xlanb.formats.python_frames import read_place
+from xlanb.formats.python_frames import place_name, user_code_frame
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
 
 NAME = "torch_xla"
@@ -71,6 +72,9 @@ class _XlaState:
     original_step_markers: list[tuple[Any, str, Any]] = field(default_factory=list)
     #: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
     peaks: dict[str, float] = field(default_factory=dict)
+    #: Each graph's place in the user's code (function, file, line: where it was cut), which
+    #: names its ops' program in later cells too.
+    graph_places: dict[str, tuple[str, str, int]] = field(default_factory=dict)
 
 
 _STATE = _XlaState()
@@ -364,8 +368,17 @@ def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -
     for index, block in enumerate(blocks):
         if block.sizes:
             _STATE.peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
+        _remember_place(_graph_id(index, blocks, modules), block)
     while len(_STATE.peaks) > PEAKS_KEPT:
         del _STATE.peaks[next(iter(_STATE.peaks))]
+
+
+def _remember_place(graph: str, block: AnalysisBlock | None) -> None:
+    place = user_code_frame(block.frames) if block is not None else None
+    if place is not None:
+        _STATE.graph_places[graph] = place
+        while len(_STATE.graph_places) > PEAKS_KEPT:
+            del _STATE.graph_places[next(iter(_STATE.graph_places))]
 
 
 #: Graphs whose peak memory is remembered (the oldest forgotten first).
@@ -464,7 +477,14 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     capture.rows["counters"] = counter_deltas
     where = functools.partial(location_fields, options=options)
     capture.rows["fallbacks"] = backward_ops.split_rows(
-        torch_reads.placed_rows(fallback_rows(NAME, counter_deltas), reads, where), passes, where
+        torch_reads.placed_rows(
+            fallback_rows(NAME, counter_deltas),
+            reads,
+            where,
+            functools.partial(read_place_of, options=options),
+        ),
+        passes,
+        where,
     )
 
     in_cell = _add_metric_rows(capture, token, metrics)
@@ -624,6 +644,7 @@ def _trace_rows(
         _STATE.module_graphs,
     )
     name_op_places(ops, options)
+    _name_programs(ops, capture, options)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
     for sample in device_trace.memory_samples(NAME, events, window):
@@ -702,6 +723,37 @@ def _read(path: str) -> str:
         return ""
 
 
+def _name_programs(ops: list[dict[str, Any]], capture: Capture, options: CaptureOptions) -> None:
+    """Give each op its ``program``, a readable name of its graph (the graph id is a hash):
+    the function and line that cut it (``train_step at In[1] line 11``; graphs cut at one
+    place numbered in compile order from the second, ``#2``); and, where its HLO metadata has
+    no line of the cell, ``cell_line``: the cell's line that ran its graph."""
+    cell_lines = {
+        row["graph"]: row["cell_line"]
+        for row in (*capture.rows.get("compiles", []), *capture.rows.get("executions", []))
+        if row.get("graph") and row.get("cell_line") is not None
+    }
+    by_place: dict[tuple[str, str, int], list[str]] = {}
+    for graph, place in _STATE.graph_places.items():  # in compile order
+        by_place.setdefault(place, []).append(graph)
+    for op in ops:
+        place = _STATE.graph_places.get(op["graph"])
+        if place is not None:
+            function, filename, line = place
+            where = place_name(
+                filename,
+                line,
+                options.cell_filename,
+                options.cell_line_offset,
+                options.cell_numbers,
+            )
+            name = where if function == "<module>" else f"{function} at {where}"
+            order = by_place[place].index(op["graph"]) + 1
+            op["program"] = name if order == 1 else f"{name} #{order}"
+        if op.get("cell_line") is None:
+            op["cell_line"] = cell_lines.get(op["graph"])
+
+
 def _graph_id(index: int, blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> str:
     if index < len(blocks) and blocks[index].graph_hash:
         return blocks[index].graph_hash
@@ -728,6 +780,7 @@ def _add_compiles(
             history_location(block.frames if block else []), module.hlo if module else None, forced
         )
         ts, seconds = samples[index] if index < len(samples) else (math.nan, math.nan)
+        _remember_place(_graph_id(index, blocks, modules), block)
         capture.add(
             "compiles",
             {
@@ -778,7 +831,7 @@ def _add_executions(
             row.update(
                 graph=block.graph_hash,
                 trigger=block.cause or None,
-                read_at=read_place(block.frames) if block.forced else None,
+                read_at=read_place_of(block.frames, options) if block.forced else None,
                 cell_line=location_fields(block.frames, options)["cell_line"],
             )
         capture.add("executions", row)
