@@ -66,6 +66,7 @@ def test_ops_name_the_models_line_in_its_cell_and_the_runs_they_are_from(run, sh
     assert "op_p, op_loss_value = op_step" not in text.split("top ops")[1].split("compiles")[0]
     html = profile_html(prof, graph_viewers=False)
     assert f"In[{number}] line 3" in html and f"{CALLS} runs, first " in html
+    assert "jit(op_step)/jvp()/dot_general" in html  # the JAX op name
     # the steps start at seconds into the cell, readable as printed
     steps = prof.step_times
     assert len(steps) == CALLS and steps["start"].iloc[0] == 0.0

@@ -165,8 +165,10 @@ def _top_ops(profile: Profile) -> str:
                 "share",
                 "where",
                 "code",
+                *(["op_name"] if "op_name" in ops.columns else []),
             ],
             sortable=True,
+            clipped_columns=("op_name",),
         ),
         open_=True,
     )
