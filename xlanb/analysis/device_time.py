@@ -331,7 +331,7 @@ def _op_summary(
         seconds=("seconds", "sum"),
         first_run_seconds=("first_run_seconds", "sum"),
     )
-    runs = ops.groupby(["hlo_module", "program"], sort=False)["run"].nunique()
+    runs = ops.groupby(["hlo_module", "program"], sort=False)["run"].nunique().to_dict()
     op_summary = [
         (
             str(module),
@@ -340,7 +340,7 @@ def _op_summary(
             int(count),
             float(seconds),
             float(first),
-            int(runs[module, program]),
+            int(runs[module, program]),  # a dict: a Series lookup per op is slow
         )
         for (module, program, op), count, seconds, first in zip(
             grouped.index,
@@ -397,12 +397,14 @@ def _run_keys(ops: pd.DataFrame, executions: np.ndarray) -> np.ndarray:
 def _first_run_seconds(ops: pd.DataFrame) -> np.ndarray:
     """Each op event's ``seconds`` where it belongs to its program's first traced run (the one
     holding the program's earliest event), else 0."""
-    starts = ops["start_ns"].to_numpy(dtype=float)
+    programs = ops.groupby(["hlo_module", "program"], sort=False).ngroup().to_numpy()
     runs = ops["run"].to_numpy(dtype=float)
-    in_first = np.zeros(len(ops), dtype=bool)
-    for positions in ops.groupby(["hlo_module", "program"], sort=False).indices.values():
-        first_run = runs[positions[np.argmin(starts[positions])]]
-        in_first[positions] = runs[positions] == first_run
+    order = np.argsort(ops["start_ns"].to_numpy(dtype=float), kind="stable")
+    # the earliest event of each program: its first occurrence in time order
+    _, first = np.unique(programs[order], return_index=True)
+    first_run = np.empty(programs.max() + 1)
+    first_run[programs[order][first]] = runs[order][first]
+    in_first = runs == first_run[programs]
     return np.where(in_first, ops["seconds"].to_numpy(dtype=float), 0.0)
 
 
