@@ -475,14 +475,27 @@ def _temporaries(profile: Profile) -> str:
     rows = profile.temporaries
     if rows.empty:
         return ""
+    named = rows["source"] if "source" in rows.columns else pd.Series([None] * len(rows))
     rows = with_code(profile, rows).assign(
         size=[format_bytes(float(b)) for b in rows["bytes"]],
         source=[
-            f"{os.path.basename(str(f))}:{int(n)}" if isinstance(f, str) and not pd.isna(n) else ""
-            for f, n in zip(rows["source_file"], rows["source_line"], strict=True)
+            given
+            if isinstance(given, str)
+            else (
+                f"{os.path.basename(str(f))}:{int(n)}"
+                if isinstance(f, str) and not pd.isna(n)
+                else ""
+            )
+            for given, f, n in zip(named, rows["source_file"], rows["source_line"], strict=True)
         ],
     )
-    columns = ["graph", "op", "shape", "size", "cell_line", "code", "source", "backend"]
+    if "code" in profile.temporaries.columns:  # the source line's own text, read at capture
+        own = profile.temporaries["code"].to_numpy()
+        rows["code"] = [
+            mine if isinstance(mine, str) and mine else called
+            for mine, called in zip(own, rows["code"], strict=True)
+        ]
+    columns = ["graph", "op", "shape", "size", "source", "code", "cell_line", "backend"]
     return _section(
         "Largest temporaries",
         len(rows),

@@ -863,14 +863,16 @@ def _add_graphs(
     for index, module in enumerate(modules):
         graph = _graph_id(index, blocks, modules)
         temporaries = temporaries_from_text(module.buffer_assignment)
-        for row in temporary_rows(
+        rows = temporary_rows(
             NAME,
             graph,
             temporaries,
             module.hlo_optimized,
             options.cell_filename,
             options.cell_line_offset,
-        ):
+        )
+        name_op_places(rows, options)
+        for row in rows:
             capture.add("temporaries", row)
         for kind, text in (("hlo", module.hlo), ("hlo_optimized", module.hlo_optimized)):
             if text:

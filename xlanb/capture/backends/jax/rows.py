@@ -288,9 +288,11 @@ def _graph_rows(
         dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
         if dump_dir:
             temporaries = dumped_temporaries(dump_dir, hooks.program_id(module), hlo_text)
-    for row in temporary_rows(
+    rows = temporary_rows(
         NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
-    ):
+    )
+    name_op_places(rows, options)
+    for row in rows:
         capture.add("temporaries", {**row, "compile_id": compile_id})
     if hlo_text is not None:
         capture.add(
