@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from xlanb.core.units import format_seconds
 from xlanb.views.html import profile_html
 from xlanb.views.summary import summary_text, top_ops
 
@@ -63,6 +64,8 @@ def test_ops_name_the_models_line_in_its_cell_and_the_runs_they_are_from(run, sh
         if isinstance(row.source, str):
             assert f" {row.source}: {row.code}" in text
             assert f"({CALLS} runs, first " in text
+            later = (row.seconds - row.first_run_seconds) / (CALLS - 1)
+            assert f", then {format_seconds(later)} a run)" in text
     assert "op_p, op_loss_value = op_step" not in text.split("top ops")[1].split("compiles")[0]
     html = profile_html(prof, graph_viewers=False)
     assert f"In[{number}] line 3" in html and f"{CALLS} runs, first " in html
