@@ -28,6 +28,7 @@ from xlanb.capture.backends.base import (
     history_location,
     location_fields,
     name_op_places,
+    name_programs,
     read_place_of,
 )
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
@@ -35,7 +36,7 @@ from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.pt_xla_debug import AnalysisBlock, parse_analysis
-from xlanb.formats.python_frames import place_name, user_code_frame
+from xlanb.formats.python_frames import user_code_frame
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
 
 NAME = "torch_xla"
@@ -644,7 +645,7 @@ def _trace_rows(
         _STATE.module_graphs,
     )
     name_op_places(ops, options)
-    _name_programs(ops, capture, options)
+    name_programs(ops, capture, options, _STATE.graph_places)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
     for sample in device_trace.memory_samples(NAME, events, window):
@@ -721,37 +722,6 @@ def _read(path: str) -> str:
             return handle.read()
     except OSError:
         return ""
-
-
-def _name_programs(ops: list[dict[str, Any]], capture: Capture, options: CaptureOptions) -> None:
-    """Give each op its ``program``, a readable name of its graph (the graph id is a hash):
-    the function and line that cut it (``train_step at In[1] line 11``; graphs cut at one
-    place numbered in compile order from the second, ``#2``); and, where its HLO metadata has
-    no line of the cell, ``cell_line``: the cell's line that ran its graph."""
-    cell_lines = {
-        row["graph"]: row["cell_line"]
-        for row in (*capture.rows.get("compiles", []), *capture.rows.get("executions", []))
-        if row.get("graph") and row.get("cell_line") is not None
-    }
-    by_place: dict[tuple[str, str, int], list[str]] = {}
-    for graph, place in _STATE.graph_places.items():  # in compile order
-        by_place.setdefault(place, []).append(graph)
-    for op in ops:
-        place = _STATE.graph_places.get(op["graph"])
-        if place is not None:
-            function, filename, line = place
-            where = place_name(
-                filename,
-                line,
-                options.cell_filename,
-                options.cell_line_offset,
-                options.cell_numbers,
-            )
-            name = where if function == "<module>" else f"{function} at {where}"
-            order = by_place[place].index(op["graph"]) + 1
-            op["program"] = name if order == 1 else f"{name} #{order}"
-        if op.get("cell_line") is None:
-            op["cell_line"] = cell_lines.get(op["graph"])
 
 
 def _graph_id(index: int, blocks: list[AnalysisBlock], modules: list[_DumpModule]) -> str:
