@@ -93,7 +93,7 @@ def test_op_sources_decode_escaped_names_like_the_graph_parser():
         'source_file="/tmp/caf\\303\\251.py" source_line=7}\n}\n'
     )
     assert count_hlo_instructions(text) == 2
-    assert hlo_op_sources(text)["sin.1"] == ("/tmp/café.py", 7, "größe/sin")
+    assert hlo_op_sources(text)["sin.1"] == ("/tmp/café.py", 7, "größe/sin", None)
 
 
 def _saved_profile_document() -> dict:

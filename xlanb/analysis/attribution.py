@@ -8,12 +8,11 @@ preferring those where a forced sync happened.
 
 from __future__ import annotations
 
-import os
 import re
 
 import pandas as pd
 
-from xlanb.formats.python_frames import is_cell_file
+from xlanb.formats.python_frames import is_cell_file, is_library_place
 
 # How an op looks in Python source (regular expressions), when its name is not literally
 # there. Builtins must not match methods: ``float(x)`` reads a value, ``x.float()`` does not.
@@ -134,9 +133,7 @@ def forced_sync_places(
         .reset_index(drop=True)
     )
     # read_place writes an installed library's file relative to site-packages
-    places["library"] = [
-        not (os.path.isabs(place) or place.startswith("<")) for place in places["read_at"]
-    ]
+    places["library"] = [is_library_place(place) for place in places["read_at"]]
     places["read_at"] = [
         cell_place(place, line)
         for place, line in zip(places["read_at"], places["cell_line"], strict=True)

@@ -202,7 +202,7 @@ def rows(
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
     by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
-    for module, program, op, count, seconds in summary.ops:
+    for module, program, op, count, seconds, first_seconds, runs in summary.ops:
         graph = graph_of(module, program)
         source = _source_of(sources_of(module, program), op)
         where = (source.file, source.line) if source else None
@@ -211,8 +211,10 @@ def rows(
             same["count"] += count
             same["seconds"] += seconds
             same["share"] = same["seconds"] / summary.total
+            same["first_run_seconds"] += first_seconds
+            same["runs"] += runs
             continue
-        in_cell = bool(cell_filename) and source is not None and source.file == cell_filename
+        cell_line = _cell_line(source, cell_filename)
         text = texts.get(program) if program is not None else None
         category, op_name = _what(op, text or texts.get(module), summary.gpu)
         by_op[graph, module, op, where] = {
@@ -225,9 +227,11 @@ def rows(
             "count": count,
             "seconds": seconds,
             "share": seconds / summary.total,
+            "runs": runs,
+            "first_run_seconds": first_seconds,
             "source_file": source.file if source else None,
             "source_line": source.line if source else None,
-            "cell_line": (source.line + cell_line_offset) if in_cell and source else None,
+            "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
         }
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     span_rows = [
@@ -242,8 +246,9 @@ def rows(
     return op_rows, span_rows
 
 
-#: One of :attr:`Summary.ops`: HLO module, program id, op, count, seconds.
-_OpRow = tuple[str, int | None, str, int, float]
+#: One of :attr:`Summary.ops`: HLO module, program id, op, count, seconds, the seconds of
+#: them in the program's first traced run, the program's traced runs.
+_OpRow = tuple[str, int | None, str, int, float, float, int]
 #: One of :attr:`Summary.spans`: lane, name, HLO module, program id, start ns, end ns.
 _Span = tuple[str, str, str, int | None, float, float]
 
@@ -251,7 +256,8 @@ _Span = tuple[str, str, str, int | None, float, float]
 @dataclass
 class Summary:
     """What :func:`rows` takes from a trace's events, before it knows the capture's graphs:
-    ``ops`` (HLO module, program id, op, count, seconds), their total seconds, and ``spans``
+    ``ops`` (HLO module, program id, op, count, seconds, those of the program's first traced
+    run, the program's traced runs), their total seconds, and ``spans``
     (lane, name, HLO module or "", program id, start ns, end ns): the longest op events (lane
     ``op``, for zooming into a run; not part of the time account), one ``device`` span per
     program run and the main thread's ``transfer`` and ``sync_wait`` spans. A program id is
@@ -316,16 +322,32 @@ def _op_summary(
         seconds=_own_ns(ops) / 1e9,
         program=ops["program_id"].fillna(NO_PROGRAM).astype("int64"),
         execution=_executions(ops),
+        run=_run_keys(ops, executions),
     )
     total = float(ops["seconds"].sum()) or 1.0
+    ops = ops.assign(first_run_seconds=_first_run_seconds(ops))
     grouped = ops.groupby(["hlo_module", "program", "hlo_op"], sort=False).agg(
         count=("execution", "nunique"),
         seconds=("seconds", "sum"),
+        first_run_seconds=("first_run_seconds", "sum"),
     )
+    runs = ops.groupby(["hlo_module", "program"], sort=False)["run"].nunique().to_dict()
     op_summary = [
-        (str(module), _program(program), str(op), int(count), float(seconds))
-        for (module, program, op), count, seconds in zip(
-            grouped.index, grouped["count"].tolist(), grouped["seconds"].tolist(), strict=True
+        (
+            str(module),
+            _program(program),
+            str(op),
+            int(count),
+            float(seconds),
+            float(first),
+            int(runs[module, program]),  # a dict: a Series lookup per op is slow
+        )
+        for (module, program, op), count, seconds, first in zip(
+            grouped.index,
+            grouped["count"].tolist(),
+            grouped["seconds"].tolist(),
+            grouped["first_run_seconds"].tolist(),
+            strict=True,
         )
     ]
     longest = ops.nlargest(MAX_OP_SPANS, "duration_ns")
@@ -347,6 +369,43 @@ def _op_summary(
                 ("device", str(module), str(module), _program(program), run_start, run_end)
             )
     return op_summary, spans, total
+
+
+def _run_keys(ops: pd.DataFrame, executions: np.ndarray) -> np.ndarray:
+    """The program run each op event belongs to, as :func:`_runs` tells them: JAX's
+    ``run_id``, else the latest runtime run launched before it, else the events of one
+    program merged across gaps shorter than :data:`RUN_GAP_NS` (numbered in time order)."""
+    if ops["run_id"].notna().all():
+        return ops["run_id"].to_numpy(dtype=float)
+    starts = ops["start_ns"].to_numpy(dtype=float)
+    if len(executions):
+        return np.maximum(np.searchsorted(executions[:, 0], starts, side="right") - 1, 0).astype(
+            float
+        )
+    keys = np.zeros(len(ops))
+    ends = starts + ops["duration_ns"].to_numpy(dtype=float)
+    for positions in ops.groupby(
+        ["hlo_module", "program_id"], sort=False, dropna=False
+    ).indices.values():
+        order = positions[np.argsort(starts[positions], kind="stable")]
+        reach = np.maximum.accumulate(ends[order])
+        gaps = starts[order][1:] - reach[:-1] > RUN_GAP_NS
+        keys[order] = np.r_[0, np.cumsum(gaps)]
+    return keys
+
+
+def _first_run_seconds(ops: pd.DataFrame) -> np.ndarray:
+    """Each op event's ``seconds`` where it belongs to its program's first traced run (the one
+    holding the program's earliest event), else 0."""
+    programs = ops.groupby(["hlo_module", "program"], sort=False).ngroup().to_numpy()
+    runs = ops["run"].to_numpy(dtype=float)
+    order = np.argsort(ops["start_ns"].to_numpy(dtype=float), kind="stable")
+    # the earliest event of each program: its first occurrence in time order
+    _, first = np.unique(programs[order], return_index=True)
+    first_run = np.empty(programs.max() + 1)
+    first_run[programs[order][first]] = runs[order][first]
+    in_first = runs == first_run[programs]
+    return np.where(in_first, ops["seconds"].to_numpy(dtype=float), 0.0)
 
 
 def _host_spans(inside: pd.DataFrame) -> list[_Span]:
@@ -625,6 +684,14 @@ def _exclusive_ns(ops: pd.DataFrame) -> np.ndarray:
                 own[open_ends[-1][1]] -= end - start
             open_ends.append((end, position))
     return np.maximum(own, 0.0)
+
+
+def _cell_line(source: HloOpSource | None, cell_filename: str | None) -> int | None:
+    """The line in the cell's file of the op at `source`: its own where the cell wrote it,
+    else the cell's call that ran it (None: neither is known)."""
+    if source is None or not cell_filename:
+        return None
+    return source.line if source.file == cell_filename else source.cell_line
 
 
 def _source_of(sources: dict[str, HloOpSource], op: str) -> HloOpSource | None:

@@ -56,7 +56,7 @@ def step_frame(profile: Profile) -> pd.DataFrame:
                 "backend": backend,
                 "step": index,
                 "graph": str(graph),
-                "start": float(start),
+                "start": float(start) - float(profile.started_at),
                 "seconds": float(end - start),
                 "python": buckets["python"],
                 "compile": buckets["compile"],

@@ -171,12 +171,13 @@ def placed_rows(
     fallbacks: list[dict[str, Any]],
     reads: list[Read],
     where: Callable[[tuple[Frame, ...]], dict[str, Any]],
+    place: Callable[[tuple[Frame, ...]], str | None] = read_place,
 ) -> list[dict[str, Any]]:
     """`fallbacks` (the runtime's counter rows) with its read row (cause ``item``) split by
     the places `reads` saw: ``read_at`` (the innermost frame outside the runtime: a library's
     file, or the user's line), ``location`` and ``cell_line`` (`where` of the stack: the
-    user's frame). The runtime's count stays the truth: places take at most what it counted,
-    and reads no wrapper saw keep one row without a place."""
+    user's frame; `place` names the read's). The runtime's count stays the truth: places
+    take at most what it counted, and reads no wrapper saw keep one row without a place."""
     placed: dict[tuple[str | None, str | None], dict[str, Any]] = {}
     rows = []
     for row in fallbacks:
@@ -188,7 +189,7 @@ def placed_rows(
             if left <= 0:
                 break
             user = where(read.frames)
-            key = (read_place(read.frames), user["location"])
+            key = (place(read.frames), user["location"])
             taken = min(read.count, left)
             left -= taken
             if key in placed:

@@ -760,8 +760,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
         _r(
             "start",
             "float64",
-            "epoch s",
-            "when the step started: the end of the previous step's run (step 0: the cell's start)",
+            "s",
+            "when the step started, in seconds after the cell started (`Profile.started_at`): "
+            "the end of the previous step's run (step 0: the cell's start)",
             ("time_account",),
         ),
         _r(
@@ -831,6 +832,21 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "share", "float64", "fraction", "`seconds` over the device time of all ops", ("xspace",)
         ),
         _c(
+            "runs",
+            "int64",
+            "count",
+            "the traced runs of the op's program that `seconds` and `count` are from",
+            ("xspace",),
+        ),
+        _c(
+            "first_run_seconds",
+            "float64",
+            "s",
+            "of `seconds`, the part from the first traced run of the op's program (the run "
+            "after its compile holds the warm-up); the rest is from the later runs",
+            ("xspace",),
+        ),
+        _c(
             "flops",
             "float64",
             "flops",
@@ -867,9 +883,40 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "over peak bytes/s (the data sheet of its `device_kind`, else the measured peak)",
             ("rates",),
         ),
-        _r("source_file", "str", "", "source file of the op (HLO metadata)", ("xspace",)),
-        _r("source_line", "Int64", "line", "source line of the op (HLO metadata)", ("xspace",)),
-        _r("cell_line", "Int64", "line", "line in the profiled cell", ("xspace",)),
+        _r(
+            "source_file",
+            "str",
+            "",
+            "source file of the op (HLO metadata): the innermost frame outside installed "
+            "libraries, the model's line (a notebook cell's file is IPython's name for it)",
+            ("xspace",),
+        ),
+        _r("source_line", "Int64", "line", "line of `source_file` (HLO metadata)", ("xspace",)),
+        _r(
+            "cell_line",
+            "Int64",
+            "line",
+            "line in the profiled cell: the op's own where the cell wrote it, else the cell's "
+            "call that ran it",
+            ("xspace",),
+        ),
+        _c(
+            "source",
+            "str",
+            "",
+            "`source_file`:`source_line` as people know it: `cell line 4` (the profiled cell), "
+            "`In[3] line 4` (another notebook cell), else `file:line`",
+            ("jax", "torch_xla"),
+        ),
+        _c("code", "str", "", "the text of the op's source line", ("jax", "torch_xla")),
+        _c(
+            "program",
+            "str",
+            "",
+            "a readable name of the op's graph (its id is a hash): the function and line that "
+            "cut it (`train_step at In[1] line 11`, a second graph cut there `#2`)",
+            ("torch_xla",),
+        ),
         _c("module", "str", "", "the HLO module name in the trace (`jit_step`)", ("xspace",)),
         _c(
             "op_name",
@@ -987,6 +1034,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             ("jax", "torch_xla", "xla_dump"),
         ),
         _c("opcode", "str", "", "the instruction's opcode (`fusion`, `dot`)", ("jax",)),
+        _c(
+            "source",
+            "str",
+            "",
+            "`source_file`:`source_line` as people know it (as the `ops` column)",
+            ("jax", "torch_xla"),
+        ),
+        _c("code", "str", "", "the text of the op's source line", ("jax", "torch_xla")),
         _c("compile_id", "Int64", "", "the `compiles` row's `compile_id`", ("jax",)),
         _rank(),
     ),

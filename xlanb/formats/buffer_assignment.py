@@ -335,7 +335,9 @@ def temporary_rows(
     rows = []
     for temporary in temporaries:
         source = sources.get(temporary.op) or sources.get(temporary.op.removesuffix(".clone"))
-        in_cell = source is not None and cell_filename is not None and source.file == cell_filename
+        cell_line = None
+        if source is not None and cell_filename is not None:
+            cell_line = source.line if source.file == cell_filename else source.cell_line
         row: dict[str, Any] = {
             "backend": backend,
             "graph": graph,
@@ -344,7 +346,7 @@ def temporary_rows(
             "bytes": float(temporary.bytes),
             "source_file": source.file if source else None,
             "source_line": source.line if source else None,
-            "cell_line": source.line + cell_line_offset if in_cell and source else None,
+            "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
         }
         if temporary.opcode:
             row["opcode"] = temporary.opcode

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 from xlanb.formats.jax_text import _STACK_ID, stack_tables
-from xlanb.formats.python_frames import user_frame
+from xlanb.formats.python_frames import cell_frame_line, user_frame
 from xlanb.formats.text import unquote
 
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
@@ -25,6 +25,8 @@ class HloOpSource(NamedTuple):
     file: str
     line: int
     op_name: str
+    #: The line of the stack's frame in the cell's file (the call that ran the op), or None.
+    cell_line: int | None = None
 
 
 _COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s.*\{\s*$")
@@ -85,27 +87,32 @@ def parsed_ops(text: str) -> ParsedOps:
 
 @functools.lru_cache(maxsize=SOURCES_KEPT)
 def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, HloOpSource]:
-    """Instruction name -> its source file and line, from the ``metadata`` of an HLO module's
-    text: ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
-    ``stack_frame_id`` into the module's stack-frame tables (JAX), where the cell's own frame
-    (`cell_filename`) is preferred, else the innermost frame outside installed libraries. A
-    fusion or call without a location of its own takes the first located instruction of the
-    computation it calls. Computed once per text and cell (the text itself is read once for
-    every cell): the dict is shared, read it only."""
+    """Instruction name -> where it came from, per the ``metadata`` of an HLO module's text:
+    ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
+    ``stack_frame_id`` into the module's stack-frame tables (JAX). The place is the innermost
+    frame outside installed libraries (the model's line); ``cell_line`` is the stack's frame in
+    the cell (`cell_filename`), the call that ran it. A fusion or call without a location of
+    its own takes the first located instruction of the computation it calls. Computed once per
+    text and cell (the text itself is read once for every cell): the dict is shared, read it
+    only."""
     parsed = parsed_ops(text)
     frames_of = parsed.frames_of
     sources: dict[str, HloOpSource] = {}
     first_in_computation: dict[str, HloOpSource] = {}
     callers: dict[str, str] = {}
-    picked: dict[int, tuple[str, int] | None] = {}  # many instructions share a stack frame
+    # many instructions share a stack frame
+    picked: dict[int, tuple[tuple[str, int] | None, int | None]] = {}
     for name, computation, direct, stack, op_name, callee in parsed.instructions:
-        located = direct
+        located, in_cell = direct, None
+        if direct is not None and cell_filename and direct[0] == cell_filename:
+            in_cell = direct[1]
         if located is None and stack is not None and frames_of is not None:
             if stack not in picked:
-                picked[stack] = user_frame(frames_of(stack), cell_filename)
-            located = picked[stack]
+                frames = frames_of(stack)
+                picked[stack] = (user_frame(frames, None), cell_frame_line(frames, cell_filename))
+            located, in_cell = picked[stack]
         if located is not None:
-            source = HloOpSource(located[0], located[1], op_name)
+            source = HloOpSource(located[0], located[1], op_name, in_cell)
             sources[name] = source
             first_in_computation.setdefault(computation, source)
         elif callee:

@@ -18,6 +18,9 @@ from xlanb.core.seams import provides
 
 FORMAT_NAME = "xlanb-profile"
 FORMAT_VERSION = 1
+#: ``meta.step_starts`` of a file whose ``step_times.start`` counts from the cell's start (a
+#: file without it holds epoch seconds there).
+STEP_STARTS = "cell"
 
 
 @provides("profile_to_dict")
@@ -36,6 +39,7 @@ def profile_to_dict(profile: Profile) -> dict[str, Any]:
             "source": profile.source,
             "notes": list(profile.notes),
             "environment": profile.environment,
+            "step_starts": STEP_STARTS,
         },
         "frames": {name: _frame_to_json(frame) for name, frame in profile.frames().items()},
     }
@@ -48,6 +52,10 @@ def profile_from_dict(data: dict[str, Any], cls: type[Profile] = Profile) -> Pro
     frames = {name: _frame_from_json(name, spec) for name, spec in data["frames"].items()}
     for name in FRAME_NAMES:
         frames.setdefault(name, empty_frame(name))
+    steps = frames["step_times"]
+    if meta.get("step_starts") != STEP_STARTS and not steps.empty:
+        # saved before step starts were counted from the cell's start: epoch seconds
+        frames["step_times"] = steps.assign(start=steps["start"] - meta.get("started_at", 0.0))
     return cls(
         name=meta.get("name", ""),
         backends=list(meta.get("backends", [])),

@@ -6,7 +6,7 @@ import functools
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 #: Where installed libraries live: frames there (and in xlanb itself) are not the user's code.
@@ -84,10 +84,48 @@ def user_frame(
         for _function, filename, line in frames:
             if filename == cell_filename:
                 return filename, line
-    for _function, filename, line in frames:
-        if not _in_library(filename):
-            return filename, line
+    found = user_code_frame(frames)
+    return (found[1], found[2]) if found else None
+
+
+def user_code_frame(frames: Sequence[tuple[str, str, int]]) -> tuple[str, str, int] | None:
+    """The innermost of (function, file, line) `frames` outside installed libraries."""
+    for frame in frames:
+        if not _in_library(frame[1]):
+            return frame
     return None
+
+
+def cell_frame_line(
+    frames: Sequence[tuple[str, str, int]], cell_filename: str | None
+) -> int | None:
+    """The line of the innermost of (function, file, line) `frames` in the cell's file."""
+    if cell_filename:
+        for _function, filename, line in frames:
+            if filename == cell_filename:
+                return line
+    return None
+
+
+def place_name(
+    filename: str,
+    line: int,
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+    cell_numbers: Mapping[str, int] | None = None,
+) -> str:
+    """A source line as people know it: ``cell line N`` in the profiled cell (counted as the
+    editor does), ``In[3] line N`` in another notebook cell (`cell_numbers`: IPython's file
+    name -> execution count), ``another cell, line N`` where that is unknown, else
+    ``file:line`` (an installed library's file from its install directory:
+    ``torch/nn/modules/linear.py:134``)."""
+    if cell_filename and filename == cell_filename:
+        return f"cell line {line + cell_line_offset}"
+    if is_cell_file(filename):
+        number = (cell_numbers or {}).get(filename)
+        return f"In[{number}] line {line}" if number else f"another cell, line {line}"
+    root = library_root(filename)
+    return f"{filename.removeprefix(root) if root else filename}:{line}"
 
 
 def frame_location(
@@ -115,19 +153,39 @@ _RUNTIME_PARTS = (
 )
 
 
-def read_place(frames: Sequence[tuple[str, str, int]]) -> str | None:
+def read_place(
+    frames: Sequence[tuple[str, str, int]],
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+    cell_numbers: Mapping[str, int] | None = None,
+) -> str | None:
     """Where a value was read, from the runtime's own stack (innermost first): the innermost
     frame outside the runtime's machinery, as ``file:line (function)``, an installed
     library's file relative to its install directory (``site-packages`` or a ``pip install
-    --target`` one: ``transformers/masking_utils.py:255 (sdpa_mask)``)."""
+    --target`` one: ``transformers/masking_utils.py:255 (sdpa_mask)``), a notebook cell's
+    named as a cell (:func:`place_name`: ``In[3] line 11 (train_step)``) but for the profiled
+    cell's own top level (`cell_filename`), named ``cell line N`` by its reader."""
     for function, filename, line in frames:
         if any(part in filename for part in _RUNTIME_PARTS):
             continue
+        if is_cell_file(filename) and not (filename == cell_filename and function == "<module>"):
+            where = place_name(filename, line, cell_filename, cell_line_offset, cell_numbers)
+            return f"{where} ({function})"
         root = library_root(filename)
         if root is not None:
             filename = filename[len(root) :]
         return f"{filename}:{line} ({function})"
     return None
+
+
+#: How :func:`read_place` and :func:`place_name` begin a notebook cell's place.
+CELL_PLACES = ("cell line ", "In[", "another cell, ")
+
+
+def is_library_place(place: str) -> bool:
+    """Whether a :func:`read_place` is in an installed library (written relative to its
+    install directory; the user's files are absolute, cells named as cells)."""
+    return not (os.path.isabs(place) or place.startswith(("<", *CELL_PLACES)))
 
 
 def in_library(frames: Sequence[tuple[str, str, int]]) -> bool:

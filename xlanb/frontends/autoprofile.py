@@ -9,7 +9,7 @@ from xlanb.api import profile
 from xlanb.core.errors import BackendUnavailable
 from xlanb.core.schema import headline_host_kinds
 from xlanb.core.words import counted
-from xlanb.frontends.cells import cell_number
+from xlanb.frontends.cells import cell_number, cell_numbers
 from xlanb.views.html import profile_html
 from xlanb.views.summary import format_seconds
 
@@ -53,6 +53,7 @@ class AutoProfiler:
             )
         except BackendUnavailable:
             return
+        recorder.options.cell_numbers = cell_numbers(self.shell)
         recorder.__enter__()
         self._recorder = recorder
 

@@ -20,3 +20,10 @@ def cell_number(shell, info=None) -> int:
     stored = _stored["history"] if info is None else bool(getattr(info, "store_history", True))
     count = int(shell.execution_count or 0)
     return count - 1 if stored and count > 1 else count
+
+
+def cell_numbers(shell) -> dict[str, int]:
+    """IPython's file name of each cell run so far -> its In[n] (the number IPython's own
+    tracebacks name it by); empty where the shell's compiler keeps none."""
+    numbers = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    return dict(numbers) if isinstance(numbers, dict) else {}

@@ -22,7 +22,7 @@ from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.core.errors import BackendUnavailable
 from xlanb.core.profile import Profile
 from xlanb.frontends.autoprofile import AutoProfiler
-from xlanb.frontends.cells import cell_number
+from xlanb.frontends.cells import cell_number, cell_numbers
 from xlanb.frontends.live import LiveView
 from xlanb.frontends.status import status_text
 from xlanb.views.notebook import display_profile
@@ -147,6 +147,7 @@ class XlaProfileMagics(Magics):
         except (BackendUnavailable, ValueError) as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
+        recorder.options.cell_numbers = cell_numbers(self.shell)
         live = None
         try:
             with recorder:

@@ -40,7 +40,7 @@ def steady_samples(profile: Profile, samples: pd.DataFrame) -> pd.DataFrame:
     steady = steps[steps["phase"] == "steady"] if not steps.empty else steps
     if len(steady) < MIN_STEADY:
         return samples
-    starts = steady["start"].to_numpy(dtype=float)
+    starts = steady["start"].to_numpy(dtype=float) + float(profile.started_at)
     ends = starts + steady["seconds"].to_numpy(dtype=float)
     times = samples["time"].to_numpy(dtype=float)
     # samples are stamped when their work ended: a step holds those in (start, end], with a

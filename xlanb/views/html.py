@@ -33,6 +33,7 @@ from xlanb.views.summary import (
     format_seconds,
     headline,
     host_kind,
+    runs_text,
     steps_line,
     title,
     top_ops,
@@ -149,9 +150,11 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    ops = top_ops(profile).assign(
-        seconds=lambda f: [format_seconds(s) for s in f["seconds"]],
-        share=lambda f: [f"{s * 100:.1f}%" for s in f["share"]],
+    ops = top_ops(profile)
+    ops = ops.assign(
+        seconds=[format_seconds(s) for s in ops["seconds"]],
+        share=[f"{s * 100:.1f}%" for s in ops["share"]],
+        runs=[runs_text(row) for row in ops.itertuples()],
     )
     coverage = trace_coverage(profile)
     return _section(
@@ -161,16 +164,17 @@ def _top_ops(profile: Profile) -> str:
             ops,
             [
                 "op",
-                "graph",
+                "program",
                 "category",
-                "count",
                 "seconds",
+                "runs",
                 "share",
-                "cell_line",
+                "where",
                 "code",
-                "source_line",
+                *(["op_name"] if "op_name" in ops.columns else []),
             ],
             sortable=True,
+            clipped_columns=("op_name",),
         ),
         open_=True,
     )
@@ -484,14 +488,27 @@ def _temporaries(profile: Profile) -> str:
     rows = profile.temporaries
     if rows.empty:
         return ""
+    named = rows["source"] if "source" in rows.columns else pd.Series([None] * len(rows))
     rows = with_code(profile, rows).assign(
         size=[format_bytes(float(b)) for b in rows["bytes"]],
         source=[
-            f"{os.path.basename(str(f))}:{int(n)}" if isinstance(f, str) and not pd.isna(n) else ""
-            for f, n in zip(rows["source_file"], rows["source_line"], strict=True)
+            given
+            if isinstance(given, str)
+            else (
+                f"{os.path.basename(str(f))}:{int(n)}"
+                if isinstance(f, str) and not pd.isna(n)
+                else ""
+            )
+            for given, f, n in zip(named, rows["source_file"], rows["source_line"], strict=True)
         ],
     )
-    columns = ["graph", "op", "shape", "size", "cell_line", "code", "source", "backend"]
+    if "code" in profile.temporaries.columns:  # the source line's own text, read at capture
+        own = profile.temporaries["code"].to_numpy()
+        rows["code"] = [
+            mine if isinstance(mine, str) and mine else called
+            for mine, called in zip(own, rows["code"], strict=True)
+        ]
+    columns = ["graph", "op", "shape", "size", "source", "code", "cell_line", "backend"]
     return _section(
         "Largest temporaries",
         len(rows),

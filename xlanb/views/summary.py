@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 
 from xlanb.core.profile import Profile
@@ -172,11 +174,48 @@ def steps_line(profile: Profile) -> str:
 
 
 def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
-    """The `limit` ops with the most measured device time, with their cell line's code."""
+    """The `limit` ops with the most measured device time, each with ``where`` (its source
+    line as people know it, else the cell line that ran it), ``code`` (that line's text) and
+    ``program`` (a readable name of its graph where it has one, else the graph)."""
     if profile.ops.empty:
         return profile.ops
-    ops = profile.ops.sort_values("seconds", ascending=False).head(limit)
-    return with_code(profile, ops.reset_index(drop=True))
+    ops = profile.ops.sort_values("seconds", ascending=False).head(limit).reset_index(drop=True)
+    called = with_code(profile, ops)
+    where, code = [], []
+    for index, row in enumerate(ops.itertuples()):
+        source = getattr(row, "source", None)
+        if isinstance(source, str) and source:
+            where.append(source)
+            own = getattr(row, "code", None)
+            code.append(own if isinstance(own, str) else "")
+        elif isinstance(row.source_file, str) and not pd.isna(row.source_line):
+            where.append(f"{row.source_file}:{row.source_line}")
+            code.append("")
+        elif not pd.isna(row.cell_line):
+            where.append(f"called at cell line {row.cell_line}")
+            code.append(called["code"].iloc[index])
+        else:
+            where.append("")
+            code.append("")
+    programs = ops["program"] if "program" in ops.columns else ops["graph"]
+    return ops.assign(where=where, code=code, program=programs.fillna(ops["graph"]))
+
+
+def runs_text(row: Any) -> str:
+    """Which runs an ``ops`` row's time is from: ``6 runs, first 100.2 ms, then 1.2 ms a run``
+    (the first traced run of its program holds the compile's warm-up), or its count where
+    runs are unknown."""
+    runs = getattr(row, "runs", None)
+    first = getattr(row, "first_run_seconds", None)
+    if runs is None or pd.isna(runs) or first is None or pd.isna(first):
+        return f"×{row.count}"
+    if int(runs) <= 1:
+        return "1 run"
+    later = (float(row.seconds) - float(first)) / (int(runs) - 1)
+    return (
+        f"{int(runs)} runs, first {format_seconds(float(first))},"
+        f" then {format_seconds(max(later, 0.0))} a run"
+    )
 
 
 def with_code(profile: Profile, frame: pd.DataFrame) -> pd.DataFrame:
@@ -212,17 +251,11 @@ def summary_text(profile: Profile) -> str:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
         for row in top_ops(profile, 5).itertuples():
-            where = (
-                f" line {row.cell_line}: {row.code}"
-                if row.code
-                else (
-                    f" {row.source_file}:{row.source_line}"
-                    if isinstance(row.source_file, str)
-                    else ""
-                )
-            )
+            where = f" {row.where}" if row.where else ""
+            code = f": {row.code}" if row.code else ""
             lines.append(
-                f"    {row.op} ({row.graph}) {format_seconds(row.seconds)} ×{row.count}{where}"
+                f"    {row.op} ({row.program}) {format_seconds(row.seconds)}"
+                f" ({runs_text(row)}){where}{code}"
             )
     if not profile.compiles.empty:
         lines.append("  compiles:")

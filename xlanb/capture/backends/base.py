@@ -15,13 +15,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import linecache
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.formats.counters import fallback_cause
-from xlanb.formats.python_frames import frame_location
+from xlanb.formats.python_frames import frame_location, place_name, read_place
 
 
 @dataclass
@@ -33,6 +34,8 @@ class CaptureOptions:
     cell_filename: str | None = None
     #: Added to line numbers in the cell (1 when a ``%%`` magic line precedes the code).
     cell_line_offset: int = 0
+    #: IPython's file name of each notebook cell run so far -> its execution count (In[n]).
+    cell_numbers: Mapping[str, int] = field(default_factory=dict)
     #: Run the XLA profiler's device trace (JAX, torch_xla) for per-op device times.
     device_trace: bool = True
     #: Stop the device trace after this many program runs (None: trace the whole capture).
@@ -121,3 +124,59 @@ def location_fields(
     """``location`` (file:line) and ``cell_line`` (as the editor numbers it, or None) of the
     frame to blame, for this capture's cell."""
     return frame_location(frames, options.cell_filename, options.cell_line_offset)
+
+
+def read_place_of(frames: Sequence[tuple[str, str, int]], options: CaptureOptions) -> str | None:
+    """:func:`~xlanb.formats.python_frames.read_place` of `frames`, cells named as cells."""
+    return read_place(frames, options.cell_filename, options.cell_line_offset, options.cell_numbers)
+
+
+def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
+    """Give each ``ops`` row located by its HLO metadata its ``source`` (``cell line 4``,
+    ``In[3] line 4``, ``model.py:12``) and ``code`` (the text of that line, read now: a cell's
+    lines are gone once the kernel is)."""
+    for op in ops:
+        filename, line = op.get("source_file"), op.get("source_line")
+        if not filename or line is None:
+            continue
+        op["source"] = place_name(
+            filename, line, options.cell_filename, options.cell_line_offset, options.cell_numbers
+        )
+        op["code"] = linecache.getline(filename, line).strip()
+
+
+def name_programs(
+    ops: list[dict[str, Any]],
+    capture: Capture,
+    options: CaptureOptions,
+    graph_places: Mapping[str, tuple[str, str, int]],
+) -> None:
+    """Give each op its ``program``, a readable name of its graph (torch_xla's graph id is a
+    hash): the function and line of the user's code that cut it (`graph_places`: graph ->
+    function, file, line, in compile order), ``train_step at In[1] line 11``, graphs cut at
+    one place numbered in compile order from the second (``#2``); and, where its HLO metadata
+    has no line of the cell, ``cell_line``: the cell's line that ran its graph."""
+    cell_lines = {
+        row["graph"]: row["cell_line"]
+        for row in (*capture.rows.get("compiles", []), *capture.rows.get("executions", []))
+        if row.get("graph") and row.get("cell_line") is not None
+    }
+    by_place: dict[tuple[str, str, int], list[str]] = {}
+    for graph, place in graph_places.items():  # in compile order
+        by_place.setdefault(place, []).append(graph)
+    for op in ops:
+        place = graph_places.get(op["graph"])
+        if place is not None:
+            function, filename, line = place
+            where = place_name(
+                filename,
+                line,
+                options.cell_filename,
+                options.cell_line_offset,
+                options.cell_numbers,
+            )
+            name = where if function == "<module>" else f"{function} at {where}"
+            order = by_place[place].index(op["graph"]) + 1
+            op["program"] = name if order == 1 else f"{name} #{order}"
+        if op.get("cell_line") is None:
+            op["cell_line"] = cell_lines.get(op["graph"])

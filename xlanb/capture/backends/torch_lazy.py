@@ -27,11 +27,12 @@ from xlanb.capture.backends.base import (
     fallback_progress,
     history_location,
     location_fields,
+    read_place_of,
 )
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.metrics_report import parse_report
-from xlanb.formats.python_frames import python_frame, read_place
+from xlanb.formats.python_frames import python_frame
 
 NAME = "torch_lazy"
 INSTALL_HINT = (
@@ -308,7 +309,10 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     counter_deltas = counter_rows(NAME, token.counters, _counters())
     capture.rows["counters"] = counter_deltas
     capture.rows["fallbacks"] = torch_reads.placed_rows(
-        fallback_rows(NAME, counter_deltas), reads, lambda frames: location_fields(frames, options)
+        fallback_rows(NAME, counter_deltas),
+        reads,
+        lambda frames: location_fields(frames, options),
+        lambda frames: read_place_of(frames, options),
     )
     _add_metrics(capture, token)
 
@@ -402,7 +406,7 @@ def _add_forced_syncs(
                 "time": math.nan,
                 "count": 1,
                 "trigger": "forced sync",
-                "read_at": read_place(entry.frames),
+                "read_at": read_place_of(entry.frames, options),
                 "cell_line": location_fields(entry.frames, options)["cell_line"],
             },
         )

@@ -27,13 +27,16 @@ from xlanb.capture.backends.base import (
     fallback_progress,
     history_location,
     location_fields,
+    name_op_places,
+    name_programs,
+    read_place_of,
 )
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.pt_xla_debug import AnalysisBlock, parse_analysis
-from xlanb.formats.python_frames import read_place
+from xlanb.formats.python_frames import user_code_frame
 from xlanb.formats.xla_dump_names import BEFORE_OPTIMIZATIONS, dump_file_name
 
 NAME = "torch_xla"
@@ -70,6 +73,9 @@ class _XlaState:
     original_step_markers: list[tuple[Any, str, Any]] = field(default_factory=list)
     #: Each graph's peak memory (its Post Compilation Analysis), for its runs in later cells.
     peaks: dict[str, float] = field(default_factory=dict)
+    #: Each graph's place in the user's code (function, file, line: where it was cut), which
+    #: names its ops' program in later cells too.
+    graph_places: dict[str, tuple[str, str, int]] = field(default_factory=dict)
 
 
 _STATE = _XlaState()
@@ -363,8 +369,17 @@ def _remember_modules(blocks: list[AnalysisBlock], modules: list[_DumpModule]) -
     for index, block in enumerate(blocks):
         if block.sizes:
             _STATE.peaks[_graph_id(index, blocks, modules)] = _memory(block.sizes)["peak_bytes"]
+        _remember_place(_graph_id(index, blocks, modules), block)
     while len(_STATE.peaks) > PEAKS_KEPT:
         del _STATE.peaks[next(iter(_STATE.peaks))]
+
+
+def _remember_place(graph: str, block: AnalysisBlock | None) -> None:
+    place = user_code_frame(block.frames) if block is not None else None
+    if place is not None:
+        _STATE.graph_places[graph] = place
+        while len(_STATE.graph_places) > PEAKS_KEPT:
+            del _STATE.graph_places[next(iter(_STATE.graph_places))]
 
 
 #: Graphs whose peak memory is remembered (the oldest forgotten first).
@@ -463,7 +478,14 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     capture.rows["counters"] = counter_deltas
     where = functools.partial(location_fields, options=options)
     capture.rows["fallbacks"] = backward_ops.split_rows(
-        torch_reads.placed_rows(fallback_rows(NAME, counter_deltas), reads, where), passes, where
+        torch_reads.placed_rows(
+            fallback_rows(NAME, counter_deltas),
+            reads,
+            where,
+            functools.partial(read_place_of, options=options),
+        ),
+        passes,
+        where,
     )
 
     in_cell = _add_metric_rows(capture, token, metrics)
@@ -622,6 +644,8 @@ def _trace_rows(
         options.cell_line_offset,
         _STATE.module_graphs,
     )
+    name_op_places(ops, options)
+    name_programs(ops, capture, options, _STATE.graph_places)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(s for s in spans if s["lane"] != "transfer")
     for sample in device_trace.memory_samples(NAME, events, window):
@@ -726,6 +750,7 @@ def _add_compiles(
             history_location(block.frames if block else []), module.hlo if module else None, forced
         )
         ts, seconds = samples[index] if index < len(samples) else (math.nan, math.nan)
+        _remember_place(_graph_id(index, blocks, modules), block)
         capture.add(
             "compiles",
             {
@@ -776,7 +801,7 @@ def _add_executions(
             row.update(
                 graph=block.graph_hash,
                 trigger=block.cause or None,
-                read_at=read_place(block.frames) if block.forced else None,
+                read_at=read_place_of(block.frames, options) if block.forced else None,
                 cell_line=location_fields(block.frames, options)["cell_line"],
             )
         capture.add("executions", row)
@@ -808,14 +833,16 @@ def _add_graphs(
     for index, module in enumerate(modules):
         graph = _graph_id(index, blocks, modules)
         temporaries = temporaries_from_text(module.buffer_assignment)
-        for row in temporary_rows(
+        rows = temporary_rows(
             NAME,
             graph,
             temporaries,
             module.hlo_optimized,
             options.cell_filename,
             options.cell_line_offset,
-        ):
+        )
+        name_op_places(rows, options)
+        for row in rows:
             capture.add("temporaries", row)
         for kind, text in (("hlo", module.hlo), ("hlo_optimized", module.hlo_optimized)):
             if text:

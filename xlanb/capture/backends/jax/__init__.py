@@ -287,7 +287,7 @@ def _live_rows(capture: Capture, token: Token, options: CaptureOptions) -> None:
     nothing when the cell changed nothing (a cell without JAX work has an empty profile)."""
     count_before, bytes_before = token.live.count, token.live.bytes
     left, count_after, bytes_after = hooks.left_alive(
-        token.live, options.cell_filename, options.cell_line_offset
+        token.live, options.cell_filename, options.cell_line_offset, options.cell_numbers
     )
     if not left and (count_before, bytes_before) == (count_after, bytes_after):
         return

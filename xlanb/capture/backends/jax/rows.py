@@ -20,7 +20,12 @@ from typing import Any
 import xlanb.capture.backends.jax.hooks as hooks
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
-from xlanb.capture.backends.base import Capture, CaptureOptions, location_fields
+from xlanb.capture.backends.base import (
+    Capture,
+    CaptureOptions,
+    location_fields,
+    name_op_places,
+)
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
@@ -283,9 +288,11 @@ def _graph_rows(
         dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
         if dump_dir:
             temporaries = dumped_temporaries(dump_dir, hooks.program_id(module), hlo_text)
-    for row in temporary_rows(
+    rows = temporary_rows(
         NAME, name, temporaries, hlo_text, options.cell_filename, options.cell_line_offset
-    ):
+    )
+    name_op_places(rows, options)
+    for row in rows:
         capture.add("temporaries", {**row, "compile_id": compile_id})
     if hlo_text is not None:
         capture.add(
@@ -376,6 +383,7 @@ def _trace_rows(
             op["cell_line"] = call_lines.get(_program_key(op["module"]))
     for span in spans:
         span["graph"] = renamed.get(span["graph"], span["graph"])
+    name_op_places(ops, options)
     capture.rows["ops"] = ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):

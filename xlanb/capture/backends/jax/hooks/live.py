@@ -10,10 +10,11 @@ import math
 import operator
 import weakref
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from xlanb.capture.backends.jax.hooks.checks import _XLANB_DIR
-from xlanb.formats.python_frames import frame_location
+from xlanb.formats.python_frames import frame_location, place_name
 
 
 class LiveSnapshot(NamedTuple):
@@ -98,7 +99,10 @@ CREATION_SAMPLES = 4
 
 
 def left_alive(
-    before: LiveSnapshot, cell_filename: str | None = None, cell_line_offset: int = 0
+    before: LiveSnapshot,
+    cell_filename: str | None = None,
+    cell_line_offset: int = 0,
+    cell_numbers: Mapping[str, int] | None = None,
 ) -> tuple[list[dict[str, Any]], int, float]:
     """The arrays alive now that were made after `before`, grouped by shape and dtype, the
     largest groups first, each with where its newest arrays were made (``created_at``,
@@ -122,7 +126,7 @@ def left_alive(
     rows.sort(key=lambda row: -row["bytes"])
     rows = rows[:LEFT_ALIVE_GROUPS]
     try:
-        _creation_sites(rows, new, key_of, cell_filename, cell_line_offset)
+        _creation_sites(rows, new, key_of, cell_filename, cell_line_offset, cell_numbers)
     except Exception:
         pass  # where they were made is a detail: the counts stand without it
     return rows, count, size
@@ -134,11 +138,13 @@ def _creation_sites(
     key_of: dict[Any, tuple[str, int]],
     cell_filename: str | None,
     cell_line_offset: int,
+    cell_numbers: Mapping[str, int] | None = None,
 ) -> None:
-    """Add to each row (a group of `new` arrays) ``created_at`` (the cell line or file:line
-    that made its newest :data:`CREATION_SAMPLES` arrays, the most common first, `×n` when
-    they differ) and ``cell_line`` (the most common cell line), from the Python stack JAX
-    keeps with each array (``Array.traceback``; none when JAX's tracebacks are off)."""
+    """Add to each row (a group of `new` arrays) ``created_at`` (the cell line, or the place
+    elsewhere with another cell named as a cell, ``In[3] line 4``, that made its newest
+    :data:`CREATION_SAMPLES` arrays, the most common first, `×n` when they differ) and
+    ``cell_line`` (the most common cell line), from the Python stack JAX keeps with each array
+    (``Array.traceback``; none when JAX's tracebacks are off)."""
     wanted = {(row["shape"], row["bytes"] / row["count"]): row for row in rows}
     samples: dict[tuple[str, float], list[Any]] = {key: [] for key in wanted}
     full = 0
@@ -167,7 +173,8 @@ def _creation_sites(
             if place["cell_line"] is not None:
                 sites["cell line", place["cell_line"]] += 1
             elif place["location"] is not None:
-                sites[place["location"], None] += 1
+                filename, _, line = place["location"].rpartition(":")
+                sites[place_name(filename, int(line), None, 0, cell_numbers), None] += 1
         if not sites:
             continue
         ranked = sites.most_common()
