@@ -1,8 +1,10 @@
 """Typical notebook cells (0.5-5 s) profiled under ``%%xla_profile`` against the same cell
 run bare, in a real IPython shell, alternating bare and profiled runs; the ratio of their
 median wall times (the cell's run through the shell, display included) with its spread (the
-lowest and highest ratio of the pairs), and for a first cell the end of cell: seconds from
-its last line to the end of ``%%xla_profile`` (display ready).
+lowest and highest ratio of the pairs), the same for the cell's own lines alone (its first
+line to its last: what the capture costs while the cell runs), the process's CPU time
+profiled / bare (all threads), and for a first cell the end of cell: seconds from its last
+line to the end of ``%%xla_profile`` (display ready).
 
 Cases (``--case``; default all that the runtimes installed here have):
 
@@ -137,7 +139,9 @@ for i in range(100):
 loss.item()
 """
 
-#: The cell's last line notes when it ran (the end of cell is measured from there).
+#: The cell's first and last lines note when they ran: the cell's own lines (in cell) are
+#: measured between them, the end of cell from the last.
+CELL_START = "import builtins, time; builtins.bench_cell_start = time.perf_counter()\n"
 CELL_END = "import builtins, time; builtins.bench_cell_end = time.perf_counter()\n"
 
 #: name -> (runtime module, setup, cell, whether it is a first cell: compiles every run)
@@ -150,31 +154,37 @@ CASES = {
 }
 
 
-def timed(shell, cell: str) -> tuple[float, float]:
-    """(wall seconds of `cell` through the shell, seconds from its last line to the end)."""
+def timed(shell, cell: str) -> tuple[float, float, float, float]:
+    """(wall seconds of `cell` through the shell, seconds from its last line to the end,
+    seconds from its first line to its last, CPU seconds of the process, all its threads)."""
     from IPython.utils.capture import capture_output
 
     with capture_output():
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         result = shell.run_cell(cell)
-        ended = time.perf_counter()
+        ended, cpu = time.perf_counter(), time.process_time() - cpu
     if result.error_in_exec is not None:
         raise result.error_in_exec
-    return ended - started, ended - builtins.bench_cell_end  # type: ignore[attr-defined]
+    first, last = builtins.bench_cell_start, builtins.bench_cell_end  # type: ignore[attr-defined]
+    return ended - started, ended - last, last - first, cpu
 
 
 def run_case(shell, name: str, repeats: int) -> dict:
     _runtime, setup, cell, first = CASES[name]
     shell.run_cell(setup)
-    profiled_cell = "%%xla_profile --var bench_prof\n" + cell + CELL_END
-    bare_cell = cell + CELL_END
+    profiled_cell = "%%xla_profile --var bench_prof\n" + CELL_START + cell + CELL_END
+    bare_cell = CELL_START + cell + CELL_END
     timed(shell, profiled_cell)  # warm-up: xlanb's own first import and the runtime's hooks
     bare, profiled, ratios, ends, compile_s = [], [], [], [], []
+    in_cell: dict[bool, list[float]] = {False: [], True: []}
+    cpu: dict[bool, list[float]] = {False: [], True: []}
     for index in range(repeats):
         order = [(bare_cell, False), (profiled_cell, True)]
         for text, is_profiled in order if index % 2 == 0 else order[::-1]:
-            wall, end = timed(shell, text)
+            wall, end, lines, cpu_s = timed(shell, text)
             (profiled if is_profiled else bare).append(wall)
+            in_cell[is_profiled].append(lines)
+            cpu[is_profiled].append(cpu_s)
             if is_profiled:
                 ends.append(end)
                 compiles = shell.user_ns["bench_prof"].compiles
@@ -186,6 +196,15 @@ def run_case(shell, name: str, repeats: int) -> dict:
         "ratio": statistics.median(profiled) / statistics.median(bare),
         "ratio_low": min(ratios),
         "ratio_high": max(ratios),
+        # the cell's own lines, profiled / bare (medians), and the spread of the pairs' ratios
+        "in_cell_ratio": statistics.median(in_cell[True]) / statistics.median(in_cell[False]),
+        "in_cell_ratio_spread": [
+            min(p / b for p, b in zip(in_cell[True], in_cell[False], strict=True)),
+            max(p / b for p, b in zip(in_cell[True], in_cell[False], strict=True)),
+        ],
+        # the process's CPU seconds (all threads), profiled / bare: less moved by the load of
+        # a shared machine than the wall time
+        "cpu_ratio": statistics.median(cpu[True]) / statistics.median(cpu[False]),
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_spread_s": [min(ends), max(ends)],
         "compile_s": statistics.median(compile_s),
@@ -204,7 +223,7 @@ def main() -> int:
     shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
-        f"{'end of cell s':>13} {'compile s':>9}"
+        f"{'in cell':>7} {'spread':>13} {'cpu':>6} {'end of cell s':>13} {'compile s':>9}"
     )
     failures = []
     for name in cases:
@@ -212,6 +231,8 @@ def main() -> int:
         print(
             f"{name:<23} {figures['bare_s']:>7.3f} {figures['profiled_s']:>10.3f} "
             f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "
+            f"{figures['in_cell_ratio']:>7.3f} {figures['in_cell_ratio_spread'][0]:>6.3f}-"
+            f"{figures['in_cell_ratio_spread'][1]:<6.3f} {figures['cpu_ratio']:>6.3f} "
             f"{figures['end_of_cell_s']:>13.3f} {figures['compile_s']:>9.2f}"
         )
         results.write("typical_cells", {name: figures})

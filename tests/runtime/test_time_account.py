@@ -632,6 +632,41 @@ def test_a_short_cell_traces_a_few_runs_not_the_first_fifty(run, shell):
     assert_adds_up(prof)
 
 
+@pytest.mark.trace_budget
+def test_a_spent_budget_leaves_the_runs_queued_meanwhile_untraced(run, shell):
+    """Under async dispatch a loop queues its steps long before they run: once the window's
+    budget is spent it closes after its fewest runs (MIN_BUDGET_RUNS) have run, and the runs
+    queued meanwhile are estimated. It used to wait for the latest call's run, tracing every
+    run queued by then (the events then cost more than the budget). Each step's output is
+    dropped by the next call: the window still waits for its fewest runs to end."""
+    from xlanb.capture import device_trace
+
+    run(
+        "@jax.jit\ndef ta_queued(a):\n"
+        "    return jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a) * 0.5, a.sum()\n"
+        "_ = ta_queued(ta_big)[0].block_until_ready()"
+    )
+    fewest, steps = device_trace.MIN_BUDGET_RUNS, device_trace.MIN_BUDGET_RUNS + 3
+    cell = (
+        f"%%xla_profile -b jax -q --var queued\nx = ta_big\nfor _ in range({steps}):\n"
+        "    x, total = ta_queued(x)\nx.block_until_ready()"
+    )
+    run(cell)  # the first trace of the cell sizes the next one's window
+    run(cell)
+    prof = shell.user_ns["queued"]
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert sorted(measured["name"]) == ["jit_ta_queued"] * fewest, measured
+    window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
+    assert window == f"device trace: first {fewest} runs"
+    # the runs after the window are estimated from the traced ones (clipped at the cell's end)
+    assert device["estimated"].any()
+    assert device["seconds"].sum() <= steps * measured["seconds"].mean() * (1 + 1e-9)
+    row = prof.executions.set_index("graph").loc["jit(ta_queued)"]
+    assert row["count"] == steps and bool(row["seconds_estimated"])
+    assert_adds_up(prof)
+
+
 def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     """A program of hundreds of thunks a run: once a trace has shown how big the runs of a
     cell are, the same cell run again has a window of about WINDOW_EVENTS events (never under 5

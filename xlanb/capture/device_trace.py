@@ -319,10 +319,17 @@ class _RunTime:
 
 class Until:
     """What a window's `settle` waits on: set when the capture ends, or when the wall time of
-    a window of unknown runs is up (its runs queued under async dispatch need not all run)."""
+    a window of unknown runs is up (its runs queued under async dispatch need not all run).
+    :meth:`spent`: the window is over its budget (:func:`over_budget`), so a settle that
+    counts calls waits for its fewest runs only (a loop queues its calls long before they
+    run: the runs queued since are left to the estimate, tracing them would overrun it)."""
 
-    def __init__(self, done: threading.Event) -> None:
-        self.done, self.deadline = done, math.inf
+    def __init__(self, done: threading.Event, budget: Callable[[], bool] | None = None) -> None:
+        self.done, self.deadline, self._budget = done, math.inf, budget
+
+    def spent(self) -> bool:
+        """Whether the window is over its budget now."""
+        return self._budget is not None and self._budget()
 
     def is_set(self) -> bool:
         return self.done.is_set() or time.monotonic() >= self.deadline
@@ -359,8 +366,14 @@ def _watch(
     fewest = min(MIN_WINDOW_RUNS, limit)
     seconds = WINDOW_SECONDS if window.window_seconds is None else window.window_seconds
     settle, snapshot = window.settle, window.snapshot
-    until = Until(trace._done)
     started = time.monotonic() - max(time.time() - trace.started_at, 0.0)
+
+    def spent() -> bool:
+        count = runs() - base
+        ran = run_time.seconds(count) if count else 0.0
+        return window.budget and over_budget(count, ran, time.monotonic() - started)
+
+    until = Until(trace._done, spent)
     try:
         deadline = math.inf
         while not trace._done.wait(POLL_SECONDS):
@@ -373,8 +386,7 @@ def _watch(
                     until.deadline = run_time.wall_deadline()
             ran = run_time.seconds(count) if count else 0.0
             full = unknown_runs and count >= fewest and ran >= FIRST_WINDOW_SECONDS
-            spent = window.budget and over_budget(count, ran, now - started)
-            if count >= limit or now >= deadline or full or spent:
+            if count >= limit or now >= deadline or full or until.spent():
                 if unknown_runs and count:  # programs made since the first run
                     until.deadline = run_time.wall_deadline()
                 if settle is not None:

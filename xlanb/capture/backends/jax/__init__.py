@@ -215,21 +215,23 @@ def _settle(ended: device_trace.Until) -> None:
     """Wait (on the trace's watchdog thread) until the window's last call has run on the
     device: calls return before their runs under async dispatch, and a device runs its
     programs in turn. A window that closes on time, before its last call, waits for the
-    latest call's run instead. Gives up when the capture ends first."""
+    latest call's run instead. Once over its budget it waits for its fewest runs only (a loop
+    queues its calls long before they run: they would all be traced). Gives up when the
+    capture ends first."""
     try:
         if not 0 < STATE.probe_at <= SAMPLE_LIMIT:
             return  # past the samples' cap: no probe (the window closes on calls and time)
         # the window's fewest runs are traced whatever its time
-        while (first := STATE.first_probe) is None or hooks.still_running(first()):
+        while (first := STATE.first_probe) is None or not hooks.probe_ran(first):
             if ended.done.wait(device_trace.POLL_SECONDS):
                 return
         while (probe := STATE.probe) is None:
             probe = STATE.last_result
             if probe is not None and STATE.sample_count < STATE.probe_at:
                 break  # closed on time, before the window's last call
-            if ended.wait(device_trace.POLL_SECONDS):
+            if ended.wait(device_trace.POLL_SECONDS) or ended.spent():
                 return
-        while hooks.still_running(probe):
+        while not ended.spent() and hooks.still_running(probe):
             if ended.wait(device_trace.POLL_SECONDS):
                 return
     finally:

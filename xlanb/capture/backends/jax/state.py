@@ -31,6 +31,8 @@ from xlanb.formats.jax_text import CallbackOp
 #: The dispatch samples kept per capture, for the DispatchTime percentiles; capped like the
 #: runtimes' own sample buffers.
 SAMPLE_LIMIT = 10_000
+#: The window's first probe once its run has ended (:func:`~.hooks.output_probe`).
+RAN: Any = "ran"
 #: Places whose reads are told apart (each keeps its stack once); reads from more places are
 #: counted with the last.
 MAX_READ_PLACES = 10_000
@@ -200,8 +202,10 @@ class JaxState:
     #: ``probe``: the trace's window closes once that run has finished.
     probe_at: int = -1
     probe: Any = None
-    #: The same for the window's fewest runs (:data:`~xlanb.capture.device_trace.MIN_WINDOW_RUNS`),
-    #: a weak reference to the result's first array: a window closed on time holds their runs.
+    #: The same for the window's fewest runs (:data:`~xlanb.capture.device_trace.MIN_BUDGET_RUNS`):
+    #: the result's smallest array while its run goes on (:func:`~.hooks.output_probe`), then
+    #: :data:`RAN` (the dispatch counter lets it go at the next call once it has run): a
+    #: window closed on time or over its budget holds their runs.
     first_probe_at: int = -1
     first_probe: Any = None
     #: The result of the latest top-level call (dropped when the capture ends): still being

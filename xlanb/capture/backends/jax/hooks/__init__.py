@@ -58,10 +58,11 @@ from xlanb.capture.backends.jax.hooks.executables import costs as costs
 from xlanb.capture.backends.jax.hooks.executables import environment as environment
 from xlanb.capture.backends.jax.hooks.executables import memory as memory
 from xlanb.capture.backends.jax.hooks.executables import module_proto as module_proto
+from xlanb.capture.backends.jax.hooks.executables import output_probe as output_probe
+from xlanb.capture.backends.jax.hooks.executables import probe_ran as probe_ran
 from xlanb.capture.backends.jax.hooks.executables import program_id as program_id
 from xlanb.capture.backends.jax.hooks.executables import still_running as still_running
 from xlanb.capture.backends.jax.hooks.executables import temporaries as temporaries
-from xlanb.capture.backends.jax.hooks.executables import weak_output as weak_output
 from xlanb.capture.backends.jax.hooks.live import CREATION_SAMPLES as CREATION_SAMPLES
 from xlanb.capture.backends.jax.hooks.live import HOLDER_ITEMS as HOLDER_ITEMS
 from xlanb.capture.backends.jax.hooks.live import LEFT_ALIVE_GROUPS as LEFT_ALIVE_GROUPS

@@ -17,9 +17,9 @@ from typing import Any
 
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
 from xlanb.capture.backends.jax.hooks.checks import DispatchTarget, dispatch_target
-from xlanb.capture.backends.jax.hooks.executables import weak_output
+from xlanb.capture.backends.jax.hooks.executables import output_probe, probe_ran
 from xlanb.capture.backends.jax.hooks.names import _stack, function_name, static_positions
-from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, CallStats, Restore
+from xlanb.capture.backends.jax.state import RAN, SAMPLE_LIMIT, STATE, CallStats, Restore
 
 
 def _dispatch_on(restore: Restore, notes: list[str]) -> None:
@@ -78,6 +78,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         finally:
             state.current = None
         elapsed = perf() - started
+        held = state.first_probe
+        if held is not None and held is not RAN and probe_ran(held):
+            state.first_probe = RAN  # held no longer than its run
         # No lock on this path (see the state module). Under the samples' cap a call is its
         # sample alone (its function's count and seconds are summed from the samples when
         # read); past it, the running totals of its function, updated in place.
@@ -89,7 +92,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             count += 1
             state.sample_count = count
             if count == state.first_probe_at:  # the window's fewest runs
-                state.first_probe = weak_output(result)
+                state.first_probe = output_probe(result)
             if count == state.probe_at:  # the last run in the trace's window
                 state.probe = result
             state.last_result = result

@@ -1,17 +1,16 @@
 """What a loaded executable says (touch point 12), the environment (11), and arrays.
 
 Static memory, the HLO module proto and its id, temporaries, costs (``cost_analysis()``,
-``get_compiled_memory_stats()``; NaN or {} where JAX does not say), and weak references to a
-call's outputs for the device trace's window.
+``get_compiled_memory_stats()``; NaN or {} where JAX does not say), and what tells when a
+call's run has ended, for the device trace's window.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Callable
 from typing import Any
 
 from xlanb.capture.backends.jax.hooks.checks import environment_readers
+from xlanb.capture.backends.jax.state import RAN
 from xlanb.formats.buffer_assignment import Temporary, hlo_module_id, temporaries_from_proto
 
 
@@ -113,17 +112,28 @@ def environment() -> dict[str, Any]:
 
 
 # -- arrays ----------------------------------------------------------------------------------
-def weak_output(value: Any) -> Callable[[], Any]:
-    """A weak reference to the first array of a call's result `value` (a pytree): its run's
-    outputs are ready together, and the user's array is never kept alive by xlanb. Calls
-    back None when there is none."""
+def output_probe(value: Any) -> Any:
+    """What tells when the run of a call with result `value` (a pytree) has ended: its
+    smallest array while that run goes on (a run's outputs are ready together; a loss rather
+    than the parameters, which the next call may donate), else :data:`RAN`. xlanb holds it
+    only until its run ends (:func:`probe_ran`): a weak reference died as soon as the cell
+    dropped the array (``x = step(x)``), long before its run ended."""
     try:
         import jax
 
-        leaf = next(iter(jax.tree_util.tree_leaves(value)), None)
-        return weakref.ref(leaf) if leaf is not None else lambda: None
-    except Exception:  # not an array (no weak references): nothing to wait on
-        return lambda: None
+        leaves = [leaf for leaf in jax.tree_util.tree_leaves(value) if hasattr(leaf, "is_ready")]
+        smallest = min(leaves, key=lambda leaf: getattr(leaf, "size", 0), default=None)
+    except Exception:  # nothing to wait on
+        return RAN
+    return RAN if smallest is None or probe_ran(smallest) else smallest
+
+
+def probe_ran(probe: Any) -> bool:
+    """Whether the run of an :func:`output_probe` has ended; never waits."""
+    try:
+        return probe is RAN or probe.is_ready()
+    except Exception:
+        return True  # deleted or donated meanwhile: nothing to say
 
 
 def still_running(value: Any) -> bool:
