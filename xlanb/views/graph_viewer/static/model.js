@@ -40,17 +40,36 @@
     for (var k in FLAG) if (c.flags[k] !== FLAG[k]) throw new Error("flag " + k + " = " + c.flags[k] + " != " + FLAG[k]);
   }
 
+  /** A column as a list: one sent as little-endian binary in base64 (payload.py's
+   * binary_columns: {i32: ...} or {f64: ...}, NaN standing for null) decoded, others as sent. */
+  function column(x) {
+    if (!x || typeof x !== "object" || Array.isArray(x) || !(x.i32 || x.f64)) return x;
+    var text = atob(x.i32 || x.f64), bytes = new Uint8Array(text.length), i;
+    for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    if (x.i32) return Array.from(new Int32Array(bytes.buffer));
+    return Array.from(new Float64Array(bytes.buffer), function (v) { return v === v ? v : null; });
+  }
+  /** The payload with its binary columns decoded (in place). */
+  function decodeColumns(data) {
+    [data.nodes, data.scopes, data.cost].forEach(function (group) {
+      for (var key in group || {}) group[key] = column(group[key]);
+    });
+    data.edges = column(data.edges);
+    return data;
+  }
+
   // ---- model ---------------------------------------------------------------------------
   /** Decode the payload's column arrays; build scope trees and adjacency. */
   function Model(data) {
     checkContract(data);
+    decodeColumns(data);
     var s = data.strings, nd = data.nodes, sc = data.scopes, i;
     function str(list) { return list.map(function (k) { return s[k]; }); }
     this.data = data;
     this.n = nd.name.length;
     this.name = str(nd.name); this.label = str(nd.label); this.op = str(nd.op);
     this.shape = str(nd.shape); this.opName = str(nd.opName); this.file = str(nd.file);
-    this.func = str(nd.func); this.text = nd.text; this.attrs = nd.attrs;
+    this.func = str(nd.func); this.text = nd.text || null; this.attrs = nd.attrs;
     this.line = Int32Array.from(nd.line); this.order = Int32Array.from(nd.order);
     this.flags = Uint8Array.from(nd.flags); this.cat = Uint8Array.from(nd.cat);
     this.categories = data.contract.categories;  // nodes.cat indexes this list of names
@@ -123,6 +142,16 @@
     var path = [];
     for (; s >= 0; s = this.sParent[s]) path.unshift(this.sLabel[s]);
     return path;
+  };
+  /** Node v's instruction text: as sent, else (a big graph's payload carries none) written
+   * out from its fields, `name = shape op(inputs), key=value, ...`. */
+  M.textOf = function (v) {
+    if (this.text) return this.text[v];
+    var self = this, s = this.data.strings, a = this.attrs[v] || [], parts = [], i;
+    for (i = 0; i + 1 < a.length; i += 2) parts.push(s[a[i]] + "=" + s[a[i + 1]]);
+    var inputs = this.inputs[v].map(function (u) { return self.name[u]; }).join(", ");
+    return this.name[v] + " = " + (this.shape[v] ? this.shape[v] + " " : "") + this.op[v] +
+      "(" + inputs + ")" + (parts.length ? ", " + parts.join(", ") : "");
   };
   M.isFallback = function (v) { return (this.flags[v] & FLAG.fallback) !== 0; };
   M.isOutput = function (v) { return (this.flags[v] & FLAG.output) !== 0; };

@@ -364,7 +364,7 @@
       index: v, id: m.data.nodes.id ? s[m.data.nodes.id[v]] : m.name[v], name: m.name[v],
       op: m.op[v], shape: m.shape[v], scope: m.scopePath(m.scope[v]).join(" / "),
       op_name: m.opName[v], source_file: m.file[v], source_line: m.line[v] || null,
-      source_function: m.func[v], attrs: attrs, text: m.text[v],
+      source_function: m.func[v], attrs: attrs, text: m.textOf(v),
       fallback: m.isFallback(v), diff: m.diff ? DIFF_STATES[m.diff[v]] : null,
       measured: m.timeOf(v)
     };
