@@ -123,7 +123,9 @@ def transformer_step_hlo(layers: int, optimized: bool = True) -> str:
 
     x = jnp.ones((2, 16, d_model))
     lowered = train_step.lower(init(jax.random.PRNGKey(0)), x, jnp.zeros_like(x))
-    return lowered.compile().as_text() if optimized else lowered.as_text(dialect="hlo")
+    if optimized:
+        return lowered.compile().as_text()
+    return lowered.compiler_ir("hlo").as_hlo_module().to_string()  # with metadata
 
 
 def instructions(text: str) -> int:
