@@ -41,6 +41,11 @@ _SIMPLE = re.compile(
     r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
 )
 
+#: One attribute ``key=value`` and the comma after it: see :func:`_attributes`.
+_ATTRIBUTES = re.compile(
+    r'(([\w.\-]+)=(\{[^{}"]*\}|"(?:[^"\\]|\\.)*"|[^\s,{}"()\[\]]+)(?:,\s*|\s*$))'
+)
+
 #: Attributes naming computations that nest under the instruction using them.
 _NESTING_KEYS = (
     "calls",
@@ -195,10 +200,13 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     if "metadata={" in tail:
         found = _METADATA.search(tail)
         if found:
-            metadata = {k: unquote(v) for k, v in _FIELD.findall(found[1])}
+            metadata = {
+                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+                for k, v in _FIELD.findall(found[1])
+            }
             tail = tail[: found.start()] + tail[found.end() :]
     tail = tail.strip().lstrip(",")
-    attrs = key_values(tail) if tail.strip() else {}
+    attrs = _attributes(tail) if tail.strip() else {}
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
@@ -217,6 +225,16 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
     return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
+
+
+def _attributes(tail: str) -> dict[str, str]:
+    """``key_values`` of an instruction's attributes, by one regex where each value is a name,
+    a number, a quoted string or braces without braces inside (the common case)."""
+    tail = tail.strip()
+    found = _ATTRIBUTES.findall(tail)
+    if sum(len(whole) for whole, _key, _value in found) == len(tail):
+        return {key: value for _whole, key, value in found}
+    return key_values(tail)
 
 
 def _finish(
@@ -356,6 +374,7 @@ def _add_nodes(
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
+    add_edge = builder.edges.append  # builder.add_edge, without a call per edge
     for computation in computations:
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
@@ -372,7 +391,7 @@ def _add_nodes(
                         f"{computation.name}",
                         instruction.text,
                     )
-                builder.add_edge(names[operand], target, position, "data")
+                add_edge((names[operand], target, position, "data"))
                 operands.setdefault(node, []).append(nodes[operand])
                 users.setdefault(nodes[operand], []).append(node)
             for predecessor in instruction.control:
