@@ -44,8 +44,9 @@ def transformer():
 
 
 def _decode_binary(column):
-    if isinstance(column, dict) and "i32" in column:
-        return np.frombuffer(base64.b64decode(column["i32"]), "<i4").tolist()
+    for key, dtype in (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4")):
+        if isinstance(column, dict) and key in column:
+            return np.frombuffer(base64.b64decode(column[key]), dtype).tolist()
     if isinstance(column, dict) and "f64" in column:
         values = np.frombuffer(base64.b64decode(column["f64"]), "<f8")
         return [None if np.isnan(v) else float(v) for v in values]

@@ -556,13 +556,19 @@ _LIST_COLUMNS = ("attrs", "text")
 
 def binary_columns(data: dict[str, Any]) -> dict[str, Any]:
     """A payload whose number columns (``nodes`` but attrs and text, ``scopes``, ``edges``,
-    ``cost``) travel as little-endian binary in base64, ``{"i32": ...}`` or ``{"f64": ...}``
-    (NaN for null), which ``model.js`` turns back into lists: far quicker to write and read
-    than JSON numbers."""
+    ``cost``) travel as little-endian binary in base64, ``{"i8": ...}``, ``{"i16": ...}`` or
+    ``{"i32": ...}`` (the narrowest that holds the column) or ``{"f64": ...}`` (NaN for null),
+    which ``model.js`` decodes: far quicker to write and read than JSON numbers."""
 
     def ints(values: list[int]) -> dict[str, str]:
-        raw = np.asarray(values, dtype="<i4").tobytes()
-        return {"i32": base64.b64encode(raw).decode("ascii")}
+        array = np.asarray(values, dtype=np.int64)
+        low, high = (int(array.min()), int(array.max())) if len(array) else (0, 0)
+        key, dtype = next(
+            (key, dtype)
+            for key, dtype in (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"))
+            if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max
+        )
+        return {key: base64.b64encode(array.astype(dtype).tobytes()).decode("ascii")}
 
     def floats(values: list[float | None]) -> dict[str, str]:
         raw = np.array(values, dtype="<f8").tobytes()  # None -> NaN

@@ -40,14 +40,22 @@
     for (var k in FLAG) if (c.flags[k] !== FLAG[k]) throw new Error("flag " + k + " = " + c.flags[k] + " != " + FLAG[k]);
   }
 
-  /** A column as a list: one sent as little-endian binary in base64 (payload.py's
-   * binary_columns: {i32: ...} or {f64: ...}, NaN standing for null) decoded, others as sent. */
+  /** Binary columns' types (payload.py's binary_columns). */
+  var BINARY = { i8: Int8Array, i16: Int16Array, i32: Int32Array, f64: Float64Array };
+  /** A column sent as little-endian binary in base64 ({i8|i16|i32|f64: ...}) decoded: a typed
+   * array of integers, or a list of numbers with null where the f64 is NaN; others as sent. */
   function column(x) {
-    if (!x || typeof x !== "object" || Array.isArray(x) || !(x.i32 || x.f64)) return x;
-    var text = atob(x.i32 || x.f64), bytes = new Uint8Array(text.length), i;
+    if (!x || typeof x !== "object" || Array.isArray(x) || ArrayBuffer.isView(x)) return x;
+    var type = null, key, i;
+    for (key in BINARY) if (typeof x[key] === "string") type = key;
+    if (!type) return x;
+    var text = atob(x[type]), bytes = new Uint8Array(text.length);
     for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-    if (x.i32) return Array.from(new Int32Array(bytes.buffer));
-    return Array.from(new Float64Array(bytes.buffer), function (v) { return v === v ? v : null; });
+    var values = new BINARY[type](bytes.buffer);
+    if (type !== "f64") return values;
+    var list = new Array(values.length);
+    for (i = 0; i < values.length; i++) list[i] = values[i] === values[i] ? values[i] : null;
+    return list;
   }
   /** The payload with its binary columns decoded (in place). */
   function decodeColumns(data) {
@@ -64,7 +72,11 @@
     checkContract(data);
     decodeColumns(data);
     var s = data.strings, nd = data.nodes, sc = data.scopes, i;
-    function str(list) { return list.map(function (k) { return s[k]; }); }
+    function str(list) {  // a list or a typed array of string indexes
+      var out = new Array(list.length);
+      for (var j = 0; j < list.length; j++) out[j] = s[list[j]];
+      return out;
+    }
     this.data = data;
     this.n = nd.name.length;
     this.name = str(nd.name); this.label = str(nd.label); this.op = str(nd.op);
@@ -111,11 +123,7 @@
     this.users = adjacency(n, this.eSrc, this.eDst, this.eKind);
     this.measured = data.measured ? measured(data.measured, n, str) : null;
     if (this.measured) this.cost.time = this.measured.time;
-    this.haystack = new Array(n);
-    for (i = 0; i < n; i++) {
-      this.haystack[i] = [this.name[i], this.op[i], this.shape[i], this.file[i], this.opName[i],
-        this.label[i]].join("\u0001").toLowerCase();
-    }
+    this.haystack = null;  // built by the first search
   }
   /** The payload's `measured` entries (hottest first) and, per node, its entry (`at`, -1:
    * not measured) and its seconds (`time`, null: not measured; the colour ramp's values). */
@@ -166,8 +174,15 @@
   /** Nodes whose name, op, shape, file, op_name or label holds `query` (case ignored), in
    * node order (Graph.find in Python: the same, the label aside). */
   M.find = function (query) {
-    var q = query.trim().toLowerCase(), found = [];
-    if (q) for (var i = 0; i < this.n; i++) if (this.haystack[i].indexOf(q) >= 0) found.push(i);
+    var q = query.trim().toLowerCase(), found = [], i;
+    if (q && !this.haystack) {
+      this.haystack = new Array(this.n);
+      for (i = 0; i < this.n; i++) {
+        this.haystack[i] = [this.name[i], this.op[i], this.shape[i], this.file[i], this.opName[i],
+          this.label[i]].join("\u0001").toLowerCase();
+      }
+    }
+    if (q) for (i = 0; i < this.n; i++) if (this.haystack[i].indexOf(q) >= 0) found.push(i);
     return found;
   };
 
