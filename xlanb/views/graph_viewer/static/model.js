@@ -49,9 +49,16 @@
     var type = null, key, i;
     for (key in BINARY) if (typeof x[key] === "string") type = key;
     if (!type) return x;
-    var text = atob(x[type]), bytes = new Uint8Array(text.length);
-    for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-    var values = new BINARY[type](bytes.buffer);
+    var bytes;
+    if (typeof Uint8Array.fromBase64 === "function") {
+      bytes = Uint8Array.fromBase64(x[type]);  // native where the browser has it
+    } else {
+      var text = atob(x[type]);
+      bytes = new Uint8Array(text.length);
+      for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    }
+    var Type = BINARY[type];
+    var values = new Type(bytes.buffer, bytes.byteOffset, bytes.length / Type.BYTES_PER_ELEMENT);
     if (type !== "f64") return values;
     var list = new Array(values.length);
     for (i = 0; i < values.length; i++) list[i] = values[i] === values[i] ? values[i] : null;

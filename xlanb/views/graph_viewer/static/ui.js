@@ -486,9 +486,14 @@
 
   /** The text of a packed script (gzip, base64): a promise. */
   function unpack(base64) {
-    var binary = atob(base64.trim());
-    var bytes = new Uint8Array(binary.length);
-    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    var bytes;
+    if (typeof Uint8Array.fromBase64 === "function") {
+      bytes = Uint8Array.fromBase64(base64.trim());  // native where the browser has it
+    } else {
+      var binary = atob(base64.trim());
+      bytes = new Uint8Array(binary.length);
+      for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    }
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text();
   }
