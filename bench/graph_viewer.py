@@ -1,8 +1,10 @@
 """Benchmark of the graph viewer on real HLO: a JAX transformer training step (attention, MLP,
 layer norm; forward, backward and SGD update; one ``jax.named_scope`` per layer), unrolled to
 about 2,000, 10,000 and 20,000 optimized-HLO instructions, rendered in headless Chromium.
+Sizes above 25,000 take the step's HLO as lowered, before XLA's passes (an optimizing CPU
+compile of that many layers takes too long here): 350000 gives about 348,000 instructions.
 
-    .venv/bin/python bench/graph_viewer.py [--sizes 2000,10000,20000] [--screenshots DIR]
+    .venv/bin/python bench/graph_viewer.py [--sizes 2000,10000,20000,350000] [--screenshots DIR]
 
 Prints, per module: instructions, parse time (Python), HTML size, time from navigation to
 ``data-ready`` (first paint of the collapsed overview), visible boxes at first, expand-all time
@@ -60,8 +62,15 @@ EXPAND_ALL = """async () => {
 }"""
 
 
-def transformer_step_hlo(layers: int) -> str:
-    """Optimized HLO text of a transformer training step with ``layers`` layers."""
+#: Above this many instructions the module is the lowered (unoptimized) step.
+OPTIMIZED_UP_TO = 25_000
+#: Instructions per layer of the step, optimized and as lowered.
+PER_LAYER = {True: 2100, False: 290}
+
+
+def transformer_step_hlo(layers: int, optimized: bool = True) -> str:
+    """HLO text of a transformer training step with ``layers`` layers: optimized by XLA's CPU
+    compiler, or as lowered (``optimized=False``)."""
     import jax
     import jax.numpy as jnp
 
@@ -113,7 +122,10 @@ def transformer_step_hlo(layers: int) -> str:
         return value, jax.tree_util.tree_map(lambda w, g: w - 1e-3 * g, params, grads)
 
     x = jnp.ones((2, 16, d_model))
-    return train_step.lower(init(jax.random.PRNGKey(0)), x, jnp.zeros_like(x)).compile().as_text()
+    lowered = train_step.lower(init(jax.random.PRNGKey(0)), x, jnp.zeros_like(x))
+    if optimized:
+        return lowered.compile().as_text()
+    return lowered.compiler_ir("hlo").as_hlo_module().to_string()  # with metadata
 
 
 def instructions(text: str) -> int:
@@ -123,12 +135,13 @@ def instructions(text: str) -> int:
 def module_of_size(target: int) -> str:
     """The smallest unrolled step with at least ``target`` instructions (cached on disk)."""
     CACHE.mkdir(exist_ok=True)
-    cached = CACHE / f"transformer_step_{target}.hlo.txt"
+    optimized = target <= OPTIMIZED_UP_TO
+    cached = CACHE / f"transformer_step_{target}{'' if optimized else '_lowered'}.hlo.txt"
     if cached.exists():
         return cached.read_text()
-    layers = max(1, round(target / 2100))
+    layers = max(1, round(target / PER_LAYER[optimized]))
     while True:
-        text = transformer_step_hlo(layers)
+        text = transformer_step_hlo(layers, optimized)
         if instructions(text) >= target * 0.95:
             cached.write_text(text)
             return text

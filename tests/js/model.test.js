@@ -51,6 +51,30 @@ test("a payload patch rebuilds the payload Python sent", (t) => {
   assert.equal(new XlanbGraph.Model(rebuilt).n, data.patch.data.nodes.name.length);
 });
 
+test("binary columns decode to the lists Python sent; texts written out from fields", (t) => {
+  if (!data) return t.skip(why);
+  const plain = JSON.parse(JSON.stringify(data.binary.plain));
+  const m = new XlanbGraph.Model(JSON.parse(JSON.stringify(data.binary.binary)));
+  for (const group of ["nodes", "scopes", "cost"]) {
+    for (const [key, column] of Object.entries(plain[group])) {
+      assert.deepEqual(Array.from(m.data[group][key]), column, `${group}.${key}`);
+    }
+  }
+  assert.deepEqual(Array.from(m.data.edges), plain.edges);
+  assert.ok(plain.cost.flops.includes(null) || plain.cost.flops.every((x) => x !== null));
+  assert.equal(m.text, null);
+  const ref = new XlanbGraph.Model(plain);
+  let withInputs = 0;
+  for (let v = 0; v < m.n; v++) {
+    const text = m.textOf(v);
+    assert.ok(text.startsWith(`${m.name[v]} = ${m.shape[v] ? m.shape[v] + " " : ""}${m.op[v]}(`), text);
+    const inputs = ref.inputs[v].map((u) => ref.name[u]);
+    assert.ok(text.includes(`(${inputs.join(", ")})`), text);
+    if (inputs.length) withInputs++;
+  }
+  assert.ok(withInputs > m.n / 2);
+});
+
 test("a payload whose codes differ is refused", (t) => {
   if (!data) return t.skip(why);
   const changed = JSON.parse(JSON.stringify(data.large.payload));

@@ -15,7 +15,7 @@ from xlanb.graphs.diff import diff
 from xlanb.graphs.overlay import overlay_graph
 from xlanb.views.graph_viewer import payload
 from xlanb.views.graph_viewer.patch import payload_patch
-from xlanb.views.graph_viewer.payload import DIFF_CODES
+from xlanb.views.graph_viewer.payload import DIFF_CODES, binary_columns
 
 ROOT = Path(__file__).parent.parent.parent
 DUMP = ROOT / "tests" / "data" / "jax_dump"
@@ -36,8 +36,11 @@ def _payloads() -> dict:
     large = parse(TRANSFORMER.read_text(), "hlo")
     positions = {node_id: i for i, node_id in enumerate(large.nodes["id"])}
     found = {q: [positions[i] for i in large.find(q)["id"]] for q in QUERIES}
+    untexted = payload(large)
+    del untexted["nodes"]["text"]  # as a graph of over BIG_NODES nodes travels
     return {
         "large": {"payload": payload(large), "found": found},
+        "binary": {"plain": untexted, "binary": binary_columns(untexted)},
         "overlay": {
             "payload": payload(merged, diff_status=[DIFF_CODES[s] for s in status]),
             "counts": result.counts(),

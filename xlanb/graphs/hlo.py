@@ -41,6 +41,11 @@ _SIMPLE = re.compile(
     r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
 )
 
+#: One attribute ``key=value`` and the comma after it: see :func:`_attributes`.
+_ATTRIBUTES = re.compile(
+    r'(([\w.\-]+)=(\{[^{}"]*\}|"(?:[^"\\]|\\.)*"|[^\s,{}"()\[\]]+)(?:,\s*|\s*$))'
+)
+
 #: Attributes naming computations that nest under the instruction using them.
 _NESTING_KEYS = (
     "calls",
@@ -118,8 +123,8 @@ def parse(text: str) -> Graph:
     """Parse HLO text (one or more ``HloModule`` blocks) into a :class:`Graph`."""
     modules, computations, tables = _read(text)
     builder = GraphBuilder(KIND, text)
-    _add_nodes(builder, modules, computations, tables)
-    _assign_scopes(builder, modules, computations)
+    neighbours = _add_nodes(builder, modules, computations, tables)
+    _assign_scopes(builder, modules, computations, neighbours)
     name = modules[0][0] if modules else (computations[-1].name if computations else "")
     return builder.build(name)
 
@@ -195,10 +200,13 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     if "metadata={" in tail:
         found = _METADATA.search(tail)
         if found:
-            metadata = {k: unquote(v) for k, v in _FIELD.findall(found[1])}
+            metadata = {
+                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+                for k, v in _FIELD.findall(found[1])
+            }
             tail = tail[: found.start()] + tail[found.end() :]
     tail = tail.strip().lstrip(",")
-    attrs = key_values(tail) if tail.strip() else {}
+    attrs = _attributes(tail) if tail.strip() else {}
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
@@ -217,6 +225,16 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
     return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
+
+
+def _attributes(tail: str) -> dict[str, str]:
+    """``key_values`` of an instruction's attributes, by one regex where each value is a name,
+    a number, a quoted string or braces without braces inside (the common case)."""
+    tail = tail.strip()
+    found = _ATTRIBUTES.findall(tail)
+    if sum(len(whole) for whole, _key, _value in found) == len(tail):
+        return {key: value for _whole, key, value in found}
+    return key_values(tail)
 
 
 def _finish(
@@ -316,7 +334,8 @@ def _add_nodes(
     modules: list[tuple[str, int]],
     computations: list[_Computation],
     tables: StackTables,
-) -> None:
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
     counts: dict[tuple[int, str], int] = {}
     for computation in computations:
         for instruction in computation.instructions:
@@ -353,10 +372,15 @@ def _add_nodes(
                 line=instruction.line,
                 output=instruction.root,
             )
+    operands: dict[int, list[int]] = {}
+    users: dict[int, list[int]] = {}
+    add_edge = builder.edges.append  # builder.add_edge, without a call per edge
     for computation in computations:
         names = ids[id(computation)]
+        nodes = {i.name: i.node for i in computation.instructions}
         for instruction in computation.instructions:
             target = names[instruction.name]
+            node = instruction.node
             for position, operand in enumerate(instruction.operands):
                 if operand not in names:
                     raise ParseError(
@@ -367,15 +391,21 @@ def _add_nodes(
                         f"{computation.name}",
                         instruction.text,
                     )
-                builder.add_edge(names[operand], target, position, "data")
+                add_edge((names[operand], target, position, "data"))
+                operands.setdefault(node, []).append(nodes[operand])
+                users.setdefault(nodes[operand], []).append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
                     builder.add_edge(names[predecessor], target, -1, "control")
+    return operands, users
 
 
 # -- scopes -------------------------------------------------------------------------------
 def _assign_scopes(
-    builder: GraphBuilder, modules: list[tuple[str, int]], computations: list[_Computation]
+    builder: GraphBuilder,
+    modules: list[tuple[str, int]],
+    computations: list[_Computation],
+    neighbours: tuple[dict[int, list[int]], dict[int, list[int]]],
 ) -> None:
     by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
     uses: dict[int, list[tuple[_Instruction, str]]] = {}
@@ -401,7 +431,7 @@ def _assign_scopes(
         if key in _NESTING_KEYS or (key == "to_apply" and instruction.op in _NESTING_TO_APPLY):
             nested.setdefault(instruction.node, []).append((key, computation))
             nested_ids.add(id(computation))
-    operands, users = _neighbours(builder)
+    operands, users = neighbours
     placer = _Placer(builder, nested, operands, users)
     for module_index in range(max(len(modules), 1)):
         in_module = [c for c in computations if c.module == module_index]
@@ -430,17 +460,6 @@ def _assign_scopes(
                     kind="computation",
                 )
                 placer.place(computation, scope, group=True)
-
-
-def _neighbours(builder: GraphBuilder) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
-    operands: dict[int, list[int]] = {}
-    users: dict[int, list[int]] = {}
-    for source, target, _operand, kind in builder.edges:
-        if kind == "data":
-            s, t = builder.index[source], builder.index[target]
-            operands.setdefault(t, []).append(s)
-            users.setdefault(s, []).append(t)
-    return operands, users
 
 
 class _Placer:

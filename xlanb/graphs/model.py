@@ -231,6 +231,8 @@ class GraphBuilder:
         self.edges: list[tuple[str, str, int, str]] = []
         self.scopes: list[dict[str, str]] = []
         self.scope_index: dict[str, int] = {}
+        self._sources: list[int] = []
+        self._targets: list[int] = []
 
     def add_node(
         self,
@@ -276,6 +278,20 @@ class GraphBuilder:
     def add_edge(self, source: str, target: str, operand: int = 0, kind: str = "data") -> None:
         self.edges.append((source, target, operand, kind))
 
+    def edge_ends(self) -> tuple[list[int], list[int]]:
+        """The node indexes of each edge's source and target (-1: no such node yet), looked
+        up once per edge however often asked."""
+        done = len(self._sources)
+        get = self.index.get
+        if done < len(self.edges):
+            added = self.edges[done:]
+            self._sources += [get(edge[0], -1) for edge in added]
+            self._targets += [get(edge[1], -1) for edge in added]
+        if -1 in self._sources or -1 in self._targets:  # a node added since: look again
+            self._sources = [get(edge[0], -1) for edge in self.edges]
+            self._targets = [get(edge[1], -1) for edge in self.edges]
+        return self._sources, self._targets
+
     def add_scope(
         self, scope_id: str, *, parent: str = "", label: str = "", kind: str = "", node: str = ""
     ) -> str:
@@ -293,19 +309,23 @@ class GraphBuilder:
     def build(self, name: str = "") -> Graph:
         """The Graph: topological order, host callbacks, cost estimates, scope sizes."""
         nodes = self.nodes
-        for source, target, _operand, _kind in self.edges:
-            if source not in self.index or target not in self.index:
-                missing = source if source not in self.index else target
-                raise ParseError(self.kind, 0, f"edge to unknown node {missing!r}")
+        sources, targets = self.edge_ends()
+        if -1 in sources or -1 in targets:
+            for source, target, _operand, _kind in self.edges:
+                if source not in self.index or target not in self.index:
+                    missing = source if source not in self.index else target
+                    raise ParseError(self.kind, 0, f"edge to unknown node {missing!r}")
         group_crowds(self)
         self._order()
         operand_shapes: list[list[str]] = [[] for _ in nodes]
-        for source, target, operand, kind in self.edges:
+        for (_source, _target, operand, kind), s, t in zip(
+            self.edges, sources, targets, strict=True
+        ):
             if kind == "data" and operand >= 0:
-                shapes = operand_shapes[self.index[target]]
+                shapes = operand_shapes[t]
                 while len(shapes) <= operand:
                     shapes.append("")
-                shapes[operand] = nodes[self.index[source]]["shape"]
+                shapes[operand] = nodes[s]["shape"]
         for node, shapes in zip(nodes, operand_shapes, strict=True):
             node["fallback"] = is_host_callback(node["op"], node["attrs"])
             node["flops"], node["bytes"] = estimate(
@@ -329,8 +349,7 @@ class GraphBuilder:
         count = len(self.nodes)
         successors: list[list[int]] = [[] for _ in range(count)]
         indegree = [0] * count
-        for source, target, _operand, _kind in self.edges:
-            s, t = self.index[source], self.index[target]
+        for s, t in zip(*self.edge_ends(), strict=True):
             if s != t:
                 successors[s].append(t)
                 indegree[t] += 1

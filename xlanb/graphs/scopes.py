@@ -4,6 +4,7 @@ thousands of instructions."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -23,6 +24,8 @@ class GraphBuilder(Protocol):
         self, scope_id: str, *, parent: str = "", label: str = "", kind: str = "", node: str = ""
     ) -> str: ...
 
+    def edge_ends(self) -> tuple[list[int], list[int]]: ...
+
 
 def split_op_name(op_name: str) -> list[str]:
     """``jit(f)/jvp(g)/dot_general`` -> ``["jit(f)", "jvp(g)", "dot_general"]``; a ``/``
@@ -33,6 +36,13 @@ def split_op_name(op_name: str) -> list[str]:
     if "/" not in op_name:
         return [op_name] if op_name else []
     return split_top(op_name, "/")
+
+
+@functools.lru_cache(maxsize=65536)
+def _scope_path(op_name: str) -> tuple[str, ...] | None:
+    """The scopes an op_name path names (all but its last part), None for a bare name."""
+    parts = split_op_name(op_name)
+    return tuple(parts[:-1]) if len(parts) > 1 else None
 
 
 @dataclass
@@ -72,10 +82,10 @@ def group_by_op_name(
     its users (else by its operands); the prefix shared by all nodes is dropped; a scope with
     one child and no nodes of its own merges with the child; a scope of one node dissolves."""
     inside = set(members)
-    paths: dict[int, tuple[str, ...] | None] = {}
-    for index in members:
-        parts = split_op_name(builder.nodes[index]["op_name"])
-        paths[index] = tuple(parts[:-1]) if len(parts) > 1 else None
+    nodes = builder.nodes
+    paths: dict[int, tuple[str, ...] | None] = {
+        index: _scope_path(nodes[index]["op_name"]) for index in members
+    }
     for index in reversed(members):
         if paths[index] is None:
             found = [paths[u] for u in users.get(index, ()) if u in inside and paths[u]]
@@ -144,9 +154,11 @@ def group_crowds(
             level_scopes.setdefault(scope["parent"], []).append(scope)
     anchored = {s["node"]: s for s in builder.scopes if s["node"]}
     linked: set[tuple[int, int]] = set()
-    for source, target, _operand, kind in builder.edges:
+    for (_source, _target, _operand, kind), ends in zip(
+        builder.edges, zip(*builder.edge_ends(), strict=True), strict=True
+    ):
         if kind == "data":
-            linked.add((builder.index[source], builder.index[target]))
+            linked.add(ends)
     for level, members in list(level_nodes.items()):
         scopes_here = level_scopes.get(level, [])
         if len(members) + len(scopes_here) <= crowded:

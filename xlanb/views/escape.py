@@ -32,6 +32,8 @@ def escape(value: Any) -> str:
 def json_visible_bidi(json_text: str) -> str:
     """JSON text whose strings' bidirectional controls (written raw, ``ensure_ascii=False``)
     decode to visible ``\\u202e`` text."""
+    if json_text.isascii() or not any(control in json_text for control in BIDI_CONTROLS):
+        return json_text
     return json_text.translate(_VISIBLE_IN_JSON)
 
 

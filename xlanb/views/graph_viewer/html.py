@@ -20,8 +20,10 @@ from xlanb.graphs.parse import parse_once
 from xlanb.views.escape import escape
 from xlanb.views.graph_viewer.patch import PagePayloads, payload_patch, worth_patching
 from xlanb.views.graph_viewer.payload import (
+    BIG_NODES,
     DIFF_CODES,
     PACKED_TYPE,
+    binary_columns,
     graph_title,
     json_for_script,
     packed_bytes,
@@ -122,12 +124,13 @@ def graph_fragment(
     peers: list[int] | None = None,
     summary: str | None = None,
     measured: pd.DataFrame | None = None,
-    packed: bool = False,
+    packed: bool | None = None,
     lazy: bool = False,
     page: PagePayloads | None = None,
 ) -> str:
     """One graph's viewer element (needs :func:`viewer_assets` once on the page); `packed`:
-    its payload gzip-compressed (a notebook's outputs and a report stay small); `lazy`: the
+    its payload gzip-compressed (a notebook's outputs and a report stay small; None: only a
+    graph of over :data:`BIG_NODES` nodes, whose number columns then travel as binary); `lazy`: the
     viewer starts only when shown (a view of :func:`graph_views` not yet chosen); `page` (with
     `packed`): the payloads already on the page, this one sent as a patch of the one most like
     it where that is at most half its size (:mod:`.patch`).
@@ -160,8 +163,14 @@ def graph_fragment(
         measured=measured,
     )
     element_id = f"xlanb-graph-{next(_ids)}"
+    big = len(graph.nodes) > BIG_NODES
+    if packed is None:
+        packed = big
     if not packed:
         data_script = f'<script type="application/json">{json_for_script(build())}</script>'
+    elif page is None and big:
+        sent = packed_for_script(binary_columns(build()), level=1)
+        data_script = f'<script type="{PACKED_TYPE}">{sent}</script>'
     elif page is None:
         data_script = f'<script type="{PACKED_TYPE}">{packed_for_script(build())}</script>'
     else:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from xlanb.graphs.model import Graph
@@ -55,6 +56,10 @@ UNMATCHED_NAMES = 10
 #: Characters of an instruction's text, and of one attribute value, that travel.
 TEXT_LIMIT = 400
 ATTR_LIMIT = 200
+#: Graphs of more nodes carry no ``text`` column (the details panel writes an instruction out
+#: from its fields: the texts are most of a payload and unlike each other), and a page sends
+#: their number columns as binary (:func:`binary_columns`), packed.
+BIG_NODES = 50_000
 
 _METADATA = re.compile(r',?\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
 _KIND_TITLES = {
@@ -88,6 +93,44 @@ class _Strings:
             found = self.index[text] = len(self.table)
             self.table.append(text)
         return found
+
+    def many(self, values: list[Any]) -> list[int]:
+        """The index of each of `values` (as ``__call__``, in one loop)."""
+        index, table = self.index, self.table
+        if index.keys().isdisjoint(values) and all(v.__class__ is str for v in values):
+            new = dict.fromkeys(values)  # distinct, in order
+            if len(new) == len(values):  # all new and distinct: appended as they are
+                start = len(table)
+                table.extend(values)
+                index.update(zip(values, range(start, len(table)), strict=True))
+                return list(range(start, len(table)))
+        found: list[int] = []
+        for value in values:
+            if value.__class__ is not str:
+                found.append(self(value))
+                continue
+            position = index.get(value)
+            if position is None:
+                position = index[value] = len(table)
+                table.append(value)
+            found.append(position)
+        return found
+
+    def columns(self, columns: Mapping[str, pd.Series | list[Any]]) -> dict[str, list[int]]:
+        """The index of each value of each column, the columns of fewer distinct values
+        interned first (their indexes stay short); a missing value stands for ``""``."""
+        missing = self("")
+        factorized = {}
+        for key, values in columns.items():
+            if isinstance(values, list):
+                values = pd.Series(values, dtype=object)
+            factorized[key] = pd.factorize(values, use_na_sentinel=True)
+        coded: dict[str, list[int]] = {}
+        for key in sorted(factorized, key=lambda key: len(factorized[key][1])):
+            codes, uniques = factorized[key]
+            lookup = self.many(uniques.tolist()) + [missing]
+            coded[key] = np.array(lookup, np.int64)[codes].tolist()
+        return coded
 
 
 def node_label(kind: str, op: str, name: str, attrs: Mapping[str, str], op_name: str) -> str:
@@ -260,77 +303,144 @@ def _node_columns(
     """The payload's ``nodes`` columns, and each node's flops and bytes."""
     nodes, scopes = graph.nodes, graph.scopes
     anchored = set(scopes["node"])
-    hlo = graph.kind == "hlo"
-    columns: dict[str, list[Any]] = {key: [] for key in _NODE_COLUMNS}
-    flops: list[float | None] = []
-    nbytes: list[float | None] = []
-    for row in zip(
-        # plain values: iterating a Series boxes each one
-        *(nodes[column].tolist() for column in _GRAPH_COLUMNS),
-        strict=True,
-    ):
-        (
-            node_id,
-            name,
-            op,
-            shape,
-            scope,
-            op_name,
-            file,
-            line,
-            function,
-            attrs,
-            text,
-            order,
-            output,
-            fallback,
-            node_flops,
-            node_bytes,
-        ) = row
-        attrs = attrs if isinstance(attrs, dict) else {}
-        columns["id"].append(strings(node_id))
-        columns["name"].append(strings(name))
-        columns["label"].append(strings(node_label(graph.kind, op, name, attrs, op_name)))
-        columns["op"].append(strings(op))
-        columns["shape"].append(strings(shape))
-        columns["scope"].append(scope_index.get(scope, -1))
-        columns["opName"].append(strings(op_name))
-        columns["file"].append(strings(file))
-        columns["line"].append(int(line) if _finite(line) is not None else 0)
-        columns["func"].append(strings(function))
-        if hlo and "metadata={" in text:
+    ids, names, ops = nodes["id"].tolist(), nodes["name"].tolist(), nodes["op"].tolist()
+    attrs_list = [a if isinstance(a, dict) else {} for a in nodes["attrs"].tolist()]
+    labels = _labels(graph.kind, ops, names, attrs_list, nodes["op_name"].tolist())
+    interned = strings.columns(
+        {
+            "label": labels,
+            "op": nodes["op"],
+            "shape": nodes["shape"],
+            "file": nodes["source_file"],
+            "func": nodes["source_function"],
+            "opName": nodes["op_name"],
+        }
+    )
+    interned["attrs"] = _attr_columns(attrs_list, strings)
+    if ids == names:
+        interned["id"] = interned["name"] = strings.columns({"id": nodes["id"]})["id"]
+    else:
+        interned |= strings.columns({"id": nodes["id"], "name": nodes["name"]})
+    columns: dict[str, list[Any]] = {
+        "id": interned["id"],
+        "name": interned["name"],
+        "label": interned["label"],
+        "op": interned["op"],
+        "shape": interned["shape"],
+        "scope": [scope_index.get(scope, -1) for scope in nodes["scope"].tolist()],
+        "opName": interned["opName"],
+        "file": interned["file"],
+        "line": _whole_numbers(nodes["source_line"]),
+        "func": interned["func"],
+    }
+    if len(nodes) <= BIG_NODES:
+        columns["text"] = _texts(graph.kind, nodes["text"].tolist())
+    columns["attrs"] = interned["attrs"]
+    columns["order"] = nodes["order"].astype("int64").tolist()
+    flags = nodes["output"].astype(bool).to_numpy() * FLAG_OUTPUT
+    flags |= nodes["fallback"].astype(bool).to_numpy() * FLAG_FALLBACK
+    columns["flags"] = flags.tolist()
+    categories: dict[tuple[str, bool], int] = {}
+    cats = columns["cat"] = []
+    for node_id, op in zip(ids, ops, strict=True):
+        key = (op, node_id in anchored)
+        code = categories.get(key)
+        if code is None:
+            code = categories[key] = node_category(*key)
+        cats.append(code)
+    return columns, _finite_column(nodes["flops"]), _finite_column(nodes["bytes"])
+
+
+def _labels(
+    kind: str,
+    ops: list[str],
+    names: list[str],
+    attrs_list: list[dict[str, str]],
+    op_names: list[str],
+) -> list[str]:
+    """Each node's :func:`node_label`; ops whose label is the op itself (most) looked up once."""
+    plain: dict[str, bool] = {}
+    labels: list[str] = []
+    for op, name, attrs, op_name in zip(ops, names, attrs_list, op_names, strict=True):
+        is_plain = plain.get(op)
+        if is_plain is None:
+            is_plain = plain[op] = node_label(kind, op, "\0", {}, "\0") == op
+        if is_plain and not ("custom_call_target" in attrs or "call_target_name" in attrs):
+            labels.append(op)
+        else:
+            labels.append(node_label(kind, op, name, attrs, op_name))
+    return labels
+
+
+def _texts(kind: str, texts: list[str]) -> list[str]:
+    """The instructions' texts as they travel: HLO metadata dropped, clipped."""
+    shown: list[str] = []
+    for text in texts:
+        if kind == "hlo" and "metadata={" in text:
             text = _METADATA.sub("", text)
-        columns["text"].append(text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …")
-        columns["attrs"].append(_flat_attrs(attrs, strings))
-        columns["order"].append(int(order))
-        columns["flags"].append((FLAG_OUTPUT if output else 0) | (FLAG_FALLBACK if fallback else 0))
-        columns["cat"].append(node_category(op, node_id in anchored))
-        flops.append(_finite(node_flops))
-        nbytes.append(_finite(node_bytes))
-    return columns, flops, nbytes
+        shown.append(text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …")
+    return shown
+
+
+def _whole_numbers(column: pd.Series) -> list[int]:
+    """A nullable number column as ints, 0 where missing or not finite."""
+    values = pd.to_numeric(column, errors="coerce").astype("float64").to_numpy()
+    return np.where(np.isfinite(values), values, 0).astype("int64").tolist()
+
+
+def _finite_column(column: pd.Series) -> list[float | None]:
+    """A number column as floats, None where missing or not finite."""
+    values = pd.to_numeric(column, errors="coerce").astype("float64").to_numpy()
+    finite = np.isfinite(values)
+    if finite.all():
+        return values.tolist()
+    return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)]
+
+
+def _attr_columns(attrs_list: list[dict[str, Any]], strings: _Strings) -> list[list[int]]:
+    """Each node's :func:`_flat_attrs`, nodes with the same attributes flattened once."""
+    seen: dict[tuple[tuple[str, Any], ...], list[int]] = {}
+    flat: list[list[int]] = []
+    for attrs in attrs_list:
+        if not attrs:
+            flat.append([])
+            continue
+        key = tuple(attrs.items())
+        try:
+            found = seen.get(key)
+        except TypeError:  # a value that is not hashable
+            found = _flat_attrs(attrs, strings)
+        if found is None:
+            found = seen[key] = _flat_attrs(attrs, strings)
+        flat.append(found)
+    return flat
 
 
 def _flat_attrs(attrs: Mapping[str, Any], strings: _Strings) -> list[int]:
     """A node's attributes as ``[key, value, key, value, ...]`` string indexes."""
-    flat: list[int] = []
+    if not attrs:
+        return []
+    flat: list[Any] = []
     for key, value in attrs.items():
-        value = str(value)
-        flat += [
-            strings(key),
-            strings(value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …"),
-        ]
-    return flat
+        if value.__class__ is not str:
+            value = str(value)
+        flat += (key, value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …")
+    return strings.many(flat)
 
 
 def _flat_edges(edges: pd.DataFrame, node_index: Mapping[str, int]) -> list[int]:
     """The payload's ``edges``: ``[source, target, kind code, ...]``."""
-    flat_edges: list[int] = []
+    if edges.empty:
+        return []
+    index = pd.Series(node_index, dtype="int64")
+    flat = np.empty((len(edges), 3), dtype=np.int64)
+    flat[:, 0] = index.loc[edges["source"]].to_numpy()
+    flat[:, 1] = index.loc[edges["target"]].to_numpy()
     data_edge = EDGE_CODES["data"]
-    for source, target, kind in zip(
-        edges["source"].tolist(), edges["target"].tolist(), edges["kind"].tolist(), strict=True
-    ):
-        flat_edges += [node_index[source], node_index[target], EDGE_CODES.get(kind, data_edge)]
-    return flat_edges
+    codes, kinds = pd.factorize(edges["kind"])
+    lookup = np.array([EDGE_CODES.get(kind, data_edge) for kind in kinds.tolist()], np.int64)
+    flat[:, 2] = lookup[codes]
+    return flat.ravel().tolist()
 
 
 def _custom_cost(nodes: pd.DataFrame, cost: Mapping[str, float] | pd.Series) -> list[float | None]:
@@ -390,8 +500,8 @@ def payload(
     graph = graph.with_fallbacks(fallback_ops)
     nodes, scopes = graph.nodes, graph.scopes
     strings = _Strings(start=start_strings)
-    node_index = {node_id: i for i, node_id in enumerate(nodes["id"])}
-    scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"])}
+    node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
+    scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"].tolist())}
     columns, flops, nbytes = _node_columns(graph, strings, scope_index)
     if diff_status is not None:
         columns["diff"] = diff_status
@@ -432,12 +542,48 @@ def payload(
 PACKED_TYPE = "application/x-xlanb-gzip-base64"
 
 
-def packed_for_script(data: Any) -> str:
+def packed_for_script(data: Any, level: int = 6) -> str:
     """`data` as JSON, gzip-compressed and base64-encoded (deterministic: no timestamp)."""
     text = json_visible_bidi(
         json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     )
-    return packed_bytes(text.encode("utf-8"))
+    return packed_bytes(text.encode("utf-8"), level)
+
+
+#: Columns of a payload's ``nodes`` that stay JSON lists in :func:`binary_columns`.
+_LIST_COLUMNS = ("attrs", "text")
+
+
+def binary_columns(data: dict[str, Any]) -> dict[str, Any]:
+    """A payload whose number columns (``nodes`` but attrs and text, ``scopes``, ``edges``,
+    ``cost``) travel as little-endian binary in base64, ``{"i8": ...}``, ``{"i16": ...}`` or
+    ``{"i32": ...}`` (the narrowest that holds the column) or ``{"f64": ...}`` (NaN for null),
+    which ``model.js`` decodes: far quicker to write and read than JSON numbers."""
+
+    def ints(values: list[int]) -> dict[str, str]:
+        array = np.asarray(values, dtype=np.int64)
+        low, high = (int(array.min()), int(array.max())) if len(array) else (0, 0)
+        key, dtype = next(
+            (key, dtype)
+            for key, dtype in (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"))
+            if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max
+        )
+        return {key: base64.b64encode(array.astype(dtype).tobytes()).decode("ascii")}
+
+    def floats(values: list[float | None]) -> dict[str, str]:
+        raw = np.array(values, dtype="<f8").tobytes()  # None -> NaN
+        return {"f64": base64.b64encode(raw).decode("ascii")}
+
+    nodes = {
+        key: column if key in _LIST_COLUMNS else ints(column)
+        for key, column in data["nodes"].items()
+    }
+    scopes = {key: ints(column) for key, column in data["scopes"].items()}
+    cost = {
+        key: floats(column) if isinstance(column, list) else column
+        for key, column in data["cost"].items()
+    }
+    return {**data, "nodes": nodes, "scopes": scopes, "edges": ints(data["edges"]), "cost": cost}
 
 
 def packed_bytes(raw: bytes, level: int = 6) -> str:

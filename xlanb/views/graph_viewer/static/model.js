@@ -40,17 +40,55 @@
     for (var k in FLAG) if (c.flags[k] !== FLAG[k]) throw new Error("flag " + k + " = " + c.flags[k] + " != " + FLAG[k]);
   }
 
+  /** Binary columns' types (payload.py's binary_columns). */
+  var BINARY = { i8: Int8Array, i16: Int16Array, i32: Int32Array, f64: Float64Array };
+  /** A column sent as little-endian binary in base64 ({i8|i16|i32|f64: ...}) decoded: a typed
+   * array of integers, or a list of numbers with null where the f64 is NaN; others as sent. */
+  function column(x) {
+    if (!x || typeof x !== "object" || Array.isArray(x) || ArrayBuffer.isView(x)) return x;
+    var type = null, key, i;
+    for (key in BINARY) if (typeof x[key] === "string") type = key;
+    if (!type) return x;
+    var bytes;
+    if (typeof Uint8Array.fromBase64 === "function") {
+      bytes = Uint8Array.fromBase64(x[type]);  // native where the browser has it
+    } else {
+      var text = atob(x[type]);
+      bytes = new Uint8Array(text.length);
+      for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
+    }
+    var Type = BINARY[type];
+    var values = new Type(bytes.buffer, bytes.byteOffset, bytes.length / Type.BYTES_PER_ELEMENT);
+    if (type !== "f64") return values;
+    var list = new Array(values.length);
+    for (i = 0; i < values.length; i++) list[i] = values[i] === values[i] ? values[i] : null;
+    return list;
+  }
+  /** The payload with its binary columns decoded (in place). */
+  function decodeColumns(data) {
+    [data.nodes, data.scopes, data.cost].forEach(function (group) {
+      for (var key in group || {}) group[key] = column(group[key]);
+    });
+    data.edges = column(data.edges);
+    return data;
+  }
+
   // ---- model ---------------------------------------------------------------------------
   /** Decode the payload's column arrays; build scope trees and adjacency. */
   function Model(data) {
     checkContract(data);
+    decodeColumns(data);
     var s = data.strings, nd = data.nodes, sc = data.scopes, i;
-    function str(list) { return list.map(function (k) { return s[k]; }); }
+    function str(list) {  // a list or a typed array of string indexes
+      var out = new Array(list.length);
+      for (var j = 0; j < list.length; j++) out[j] = s[list[j]];
+      return out;
+    }
     this.data = data;
     this.n = nd.name.length;
     this.name = str(nd.name); this.label = str(nd.label); this.op = str(nd.op);
     this.shape = str(nd.shape); this.opName = str(nd.opName); this.file = str(nd.file);
-    this.func = str(nd.func); this.text = nd.text; this.attrs = nd.attrs;
+    this.func = str(nd.func); this.text = nd.text || null; this.attrs = nd.attrs;
     this.line = Int32Array.from(nd.line); this.order = Int32Array.from(nd.order);
     this.flags = Uint8Array.from(nd.flags); this.cat = Uint8Array.from(nd.cat);
     this.categories = data.contract.categories;  // nodes.cat indexes this list of names
@@ -92,11 +130,7 @@
     this.users = adjacency(n, this.eSrc, this.eDst, this.eKind);
     this.measured = data.measured ? measured(data.measured, n, str) : null;
     if (this.measured) this.cost.time = this.measured.time;
-    this.haystack = new Array(n);
-    for (i = 0; i < n; i++) {
-      this.haystack[i] = [this.name[i], this.op[i], this.shape[i], this.file[i], this.opName[i],
-        this.label[i]].join("\u0001").toLowerCase();
-    }
+    this.haystack = null;  // built by the first search
   }
   /** The payload's `measured` entries (hottest first) and, per node, its entry (`at`, -1:
    * not measured) and its seconds (`time`, null: not measured; the colour ramp's values). */
@@ -124,6 +158,16 @@
     for (; s >= 0; s = this.sParent[s]) path.unshift(this.sLabel[s]);
     return path;
   };
+  /** Node v's instruction text: as sent, else (a big graph's payload carries none) written
+   * out from its fields, `name = shape op(inputs), key=value, ...`. */
+  M.textOf = function (v) {
+    if (this.text) return this.text[v];
+    var self = this, s = this.data.strings, a = this.attrs[v] || [], parts = [], i;
+    for (i = 0; i + 1 < a.length; i += 2) parts.push(s[a[i]] + "=" + s[a[i + 1]]);
+    var inputs = this.inputs[v].map(function (u) { return self.name[u]; }).join(", ");
+    return this.name[v] + " = " + (this.shape[v] ? this.shape[v] + " " : "") + this.op[v] +
+      "(" + inputs + ")" + (parts.length ? ", " + parts.join(", ") : "");
+  };
   M.isFallback = function (v) { return (this.flags[v] & FLAG.fallback) !== 0; };
   M.isOutput = function (v) { return (this.flags[v] & FLAG.output) !== 0; };
   /** Node v's measured device time: {seconds, count, share, cellLine, code, file, line, rank
@@ -137,8 +181,15 @@
   /** Nodes whose name, op, shape, file, op_name or label holds `query` (case ignored), in
    * node order (Graph.find in Python: the same, the label aside). */
   M.find = function (query) {
-    var q = query.trim().toLowerCase(), found = [];
-    if (q) for (var i = 0; i < this.n; i++) if (this.haystack[i].indexOf(q) >= 0) found.push(i);
+    var q = query.trim().toLowerCase(), found = [], i;
+    if (q && !this.haystack) {
+      this.haystack = new Array(this.n);
+      for (i = 0; i < this.n; i++) {
+        this.haystack[i] = [this.name[i], this.op[i], this.shape[i], this.file[i], this.opName[i],
+          this.label[i]].join("\u0001").toLowerCase();
+      }
+    }
+    if (q) for (i = 0; i < this.n; i++) if (this.haystack[i].indexOf(q) >= 0) found.push(i);
     return found;
   };
 

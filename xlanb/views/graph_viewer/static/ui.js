@@ -365,7 +365,7 @@
       index: v, id: m.data.nodes.id ? s[m.data.nodes.id[v]] : m.name[v], name: m.name[v],
       op: m.op[v], shape: m.shape[v], scope: m.scopePath(m.scope[v]).join(" / "),
       op_name: m.opName[v], source_file: m.file[v], source_line: m.line[v] || null,
-      source_function: m.func[v], attrs: attrs, text: m.text[v],
+      source_function: m.func[v], attrs: attrs, text: m.textOf(v),
       fallback: m.isFallback(v), diff: m.diff ? DIFF_STATES[m.diff[v]] : null,
       measured: m.timeOf(v)
     };
@@ -492,9 +492,14 @@
 
   /** The text of a packed script (gzip, base64): a promise. */
   function unpack(base64) {
-    var binary = atob(base64.trim());
-    var bytes = new Uint8Array(binary.length);
-    for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    var bytes;
+    if (typeof Uint8Array.fromBase64 === "function") {
+      bytes = Uint8Array.fromBase64(base64.trim());  // native where the browser has it
+    } else {
+      var binary = atob(base64.trim());
+      bytes = new Uint8Array(binary.length);
+      for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+    }
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).text();
   }
