@@ -147,6 +147,7 @@ class XlaProfileMagics(Magics):
         except (BackendUnavailable, ValueError) as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
+        recorder.options.shown = not args.quiet or bool(args.output)
         live = None
         try:
             with recorder:
