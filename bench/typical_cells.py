@@ -1,14 +1,14 @@
 """Typical notebook cells (0.5-5 s) profiled under ``%%xla_profile`` against the same cell
 run bare, in a real IPython shell, alternating bare and profiled runs; the ratio of their
 median wall times (the cell's run through the shell, display included) with its spread (the
-lowest and highest ratio of the pairs), and for a first cell the end of cell: seconds from
-its last line to the end of ``%%xla_profile`` (display ready).
+lowest and highest ratio of the pairs), and the end of cell: seconds from its last line to
+the end of ``%%xla_profile`` (display ready), and the main thread's CPU seconds in them.
 
 Cases (``--case``; default all that the runtimes installed here have):
 
 - ``flax-cnn``: a flax nnx CNN, 100 Adam steps (optax) on 8 32x32 images (compiled before);
-- ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled and
-  run 3 times in the cell;
+- ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled (a
+  program never seen before: its learning rate differs each run) and run 3 times in the cell;
 - ``jax-transformer-steady``: the same step compiled before, 8 steps in the cell;
 - ``numpy-ema``: 300 steps of a jitted MLP step on a NumPy batch, with an eager EMA update
   of the parameters after each step;
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import itertools
 import statistics
 import time
 
@@ -72,11 +73,13 @@ for i in range(3):
 loss.block_until_ready()
 """
 )
+#: RUN is replaced by the run's number: each run compiles a program never seen before (its
+#: learning rate differs), as a user's first cell does (texts parsed before are kept).
 TRANSFORMER_FIRST = """
 @jax.jit
 def step(params, x):
     loss, g = jax.value_and_grad(model)(params, x)
-    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+    return jax.tree.map(lambda p, g: p - 1e-3 * (1 + RUN / 1e6) * g, params, g), loss
 for i in range(3):
     params, loss = step(params, x32)
 loss.block_until_ready()
@@ -137,8 +140,11 @@ for i in range(100):
 loss.item()
 """
 
-#: The cell's last line notes when it ran (the end of cell is measured from there).
-CELL_END = "import builtins, time; builtins.bench_cell_end = time.perf_counter()\n"
+#: The cell's last line notes when it ran (the end of cell is measured from there), on the
+#: wall clock and the main thread's CPU clock.
+CELL_END = (
+    "import builtins, time; builtins.bench_cell_end = (time.perf_counter(), time.thread_time())\n"
+)
 
 #: name -> (runtime module, setup, cell, whether it is a first cell: compiles every run)
 CASES = {
@@ -150,17 +156,20 @@ CASES = {
 }
 
 
-def timed(shell, cell: str) -> tuple[float, float]:
-    """(wall seconds of `cell` through the shell, seconds from its last line to the end)."""
+def timed(shell, cell: str) -> tuple[float, float, float]:
+    """(wall seconds of `cell` through the shell, seconds from its last line to the end, CPU
+    seconds of the main thread in that time: the end less what it waited for, a worker or
+    the cores other processes held)."""
     from IPython.utils.capture import capture_output
 
     with capture_output():
         started = time.perf_counter()
         result = shell.run_cell(cell)
-        ended = time.perf_counter()
+        ended, ended_cpu = time.perf_counter(), time.thread_time()
     if result.error_in_exec is not None:
         raise result.error_in_exec
-    return ended - started, ended - builtins.bench_cell_end  # type: ignore[attr-defined]
+    last_line, last_line_cpu = builtins.bench_cell_end  # type: ignore[attr-defined]
+    return ended - started, ended - last_line, ended_cpu - last_line_cpu
 
 
 def run_case(shell, name: str, repeats: int) -> dict:
@@ -168,15 +177,18 @@ def run_case(shell, name: str, repeats: int) -> dict:
     shell.run_cell(setup)
     profiled_cell = "%%xla_profile --var bench_prof\n" + cell + CELL_END
     bare_cell = cell + CELL_END
-    timed(shell, profiled_cell)  # warm-up: xlanb's own first import and the runtime's hooks
-    bare, profiled, ratios, ends, compile_s = [], [], [], [], []
+    runs = itertools.count()  # RUN in a cell: its run's number
+    # warm-up: xlanb's own first import and the runtime's hooks
+    timed(shell, profiled_cell.replace("RUN", str(next(runs))))
+    bare, profiled, ratios, ends, end_cpus, compile_s = [], [], [], [], [], []
     for index in range(repeats):
         order = [(bare_cell, False), (profiled_cell, True)]
         for text, is_profiled in order if index % 2 == 0 else order[::-1]:
-            wall, end = timed(shell, text)
+            wall, end, end_cpu = timed(shell, text.replace("RUN", str(next(runs))))
             (profiled if is_profiled else bare).append(wall)
             if is_profiled:
                 ends.append(end)
+                end_cpus.append(end_cpu)
                 compiles = shell.user_ns["bench_prof"].compiles
                 compile_s.append(float(compiles["seconds"].sum()) if len(compiles) else 0.0)
         ratios.append(profiled[-1] / bare[-1])
@@ -188,6 +200,7 @@ def run_case(shell, name: str, repeats: int) -> dict:
         "ratio_high": max(ratios),
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_spread_s": [min(ends), max(ends)],
+        "end_of_cell_cpu_s": statistics.median(end_cpus),
         "compile_s": statistics.median(compile_s),
         "first_cell": first,
         "repeats": repeats,
@@ -204,7 +217,7 @@ def main() -> int:
     shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
-        f"{'end of cell s':>13} {'compile s':>9}"
+        f"{'end of cell s':>13} {'CPU s':>6} {'compile s':>9}"
     )
     failures = []
     for name in cases:
@@ -212,7 +225,8 @@ def main() -> int:
         print(
             f"{name:<23} {figures['bare_s']:>7.3f} {figures['profiled_s']:>10.3f} "
             f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "
-            f"{figures['end_of_cell_s']:>13.3f} {figures['compile_s']:>9.2f}"
+            f"{figures['end_of_cell_s']:>13.3f} {figures['end_of_cell_cpu_s']:>6.3f} "
+            f"{figures['compile_s']:>9.2f}"
         )
         results.write("typical_cells", {name: figures})
         if figures["bare_s"] >= 0.5 and figures["ratio"] > 1.05:
