@@ -83,21 +83,23 @@ class _Ahead:
         self.parse_first = False
 
     def submit(self, executable: Any, computation: Any) -> None:
+        """Read `executable` (and `computation`, its StableHLO module) ahead. A program is
+        taken only once the worker runs (a thread that cannot start: read at the end)."""
         with self.lock:
             if self.submitted >= PROGRAMS_AHEAD or id(executable) in self.futures:
                 return
+            if self.worker is None:
+                worker = threading.Thread(target=self._work, name="xlanb-read-ahead", daemon=True)
+                worker.start()
+                self.worker = worker
+        # printed here: an MLIR module is read on the thread that made it
+        stablehlo = stablehlo_text(computation) if computation is not None else None
+        with self.lock:
             parse = self.parse_first and self.submitted == 0
             self.submitted += 1
             future: Future[ProgramReads] = Future()
             self.futures[id(executable)] = future
-            if self.worker is None:
-                self.worker = threading.Thread(
-                    target=self._work, name="xlanb-read-ahead", daemon=True
-                )
-                self.worker.start()
-        # printed here: an MLIR module is read on the thread that made it
-        stablehlo = stablehlo_text(computation) if computation is not None else None
-        self.jobs.put(lambda: _run(future, executable, stablehlo, parse))
+            self.jobs.put(lambda: _run(future, executable, stablehlo, parse))
 
     def take(self, executable: Any) -> ProgramReads | None:
         """The reads of `executable` (waiting for them), None where it was not read ahead
