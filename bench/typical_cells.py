@@ -3,14 +3,14 @@ run bare, in a real IPython shell, alternating bare and profiled runs; the ratio
 median wall times (the cell's run through the shell, display included) with its spread (the
 lowest and highest ratio of the pairs), the same for the cell's own lines alone (its first
 line to its last: what the capture costs while the cell runs), the process's CPU time
-profiled / bare (all threads), and for a first cell the end of cell: seconds from its last
-line to the end of ``%%xla_profile`` (display ready).
+profiled / bare (all threads), and the end of cell: seconds from its last line to the end of
+``%%xla_profile`` (display ready), and the main thread's CPU seconds in them.
 
 Cases (``--case``; default all that the runtimes installed here have):
 
 - ``flax-cnn``: a flax nnx CNN, 100 Adam steps (optax) on 8 32x32 images (compiled before);
-- ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled and
-  run 3 times in the cell;
+- ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled (a
+  program never seen before: its learning rate differs each run) and run 3 times in the cell;
 - ``jax-transformer-steady``: the same step compiled before, 8 steps in the cell;
 - ``numpy-ema``: 300 steps of a jitted MLP step on a NumPy batch, with an eager EMA update
   of the parameters after each step;
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import builtins
+import itertools
 import statistics
 import time
 
@@ -74,11 +75,13 @@ for i in range(3):
 loss.block_until_ready()
 """
 )
+#: RUN is replaced by the run's number: each run compiles a program never seen before (its
+#: learning rate differs), as a user's first cell does (texts parsed before are kept).
 TRANSFORMER_FIRST = """
 @jax.jit
 def step(params, x):
     loss, g = jax.value_and_grad(model)(params, x)
-    return jax.tree.map(lambda p, g: p - 1e-3 * g, params, g), loss
+    return jax.tree.map(lambda p, g: p - 1e-3 * (1 + RUN / 1e6) * g, params, g), loss
 for i in range(3):
     params, loss = step(params, x32)
 loss.block_until_ready()
@@ -140,9 +143,12 @@ loss.item()
 """
 
 #: The cell's first and last lines note when they ran: the cell's own lines (in cell) are
-#: measured between them, the end of cell from the last.
+#: measured between them, the end of cell from the last, on the wall clock and the main
+#: thread's CPU clock.
 CELL_START = "import builtins, time; builtins.bench_cell_start = time.perf_counter()\n"
-CELL_END = "import builtins, time; builtins.bench_cell_end = time.perf_counter()\n"
+CELL_END = (
+    "import builtins, time; builtins.bench_cell_end = (time.perf_counter(), time.thread_time())\n"
+)
 
 #: name -> (runtime module, setup, cell, whether it is a first cell: compiles every run)
 CASES = {
@@ -154,19 +160,23 @@ CASES = {
 }
 
 
-def timed(shell, cell: str) -> tuple[float, float, float, float]:
+def timed(shell, cell: str) -> tuple[float, float, float, float, float]:
     """(wall seconds of `cell` through the shell, seconds from its last line to the end,
-    seconds from its first line to its last, CPU seconds of the process, all its threads)."""
+    seconds from its first line to its last, CPU seconds of the process, all its threads, CPU
+    seconds of the main thread from the last line to the end: the end less what it waited
+    for, a worker or the cores other processes held)."""
     from IPython.utils.capture import capture_output
 
     with capture_output():
         started, cpu = time.perf_counter(), time.process_time()
         result = shell.run_cell(cell)
-        ended, cpu = time.perf_counter(), time.process_time() - cpu
+        ended, ended_cpu = time.perf_counter(), time.thread_time()
+        cpu = time.process_time() - cpu
     if result.error_in_exec is not None:
         raise result.error_in_exec
-    first, last = builtins.bench_cell_start, builtins.bench_cell_end  # type: ignore[attr-defined]
-    return ended - started, ended - last, last - first, cpu
+    first = builtins.bench_cell_start  # type: ignore[attr-defined]
+    last, last_cpu = builtins.bench_cell_end  # type: ignore[attr-defined]
+    return ended - started, ended - last, last - first, cpu, ended_cpu - last_cpu
 
 
 def run_case(shell, name: str, repeats: int) -> dict:
@@ -174,19 +184,22 @@ def run_case(shell, name: str, repeats: int) -> dict:
     shell.run_cell(setup)
     profiled_cell = "%%xla_profile --var bench_prof\n" + CELL_START + cell + CELL_END
     bare_cell = CELL_START + cell + CELL_END
-    timed(shell, profiled_cell)  # warm-up: xlanb's own first import and the runtime's hooks
-    bare, profiled, ratios, ends, compile_s = [], [], [], [], []
+    runs = itertools.count()  # RUN in a cell: its run's number
+    # warm-up: xlanb's own first import and the runtime's hooks
+    timed(shell, profiled_cell.replace("RUN", str(next(runs))))
+    bare, profiled, ratios, ends, end_cpus, compile_s = [], [], [], [], [], []
     in_cell: dict[bool, list[float]] = {False: [], True: []}
     cpu: dict[bool, list[float]] = {False: [], True: []}
     for index in range(repeats):
         order = [(bare_cell, False), (profiled_cell, True)]
         for text, is_profiled in order if index % 2 == 0 else order[::-1]:
-            wall, end, lines, cpu_s = timed(shell, text)
+            wall, end, lines, cpu_s, end_cpu = timed(shell, text.replace("RUN", str(next(runs))))
             (profiled if is_profiled else bare).append(wall)
             in_cell[is_profiled].append(lines)
             cpu[is_profiled].append(cpu_s)
             if is_profiled:
                 ends.append(end)
+                end_cpus.append(end_cpu)
                 compiles = shell.user_ns["bench_prof"].compiles
                 compile_s.append(float(compiles["seconds"].sum()) if len(compiles) else 0.0)
         ratios.append(profiled[-1] / bare[-1])
@@ -207,6 +220,7 @@ def run_case(shell, name: str, repeats: int) -> dict:
         "cpu_ratio": statistics.median(cpu[True]) / statistics.median(cpu[False]),
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_spread_s": [min(ends), max(ends)],
+        "end_of_cell_cpu_s": statistics.median(end_cpus),
         "compile_s": statistics.median(compile_s),
         "first_cell": first,
         "repeats": repeats,
@@ -223,7 +237,8 @@ def main() -> int:
     shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
-        f"{'in cell':>7} {'spread':>13} {'cpu':>6} {'end of cell s':>13} {'compile s':>9}"
+        f"{'in cell':>7} {'spread':>13} {'cpu':>6} {'end of cell s':>13} {'CPU s':>6} "
+        f"{'compile s':>9}"
     )
     failures = []
     for name in cases:
@@ -233,7 +248,8 @@ def main() -> int:
             f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "
             f"{figures['in_cell_ratio']:>7.3f} {figures['in_cell_ratio_spread'][0]:>6.3f}-"
             f"{figures['in_cell_ratio_spread'][1]:<6.3f} {figures['cpu_ratio']:>6.3f} "
-            f"{figures['end_of_cell_s']:>13.3f} {figures['compile_s']:>9.2f}"
+            f"{figures['end_of_cell_s']:>13.3f} {figures['end_of_cell_cpu_s']:>6.3f} "
+            f"{figures['compile_s']:>9.2f}"
         )
         results.write("typical_cells", {name: figures})
         if figures["bare_s"] >= 0.5 and figures["ratio"] > 1.05:

@@ -19,6 +19,10 @@ from xlanb.views.notebook import PLOTLY_MIME
 @pytest.fixture(scope="module")
 def loop_profile(lazy_runtime):
     shell = lazy_runtime
+    # the cell rebinds these names: a JAX array an earlier test left in one (`out`) would be
+    # freed during the cell, its live arrays changed (a "live jax" lane)
+    for name in ("wv", "step", "batch", "out"):
+        shell.user_ns.pop(name, None)
     result = shell.run_cell("""%%xla_profile -q --var view_prof
 wv = torch.randn(8, 8, device=dev)
 torch._lazy.mark_step()

@@ -148,6 +148,7 @@ class XlaProfileMagics(Magics):
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
         recorder.options.cell_numbers = cell_numbers(self.shell)
+        recorder.options.shown = not args.quiet or bool(args.output)
         live = None
         try:
             with recorder:

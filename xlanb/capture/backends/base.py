@@ -43,6 +43,9 @@ class CaptureOptions:
     #: The code captured (a cell's source): a window is sized from the last trace of the same
     #: code (:func:`xlanb.capture.device_trace.window_limit`).
     source: str = ""
+    #: The profile is displayed when the capture ends (``%%xla_profile`` without ``-q``): the
+    #: JAX backend parses the texts of the cell's first program ahead, for the graph viewer.
+    shown: bool = False
     #: The exception the user's code raised, set by the recorder while the backends end (and
     #: dropped after: it holds the failing frames): what was alive at an out-of-memory error.
     error: BaseException | None = None

@@ -26,6 +26,7 @@ from xlanb.analysis.peaks import part_of
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, rows, trace_session
+from xlanb.capture.backends.jax.ahead import AHEAD
 from xlanb.capture.backends.jax.events import Duration
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
@@ -140,6 +141,7 @@ def begin(options: CaptureOptions) -> Token:
         STATE.clear()
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
+    STATE.on_compile, AHEAD.parse_first = AHEAD.submit, options.shown
     token.live = hooks.live_arrays()
     hooks.explain_enter()
     token.thread = threading.get_ident()
@@ -258,15 +260,18 @@ def end(token: Token, options: CaptureOptions) -> Capture:
         STATE.probe_at, STATE.probe = -1, None  # a window that never closed
         STATE.first_probe_at, STATE.first_probe = -1, None
     capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
-    rows.fill(
-        capture,
-        taken,
-        options,
-        STATE.session,
-        trace_events,
-        (token.started_at, ended_at),
-        token.trace if trace_events is not None else None,
-    )
+    try:
+        rows.fill(
+            capture,
+            taken,
+            options,
+            STATE.session,
+            trace_events,
+            (token.started_at, ended_at),
+            token.trace if trace_events is not None else None,
+        )
+    finally:
+        AHEAD.drop()  # reads no row took (a nested capture's rows took them first)
     capture.environment = _environment()
     _live_rows(capture, token, options)
     if options.error is not None and out_of_memory(

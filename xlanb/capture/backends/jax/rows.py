@@ -26,6 +26,7 @@ from xlanb.capture.backends.base import (
     location_fields,
     name_op_places,
 )
+from xlanb.capture.backends.jax.ahead import AHEAD, ProgramReads, stablehlo_text
 from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
@@ -214,14 +215,15 @@ def _compile_row(
         "explanation": explanation.text if explanation else None,
     }
     if record is not None:
+        reads = AHEAD.take(record.executable)
         if not eager:  # a single op's buffers are not worth a row each
-            row.update(hooks.memory(record.executable))
+            row.update(reads.memory if reads is not None else hooks.memory(record.executable))
             if "peak_bytes" in row:
                 session.peaks.pop(compiled.name, None)
                 session.peaks[compiled.name] = row["peak_bytes"]
                 while len(session.peaks) > PEAKS_KEPT:
                     del session.peaks[next(iter(session.peaks))]
-        _graph_rows(compiled.name, compile_id, record, options, capture, session)
+        _graph_rows(compiled.name, compile_id, record, options, capture, session, reads)
     return row
 
 
@@ -251,24 +253,26 @@ def _graph_rows(
     options: CaptureOptions,
     capture: Capture,
     session: Session,
+    reads: ProgramReads | None = None,
 ) -> None:
+    """The program's ``graphs`` and ``temporaries`` rows (`reads`: what was read of its
+    executable ahead, :mod:`.ahead`; else read now)."""
     eager, callbacks, executable = record.eager, record.host_callbacks, record.executable
     hlo_text = None
     if callbacks or (options.graphs and not eager):
-        hlo_text = hooks.hlo_text(executable)
+        hlo_text = reads.hlo_text if reads is not None else hooks.hlo_text(executable)
     if callbacks and hlo_text:
         session.callback_ops[name] = callback_instructions(hlo_text)
     elif name in session.callback_ops and not callbacks:
         del session.callback_ops[name]
     if not options.graphs or eager:
         return
-    costs = hooks.costs(executable)
+    costs = reads.costs if reads is not None else hooks.costs(executable)
     signature = hlo_signature(hlo_text or "")
     if record.computation is not None:
-        try:
-            text = str(record.computation)
-        except Exception as error:
-            text = f"(no StableHLO text: {error!r})"
+        text = reads.stablehlo if reads is not None else None
+        if text is None:
+            text = stablehlo_text(record.computation)
         capture.add(
             "graphs",
             {
@@ -282,8 +286,11 @@ def _graph_rows(
                 "signature": signature,
             },
         )
-    module = hooks.module_proto(executable)
-    temporaries = hooks.temporaries(executable, module)
+    if reads is not None:
+        module, temporaries = reads.module, reads.temporaries
+    else:
+        module = hooks.module_proto(executable)
+        temporaries = hooks.temporaries(executable, module)
     if not temporaries and hlo_text:  # XLA:GPU hands over no buffer assignment: the dump's
         dump_dir = switches.dump_dir_from_flags(switches.value("XLA_FLAGS") or "")
         if dump_dir:

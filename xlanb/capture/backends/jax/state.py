@@ -214,6 +214,9 @@ class JaxState:
     #: Set by the trace's watchdog on GPU/TPU: the dispatch counter calls it on the user's
     #: thread before the next launch (the profiler is stopped where programs are launched).
     stop_here: Callable[[], None] | None = None
+    #: Called by the compile wrapper with each program compiled outside ``jit``'s eager ops
+    #: while graphs are kept (executable, StableHLO module): the read-ahead (:mod:`..ahead`).
+    on_compile: Callable[[Any, Any], None] | None = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------

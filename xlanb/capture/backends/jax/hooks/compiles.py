@@ -212,6 +212,8 @@ def compile_hook(backend, computation, *args, **kwargs):
                     static_arguments(current, sys._getframe(1)),
                 )
             )
+            if keep_module and not eager and STATE.on_compile is not None:
+                STATE.on_compile(executable, computation)
         except Exception:  # never let the profiler break a compile
             pass
     return executable

@@ -1,0 +1,137 @@
+"""Reading a compiled program ahead (#27, :mod:`xlanb.capture.backends.jax.ahead`): the
+first program a JAX cell compiles is read, and its texts parsed, on the read-ahead thread
+while the cell goes on, so that the end of the cell and its display parse nothing; the
+frames are the same as when the end of the cell reads it all itself."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+import pandas as pd
+import pytest
+
+from xlanb.capture.backends.jax import ahead
+
+jax = pytest.importorskip("jax")
+
+#: A small program of a few layers; {scale} makes each test's texts its own (parsed texts
+#: are kept across cells).
+CELL = """%%xla_profile -b jax --var {var}
+@jax.jit
+def ra_step(w, x):
+    for _ in range(3):
+        x = jnp.tanh(x @ w) * {scale}
+    return jnp.sum(x ** 2)
+for _ in range(3):
+    out = ra_step(wr, xr)
+out.block_until_ready()
+"""
+
+#: The file name IPython gives a cell's code (it names each run of a cell apart).
+CELL_NAME = r"ipython-input-\d+-[0-9a-f]+"
+
+SETUP = "import jax, jax.numpy as jnp\nwr = jnp.ones((16, 16)) * 0.1; xr = jnp.ones((8, 16))"
+
+
+@pytest.fixture
+def parses(monkeypatch) -> list[tuple[str, str]]:
+    """(thread name, kind) of each text :func:`xlanb.graphs.parse.parse` parses."""
+    found: list[tuple[str, str]] = []
+    graph_parse = sys.modules["xlanb.graphs.parse"]
+    original = graph_parse.parse
+
+    def recorded(text, kind=None):
+        found.append((threading.current_thread().name, str(kind)))
+        return original(text, kind)
+
+    monkeypatch.setattr(graph_parse, "parse", recorded)
+    return found
+
+
+def test_the_end_of_a_cell_and_its_display_parse_no_text_of_its_first_program(run, shell, parses):
+    run(SETUP)
+    run(CELL.format(var="ra_first", scale="1.0625"))
+    prof = shell.user_ns["ra_first"]
+    html = prof._repr_html_()  # as the cell's display: the viewer draws both texts
+
+    assert "Graph viewer" in html
+    assert sorted(parses) == [
+        ("xlanb-read-ahead", "hlo_optimized"),
+        ("xlanb-read-ahead", "stablehlo"),
+    ]
+    assert prof.graph(0, kind="stablehlo").nodes.shape[0] > 0  # kept: parsed no more
+    assert len(parses) == 2
+
+
+def test_frames_are_the_same_read_ahead_or_at_the_end(run, shell, monkeypatch):
+    run(SETUP)
+    monkeypatch.setattr(ahead, "PROGRAMS_AHEAD", 0)  # the end of the cell reads it all
+    run(CELL.format(var="ra_at_end", scale="1.125"))
+    monkeypatch.setattr(ahead, "PROGRAMS_AHEAD", 4)
+    run(CELL.format(var="ra_ahead", scale="1.125"))
+    at_end, read_ahead = shell.user_ns["ra_at_end"], shell.user_ns["ra_ahead"]
+
+    graph_columns = ["graph", "kind", "text", "nodes", "flops", "bytes_accessed", "signature"]
+    graph_columns += ["peak_memory_bytes"]
+
+    # the two cells' texts differ only in where they ran: the name IPython gave each cell's
+    # code, and this test's lines in the stack tables that follow an optimized module
+    def same_cell(graphs: pd.DataFrame) -> pd.DataFrame:
+        named = graphs[graph_columns].reset_index(drop=True)
+        program = named["text"].str.split("\nFileNames\n").str[0]
+        return named.assign(text=program.str.replace(CELL_NAME, "cell", regex=True))
+
+    pd.testing.assert_frame_equal(same_cell(at_end.graphs), same_cell(read_ahead.graphs))
+    memory = [c for c in at_end.compiles.columns if c.endswith("_bytes")]
+    assert "peak_bytes" in memory
+    pd.testing.assert_frame_equal(
+        at_end.compiles[["graph", *memory]].reset_index(drop=True),
+        read_ahead.compiles[["graph", *memory]].reset_index(drop=True),
+    )
+    kept = [c for c in at_end.temporaries.columns if c != "compile_id"]
+    assert len(at_end.temporaries) > 0
+    pd.testing.assert_frame_equal(
+        at_end.temporaries[kept].reset_index(drop=True),
+        read_ahead.temporaries[kept].reset_index(drop=True),
+    )
+    rated = ["op", "flops", "bytes", "bound"]
+    assert at_end.ops["flops"].notna().any()
+    pd.testing.assert_frame_equal(
+        at_end.ops[rated].sort_values("op").reset_index(drop=True),
+        read_ahead.ops[rated].sort_values("op").reset_index(drop=True),
+    )
+    assert not ahead.AHEAD.futures  # nothing held past the cell
+
+
+def test_a_quiet_cell_parses_nothing_ahead(run, shell, parses):
+    run(SETUP)
+    run(CELL.format(var="ra_quiet", scale="1.5").replace(" --var", " -q --var"))
+    assert len(shell.user_ns["ra_quiet"].graphs) == 2
+    assert parses == []
+
+
+def test_only_the_first_programs_are_read_ahead(run, shell, monkeypatch, parses):
+    run(SETUP)
+    monkeypatch.setattr(ahead, "PROGRAMS_AHEAD", 1)
+    taken: list[bool] = []
+    original = ahead.AHEAD.take
+
+    def recorded(executable):
+        reads = original(executable)
+        taken.append(reads is not None)
+        return reads
+
+    monkeypatch.setattr(ahead.AHEAD, "take", recorded)
+    cell = CELL.format(var="ra_two", scale="1.25") + "out2 = ra_step(wr[:8, :8], xr[:, :8])\n"
+    run(cell)
+    prof = shell.user_ns["ra_two"]
+
+    compiled = prof.compiles[~prof.compiles["eager"].eq(True)]
+    assert len(compiled) == 2 and taken.count(True) == 1
+    assert len(prof.graphs) == 4 and prof.graphs["text"].str.len().gt(0).all()
+    # the first program's texts, on the read-ahead thread; nothing else parsed yet
+    assert sorted(parses) == [
+        ("xlanb-read-ahead", "hlo_optimized"),
+        ("xlanb-read-ahead", "stablehlo"),
+    ]
