@@ -34,7 +34,7 @@ def test_profiled_cell_in_a_real_kernel_shows_summary_and_fallback():
     assert "<b>compiles</b> 3" in html
     assert "aten::_local_scalar_dense" in html and "xlanb-bad" in html
     # The fallback row shows the cell line that triggered it, with its code.
-    assert "<td>5</td><td><code>print((y * 2).item())</code></td>" in html
+    assert "<td>5</td><td><code style='white-space:pre'>print((y * 2).item())</code></td>" in html
     result = json.loads(outputs_of(notebook.cells[3], "text/plain").strip())
     assert result["compiles"][0] == "new graph"
     assert result["compiles"][1] == "new shape: Float[8,4] -> Float[16,4]"
