@@ -60,7 +60,8 @@ def test_the_largest_temporaries_of_a_program_name_their_op_and_cell_line(run, s
     assert largest["cell_line"] == 3  # `y = jnp.sin(x).T @ x`, the magic's line being 1
     assert largest["source"] == "cell line 3" and largest["code"] == "y = jnp.sin(x).T @ x"
     html = prof._repr_html_()
-    assert "Largest temporaries" in html and "<code style='white-space:pre'>y = jnp.sin(x).T @ x</code>" in html
+    code = "<code style='white-space:pre'>y = jnp.sin(x).T @ x</code>"
+    assert "Largest temporaries" in html and code in html
 
 
 def jnp_ones(shell, shape):

@@ -264,3 +264,21 @@ def deep_mlp_profile(name: str, calls: int) -> Any:
             grads = step(weights, x)
         jax.block_until_ready(grads)
     return prof
+
+
+def torch_xla_mlp_cell(prefix: str, inputs: int, hidden: int, batch: int) -> str:
+    """A cell defining a two-layer torch_xla MLP, its SGD optimizer, a batch and ``step()``
+    (one training step and a sync), each name starting with `prefix`."""
+    p = prefix
+    return f"""import torch, torch_xla
+{p}dev = torch_xla.device()
+{p}model = torch.nn.Sequential(torch.nn.Linear({inputs}, {hidden}), torch.nn.Tanh(),
+                               torch.nn.Linear({hidden}, 16)).to({p}dev)
+{p}opt = torch.optim.SGD({p}model.parameters(), lr=0.01)
+{p}x = torch.randn({batch}, {inputs}, device={p}dev)
+def {p}step():
+    {p}opt.zero_grad()
+    loss = (({p}model({p}x) - 1.0) ** 2).mean()
+    loss.backward()
+    {p}opt.step()
+    torch_xla.sync()"""

@@ -9,24 +9,13 @@ import linecache
 
 import pytest
 
-from tests.support.helpers import trace_without_budget
+from tests.support.helpers import torch_xla_mlp_cell, trace_without_budget
 from xlanb.capture import versions
 from xlanb.views.summary import summary_text
 
 OPS_TRACED = versions.parse_version(versions.installed_version("torch_xla") or "0") >= (2, 8)
 
-MODEL_CELL = """import torch, torch_xla
-op_dev = torch_xla.device()
-op_model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.Tanh(),
-                               torch.nn.Linear(256, 16)).to(op_dev)
-op_opt = torch.optim.SGD(op_model.parameters(), lr=0.01)
-op_x = torch.randn(32, 128, device=op_dev)
-def op_step():
-    op_opt.zero_grad()
-    loss = ((op_model(op_x) - 1.0) ** 2).mean()
-    loss.backward()
-    op_opt.step()
-    torch_xla.sync()"""
+MODEL_CELL = torch_xla_mlp_cell("op_", 128, 256, 32)
 
 CALLS = 4
 

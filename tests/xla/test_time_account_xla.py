@@ -11,7 +11,7 @@ import re
 import pandas as pd
 import pytest
 
-from tests.support.helpers import buckets, trace_stop_times, union_seconds
+from tests.support.helpers import buckets, torch_xla_mlp_cell, trace_stop_times, union_seconds
 from xlanb.capture import versions
 
 #: torch_xla 2.8 and newer trace each run's ops (see versions.RUNTIMES).
@@ -22,20 +22,7 @@ TRACE_OFF_NOTE = (
     "2.8)."
 )
 
-SETUP = """
-import torch, torch_xla
-ta_dev = torch_xla.device()
-ta_model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.Tanh(),
-                               torch.nn.Linear(512, 16)).to(ta_dev)
-ta_opt = torch.optim.SGD(ta_model.parameters(), lr=0.01)
-ta_x = torch.randn(64, 256, device=ta_dev)
-def ta_step():
-    ta_opt.zero_grad()
-    loss = ((ta_model(ta_x) - 1.0) ** 2).mean()
-    loss.backward()
-    ta_opt.step()
-    torch_xla.sync()
-"""
+SETUP = "\n" + torch_xla_mlp_cell("ta_", 256, 512, 64) + "\n"
 
 
 @pytest.fixture(scope="module", autouse=True)
