@@ -4,6 +4,8 @@ line's text, and which runs its time is from (the first traced run holds the war
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from xlanb.core.units import format_seconds
@@ -70,6 +72,15 @@ def test_ops_name_the_models_line_in_its_cell_and_the_runs_they_are_from(run, sh
     html = profile_html(prof, graph_viewers=False)
     assert f"In[{number}] line 3" in html and f"{CALLS} runs, first " in html
     assert "jit(op_step)/jvp()/dot_general" in html  # the JAX op name
+    # each row keeps to one line: its runs and its model line's code never wrap the table
+    top = html.split("Top ops (")[1].split("</table>")[0]
+    header = re.findall(r"<th>(.*?)</th>", top)
+    for cells in re.findall(r"<tr>(.*?)</tr>", top.split("<tbody>")[1]):
+        tags = re.findall(r"<td[^>]*>", cells)
+        for column in ("runs", "code", "where"):
+            assert "white-space:nowrap" in tags[header.index(column)], (column, cells)
+    # where and what first: the model's line and its code before the runs' split
+    assert header.index("code") < header.index("runs")
     # the steps start at seconds into the cell, readable as printed
     steps = prof.step_times
     assert len(steps) == CALLS and steps["start"].iloc[0] == 0.0

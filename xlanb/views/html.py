@@ -165,16 +165,25 @@ def _top_ops(profile: Profile) -> str:
             [
                 "op",
                 "program",
-                "category",
                 "seconds",
-                "runs",
                 "share",
                 "where",
                 "code",
+                "runs",
+                "category",
                 *(["op_name"] if "op_name" in ops.columns else []),
             ],
             sortable=True,
-            clipped_columns=("op_name",),
+            # one line a row, as wide as a notebook's output: long texts cut, whole in a tooltip
+            clipped_columns={
+                "op": 10,
+                "program": 12,
+                "seconds": 6,
+                "runs": 20,
+                "where": 9,
+                "code": 20,
+                "op_name": 16,
+            },
         ),
         open_=True,
     )
