@@ -558,7 +558,7 @@ def _diff_commands(profile: Profile) -> list[str]:
 #: many, of at most this many nodes each, the viewer's script and their packed payloads within
 #: this many bytes (a 4,400-node transformer step is ~175 kB; a first graph over it is not
 #: drawn: its smallest text is, or nothing).
-VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 170_000
+VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 160_000
 
 
 def _graph_viewers(profile: Profile) -> str:
