@@ -18,7 +18,7 @@ PY_JAX_OLD := $(VENV_JAX_OLD)/bin/python
 PY_JAX_NEW := $(VENV_JAX_NEW)/bin/python
 PY_XLA_OLD := $(VENV_XLA_OLD)/bin/python
 # What the runtime-specific tests need in the extra environments (no browser, no Jupyter server).
-COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel
+COMPAT_TEST_DEPS := pytest hypothesis nbclient nbformat ipykernel playwright
 CHROMIUM := /usr/bin/chromium
 # Node runs the viewer's JavaScript tests (tests/js, from tests/unit) and ESLint (tools/js).
 NODE_READY := .stamp-node
