@@ -80,10 +80,9 @@ def user_frame(
 ) -> tuple[str, int] | None:
     """Pick the frame to blame from (function, file, line) frames, innermost first: the cell's
     own frame if present, else the innermost frame outside installed libraries."""
-    if cell_filename:
-        for _function, filename, line in frames:
-            if filename == cell_filename:
-                return filename, line
+    line = cell_frame_line(frames, cell_filename)
+    if cell_filename and line is not None:
+        return cell_filename, line
     found = user_code_frame(frames)
     return (found[1], found[2]) if found else None
 

@@ -134,6 +134,13 @@ def read_place_of(frames: Sequence[tuple[str, str, int]], options: CaptureOption
     return read_place(frames, options.cell_filename, options.cell_line_offset, options.cell_numbers)
 
 
+def _place(filename: str, line: int, options: CaptureOptions) -> str:
+    """:func:`~xlanb.formats.python_frames.place_name` for this capture's cell."""
+    return place_name(
+        filename, line, options.cell_filename, options.cell_line_offset, options.cell_numbers
+    )
+
+
 def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
     """Give each ``ops`` row located by its HLO metadata its ``source`` (``cell line 4``,
     ``In[3] line 4``, ``model.py:12``) and ``code`` (the text of that line, read now: a cell's
@@ -142,9 +149,7 @@ def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
         filename, line = op.get("source_file"), op.get("source_line")
         if not filename or line is None:
             continue
-        op["source"] = place_name(
-            filename, line, options.cell_filename, options.cell_line_offset, options.cell_numbers
-        )
+        op["source"] = _place(filename, line, options)
         op["code"] = linecache.getline(filename, line).strip()
 
 
@@ -171,13 +176,7 @@ def name_programs(
         place = graph_places.get(op["graph"])
         if place is not None:
             function, filename, line = place
-            where = place_name(
-                filename,
-                line,
-                options.cell_filename,
-                options.cell_line_offset,
-                options.cell_numbers,
-            )
+            where = _place(filename, line, options)
             name = where if function == "<module>" else f"{function} at {where}"
             order = by_place[place].index(op["graph"]) + 1
             op["program"] = name if order == 1 else f"{name} #{order}"
