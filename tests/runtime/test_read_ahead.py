@@ -135,3 +135,29 @@ def test_only_the_first_programs_are_read_ahead(run, shell, monkeypatch, parses)
         ("xlanb-read-ahead", "hlo_optimized"),
         ("xlanb-read-ahead", "stablehlo"),
     ]
+
+
+def test_the_end_of_a_cell_analyses_no_text_the_worker_read(run, shell, monkeypatch):
+    from xlanb.analysis.op_kinds import instruction_categories
+    from xlanb.formats.hlo_text import hlo_op_sources
+
+    run(SETUP)
+    analyses = (hlo_op_sources, instruction_categories)
+    for analysis in analyses:
+        analysis.cache_clear()
+    after_worker: list[list[int]] = []
+    original = ahead.warm
+
+    def recorded(*args, **kwargs):
+        original(*args, **kwargs)
+        after_worker.append([analysis.cache_info().misses for analysis in analyses])
+
+    monkeypatch.setattr(ahead, "warm", recorded)
+    run(CELL.format(var="ra_analysed", scale="1.75"))
+
+    assert len(shell.user_ns["ra_analysed"].ops) > 0  # the trace's ops were categorised
+    assert len(after_worker) == 1
+    # the worker computed each analysis of the program's text; the end of the cell only
+    # found them
+    assert min(after_worker[0]) >= 1
+    assert [analysis.cache_info().misses for analysis in analyses] == after_worker[0]

@@ -142,6 +142,7 @@ def begin(options: CaptureOptions) -> Token:
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
     STATE.on_compile, AHEAD.parse_first = AHEAD.submit, options.shown
+    AHEAD.cell_filename = options.cell_filename
     token.live = hooks.live_arrays()
     hooks.explain_enter()
     token.thread = threading.get_ident()

@@ -19,9 +19,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from xlanb.analysis.op_kinds import instruction_categories
 from xlanb.capture.backends.jax.hooks import executables, names
 from xlanb.formats.buffer_assignment import Temporary
-from xlanb.formats.hlo_text import count_hlo_instructions
+from xlanb.formats.hlo_text import count_hlo_instructions, hlo_op_sources
 from xlanb.formats.jax_text import count_stablehlo_ops
 from xlanb.graphs import parse_once
 from xlanb.graphs.hlo_cost import matmul_dtype, op_costs
@@ -81,6 +82,8 @@ class _Ahead:
         self.worker: threading.Thread | None = None
         #: Parse the first program's texts (the capture's profile will be displayed).
         self.parse_first = False
+        #: The cell's file name, as its code's frames name it (what the op sources match).
+        self.cell_filename: str | None = None
 
     def submit(self, executable: Any, computation: Any) -> None:
         """Read `executable` (and `computation`, its StableHLO module) ahead. A program is
@@ -96,10 +99,11 @@ class _Ahead:
         stablehlo = stablehlo_text(computation) if computation is not None else None
         with self.lock:
             parse = self.parse_first and self.submitted == 0
+            cell_filename = self.cell_filename
             self.submitted += 1
             future: Future[ProgramReads] = Future()
             self.futures[id(executable)] = future
-            self.jobs.put(lambda: _run(future, executable, stablehlo, parse))
+            self.jobs.put(lambda: _run(future, executable, stablehlo, parse, cell_filename))
 
     def take(self, executable: Any) -> ProgramReads | None:
         """The reads of `executable` (waiting for them), None where it was not read ahead
@@ -123,21 +127,34 @@ class _Ahead:
             self.jobs.get()()
 
 
-def _run(future: Future[ProgramReads], executable: Any, stablehlo: str | None, parse: bool) -> None:
+def _run(
+    future: Future[ProgramReads],
+    executable: Any,
+    stablehlo: str | None,
+    parse: bool,
+    cell_filename: str | None,
+) -> None:
     try:
         reads = read(executable, stablehlo)
-        warm(reads.hlo_text, stablehlo, parse)
+        warm(reads.hlo_text, stablehlo, parse, cell_filename)
     except BaseException as error:  # the end of the cell reads it again
         future.set_exception(error)
         return
     future.set_result(reads)
 
 
-def warm(hlo_text: str | None, stablehlo: str | None, parse: bool) -> None:
-    """Analyse the texts the display asks for into their caches: the roofline's costs of the
-    optimized HLO, and (`parse`) the graphs of both texts where the viewer could draw them."""
+def warm(
+    hlo_text: str | None, stablehlo: str | None, parse: bool, cell_filename: str | None = None
+) -> None:
+    """Analyse the texts the end of the cell and the display ask for into their caches: the
+    optimized HLO's instructions' sources (the temporaries' and the ops' lines), categories
+    (the trace's ops) and the roofline's costs, and (`parse`) the graphs of both texts where
+    the viewer could draw them."""
     try:
         if hlo_text:
+            hlo_op_sources(hlo_text, cell_filename)
+            hlo_op_sources(hlo_text)  # as later cells that run the program name its lines
+            instruction_categories(hlo_text)
             op_costs(hlo_text)
             matmul_dtype(hlo_text)
         if not parse:
