@@ -632,24 +632,48 @@ def test_a_short_cell_traces_a_few_runs_not_the_first_fifty(run, shell):
     assert_adds_up(prof)
 
 
+#: A host callback that holds the run it is in (from the `fewest`-th on) until the trace's
+#: window has closed: the runs queued after the window's fewest ones cannot finish before it
+#: closes, however slowly the machine stops the profiler.
+HOLD_UNTIL_THE_WINDOW_CLOSES = """
+import time
+from xlanb.capture import device_trace
+
+def ta_hold(index):
+    deadline = time.monotonic() + 60
+    while int(index) >= {fewest} and time.monotonic() < deadline:
+        trace = device_trace._STATE.running
+        if trace is None or trace.window_closed:
+            break
+        time.sleep(0.002)
+    return index
+
+@jax.jit
+def ta_queued(a, index):
+    held = jax.pure_callback(ta_hold, jax.ShapeDtypeStruct((), jnp.int32), index)
+    out = jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a) * 0.5
+    return out + 0 * held, a.sum()
+ta_indexes = [jnp.int32(i) for i in range(8)]
+_ = ta_queued(ta_big, ta_indexes[0])[0].block_until_ready()
+"""
+
+
 @pytest.mark.trace_budget
 def test_a_spent_budget_leaves_the_runs_queued_meanwhile_untraced(run, shell):
     """Under async dispatch a loop queues its steps long before they run: once the window's
     budget is spent it closes after its fewest runs (MIN_BUDGET_RUNS) have run, and the runs
     queued meanwhile are estimated. It used to wait for the latest call's run, tracing every
     run queued by then (the events then cost more than the budget). Each step's output is
-    dropped by the next call: the window still waits for its fewest runs to end."""
+    dropped by the next call: the window still waits for its fewest runs to end. The steps
+    after the fewest wait in a host callback until the window has closed, so that the count
+    does not depend on how fast this machine stops the profiler."""
     from xlanb.capture import device_trace
 
-    run(
-        "@jax.jit\ndef ta_queued(a):\n"
-        "    return jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a) * 0.5, a.sum()\n"
-        "_ = ta_queued(ta_big)[0].block_until_ready()"
-    )
     fewest, steps = device_trace.MIN_BUDGET_RUNS, device_trace.MIN_BUDGET_RUNS + 3
+    run(HOLD_UNTIL_THE_WINDOW_CLOSES.format(fewest=fewest))
     cell = (
-        f"%%xla_profile -b jax -q --var queued\nx = ta_big\nfor _ in range({steps}):\n"
-        "    x, total = ta_queued(x)\nx.block_until_ready()"
+        f"%%xla_profile -b jax -q --var queued\nx = ta_big\nfor i in range({steps}):\n"
+        "    x, total = ta_queued(x, ta_indexes[i])\nx.block_until_ready()"
     )
     run(cell)  # the first trace of the cell sizes the next one's window
     run(cell)
