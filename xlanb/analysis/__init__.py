@@ -13,7 +13,7 @@ import pandas as pd
 
 from xlanb.analysis.attribution import attribute_fallbacks
 from xlanb.analysis.breakdown import breakdown_frame
-from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
+from xlanb.analysis.findings import RANK_RULES, by_cost, finding_rows
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.analysis.rates import with_rates
 from xlanb.analysis.roofline import with_op_rates
@@ -50,7 +50,7 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     profile.ops = with_op_rates(
         profile.ops, profile.graphs, profile.environment, _program_runs(profile.spans)
     )
-    general = findings_frame(profile).to_dict("records")
+    general = finding_rows(profile)
     rows = general + _source_findings(profile, general)
     profile.findings = make_frame("findings", by_cost(rows, profile.wall_seconds))
     profile.keep_shown(shown(profile))

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from xlanb.core.errors import SchemaError
@@ -1224,42 +1225,62 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     appear. A declared numeric column that some rows lack holds typed nulls (NaN in a
     ``float64`` column, ``<NA>`` in an ``Int64`` one), not ``None`` in an ``object`` column.
 
+    pandas infers each column's dtype from the rows once; the frame is then built in one go
+    from its columns' arrays (no column inserted or retyped in place, no copy of the rows).
     With ``XLANB_STRICT_SCHEMA=1``, a column the schema does not declare for `name` raises
     :class:`SchemaError`."""
     if not rows:
         return empty_frame(name)
-    declared = _BY_NAME[name]
-    frame = pd.DataFrame(rows)
+    inferred = pd.DataFrame(rows)
+    present = list(inferred.columns)
     if strict():
-        check_columns(name, frame.columns)
+        check_columns(name, present)
     required = _REQUIRED[name]
-    for column in required:
-        if column not in frame.columns:
-            frame[column] = pd.Series(
-                [None] * len(frame), dtype=_NULL_DTYPES[declared[column].dtype]
-            )
-    for column in frame.columns:
-        spec = declared.get(column)
-        if spec is not None and spec.dtype in _NUMERIC:
-            _type_nulls(frame, column, spec.dtype)
     required_set = _REQUIRED_SETS[name]
-    extra = [c for c in frame.columns if c not in required_set]
-    return frame[required + extra].reset_index(drop=True)
+    order = required + [column for column in present if column not in required_set]
+    declared = _BY_NAME[name]
+    length = len(inferred)
+    arrays: dict[str, Any] = {}
+    changed = order != present
+    for column in order:
+        spec = declared.get(column)
+        if column not in inferred:
+            assert spec is not None  # a required column
+            arrays[column] = _null_array(spec.dtype, length)
+            changed = True
+            continue
+        array = inferred[column].array
+        if spec is not None and spec.dtype in _NUMERIC:
+            typed = _typed_nulls(array, spec.dtype)
+            changed = changed or typed is not array
+            array = typed
+        arrays[column] = array
+    if not changed:
+        return inferred
+    return pd.DataFrame(arrays, index=pd.RangeIndex(length), copy=False)
 
 
-def _type_nulls(frame: pd.DataFrame, column: str, dtype: str) -> None:
-    """Give a numeric column with missing values its declared dtype (``Int64`` for integers);
-    a column that does not convert (text in a numeric column) is left as it is."""
-    series = frame[column]
-    current = str(series.dtype)
+def _null_array(dtype: str, length: int) -> Any:
+    """A column of `length` nulls of declared dtype `dtype` (``None`` in an object column)."""
+    null_dtype = _NULL_DTYPES[dtype]
+    if null_dtype == "Int64":
+        return pd.array([None] * length, dtype="Int64")
+    return np.full(length, None if null_dtype == "object" else np.nan, dtype=null_dtype)
+
+
+def _typed_nulls(array: Any, dtype: str) -> Any:
+    """A numeric column's array with missing values given its declared dtype (``Int64`` for
+    integers); `array` itself when it is typed already, holds no nulls, or does not convert
+    (text in a numeric column)."""
+    current = str(array.dtype)
     if current in (dtype, "Int64") or (current == "int64" and dtype in _INTEGERS):
-        return  # already typed (an int64 column holds no nulls)
-    if not series.isna().any():
-        return
+        return array  # already typed (an int64 column holds no nulls)
+    if not pd.isna(array).any():
+        return array
     try:
-        frame[column] = series.astype(_NULL_DTYPES[dtype])
+        return array.astype(_NULL_DTYPES[dtype])
     except (TypeError, ValueError):
-        pass
+        return array
 
 
 def rank_findings_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
