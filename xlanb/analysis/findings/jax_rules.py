@@ -213,10 +213,12 @@ def jax_host_callbacks(profile: Profile) -> list[Finding]:
 def jax_host_transfers(profile: Profile) -> list[Finding]:
     """NumPy arrays or Python scalars passed to jitted functions: a copy to the device on
     every call."""
-    if jax_text.HOST_TRANSFER not in profile.fallbacks["cause"].tolist():
+    fallbacks = profile.fallbacks
+    if jax_text.HOST_TRANSFER not in fallbacks["cause"].tolist():
         return []
-    fallbacks = _jax_rows(profile.fallbacks)
-    rows = fallbacks[fallbacks["cause"] == jax_text.HOST_TRANSFER]
+    rows = fallbacks[
+        (fallbacks["backend"] == jax_text.BACKEND) & (fallbacks["cause"] == jax_text.HOST_TRANSFER)
+    ]
     if rows.empty:
         return []
     count = int(rows["count"].sum())
@@ -295,8 +297,7 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
     grown = _total(found["after"], 1) - _total(found["before"], 1)
     if grown < GROWTH_BYTES or len(growing_runs(live, jax_text.BACKEND)) >= LEAK_RUNS:
         return []  # nothing much, or memory_leak_across_cells says more
-    live = live[live["backend"] == jax_text.BACKEND]
-    kept = kept_groups(live[live["snapshot"] == "left alive"])
+    kept = kept_groups(live, jax_text.BACKEND)
     arrays = int(_total(found["after"], 0) - _total(found["before"], 0))
     return [
         {

@@ -58,11 +58,21 @@ def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
 KEPT_GROUPS = 6
 
 
-def kept_groups(left: pd.DataFrame) -> str:
-    """`float32[256,256] ×5, float32[] ×5` and `… and 3 more groups` of the ``left alive``
-    rows (largest first)."""
-    left = left[left["count"] > 0]
-    listed = ", ".join(f"{row.shape} ×{row.count}" for row in left.head(KEPT_GROUPS).itertuples())
+def kept_groups(live: pd.DataFrame, backend: str) -> str:
+    """`float32[256,256] ×5, float32[] ×5` and `… and 3 more groups` of `backend`'s ``left
+    alive`` rows of `live` (largest first)."""
+    left = [
+        (shape, count)
+        for row_backend, snapshot, shape, count in zip(
+            live["backend"].tolist(),
+            live["snapshot"].tolist(),
+            live["shape"].tolist(),
+            live["count"].tolist(),
+            strict=True,
+        )
+        if row_backend == backend and snapshot == "left alive" and count > 0
+    ]
+    listed = ", ".join(f"{shape} ×{count}" for shape, count in left[:KEPT_GROUPS])
     more = len(left) - KEPT_GROUPS
     return listed + (f" and {counted(more, 'more group')}" if more > 0 else "")
 
@@ -82,8 +92,7 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         # the first growing run may also have made what a cell makes once (its state)
         per_run = statistics.median(size for _count, size in runs[1:])
         arrays = sum(count for count, _size in runs)
-        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")]
-        kept = kept_groups(left)
+        kept = kept_groups(live, backend)
         findings.append(
             {
                 "severity": "warning" if per_run >= LEAK_WARNING_BYTES else "info",
