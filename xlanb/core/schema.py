@@ -1225,39 +1225,35 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     appear. A declared numeric column that some rows lack holds typed nulls (NaN in a
     ``float64`` column, ``<NA>`` in an ``Int64`` one), not ``None`` in an ``object`` column.
 
-    pandas infers each column's dtype from the rows once; the frame is then built in one go
-    from its columns' arrays (no column inserted or retyped in place, no copy of the rows).
-    With ``XLANB_STRICT_SCHEMA=1``, a column the schema does not declare for `name` raises
-    :class:`SchemaError`."""
+    Built in one go: pandas reads the rows into the columns in their final order (a column
+    no row has is all NaN there, ``float64``), then only the columns whose nulls need another
+    dtype are replaced. With ``XLANB_STRICT_SCHEMA=1``, a column the schema does not declare
+    for `name` raises :class:`SchemaError`."""
     if not rows:
         return empty_frame(name)
-    inferred = pd.DataFrame(rows)
-    present = list(inferred.columns)
+    present = list(dict.fromkeys(key for row in rows for key in row))
     if strict():
         check_columns(name, present)
     required = _REQUIRED[name]
     required_set = _REQUIRED_SETS[name]
     order = required + [column for column in present if column not in required_set]
+    frame = pd.DataFrame(rows, columns=order)
     declared = _BY_NAME[name]
-    length = len(inferred)
-    arrays: dict[str, Any] = {}
-    changed = order != present
+    length = len(frame)
+    present_set = set(present)
     for column in order:
         spec = declared.get(column)
-        if column not in inferred:
+        if column not in present_set:
             assert spec is not None  # a required column
-            arrays[column] = _null_array(spec.dtype, length)
-            changed = True
+            if _NULL_DTYPES[spec.dtype] != "float64":
+                frame[column] = _null_array(spec.dtype, length)
             continue
-        array = inferred[column].array
         if spec is not None and spec.dtype in _NUMERIC:
+            array = frame[column].array
             typed = _typed_nulls(array, spec.dtype)
-            changed = changed or typed is not array
-            array = typed
-        arrays[column] = array
-    if not changed:
-        return inferred
-    return pd.DataFrame(arrays, index=pd.RangeIndex(length), copy=False)
+            if typed is not array:
+                frame[column] = typed
+    return frame
 
 
 def _null_array(dtype: str, length: int) -> Any:
