@@ -16,6 +16,7 @@ the tests run with ``XLANB_STRICT_SCHEMA=1``, where an undeclared column fails.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -1231,7 +1232,7 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     for `name` raises :class:`SchemaError`."""
     if not rows:
         return empty_frame(name)
-    present = list(dict.fromkeys(key for row in rows for key in row))
+    present = list(dict.fromkeys(itertools.chain.from_iterable(rows)))  # keys as they appear
     if strict():
         check_columns(name, present)
     required = _REQUIRED[name]
