@@ -128,3 +128,21 @@ def test_a_steady_cell_builds_each_frame_once(run, shell, built):
     counts = collections.Counter(name for name, _rows in built)
     assert max(counts.values()) == 1, counts
     assert counts["findings"] == 1
+
+
+def test_a_quiet_cell_leaves_what_the_views_show_until_asked(run, shell):
+    """Under ``-q`` the end of the cell keeps no ``Profile.shown`` (nothing is displayed); the
+    property computes it when first asked, as derive keeps it for a displayed cell."""
+    from IPython.utils.capture import capture_output
+
+    from xlanb.analysis.shown import shown
+
+    run(JAX_SETUP)
+    run(f"%%xla_profile -q --var eoc_quiet\n{JAX_STEADY}")
+    quiet = shell.user_ns["eoc_quiet"]
+    assert quiet._shown is None
+    assert quiet.shown.host_activity == shown(quiet).host_activity
+    assert quiet._shown is not None
+    with capture_output():
+        run(f"%%xla_profile --var eoc_shown\n{JAX_STEADY}")
+    assert shell.user_ns["eoc_shown"]._shown is not None
