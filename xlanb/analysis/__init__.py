@@ -13,7 +13,7 @@ import pandas as pd
 
 from xlanb.analysis.attribution import attribute_fallbacks
 from xlanb.analysis.breakdown import breakdown_frame
-from xlanb.analysis.findings import RANK_RULES, by_cost, findings_frame
+from xlanb.analysis.findings import RANK_RULES, by_cost, finding_rows
 from xlanb.analysis.ranks import is_multi_rank
 from xlanb.analysis.rates import with_rates
 from xlanb.analysis.roofline import with_op_rates
@@ -25,7 +25,7 @@ from xlanb.core.schema import make_frame, rank_findings_frame
 __all__ = ["derive"]
 
 
-def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
+def derive(profile: Profile, *, attribute_lines: bool = False, keep_shown: bool = True) -> Profile:
     """Fill every frame derived from `profile`'s captured ones: the cell lines of fallbacks
     (`attribute_lines`: the code ran in a cell or script whose source the Profile holds), the
     breakdown, the steps, the programs' and ops' rates and the findings. The findings a source
@@ -35,7 +35,8 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
 
     A Profile merged from rank files keeps each rank's frames (derived when it was captured)
     and gains the rules over the ranks. What the views show from several frames is kept too
-    (``Profile.shown``)."""
+    (``Profile.shown``), unless `keep_shown` is False (a capture not displayed at its end:
+    ``Profile.shown`` computes it when first asked)."""
     if is_multi_rank(profile):
         _with_rank_findings(profile)
         profile.keep_shown(shown(profile))
@@ -50,10 +51,11 @@ def derive(profile: Profile, *, attribute_lines: bool = False) -> Profile:
     profile.ops = with_op_rates(
         profile.ops, profile.graphs, profile.environment, _program_runs(profile.spans)
     )
-    general = findings_frame(profile).to_dict("records")
+    general = finding_rows(profile)
     rows = general + _source_findings(profile, general)
     profile.findings = make_frame("findings", by_cost(rows, profile.wall_seconds))
-    profile.keep_shown(shown(profile))
+    if keep_shown:
+        profile.keep_shown(shown(profile))
     return profile
 
 
@@ -75,6 +77,8 @@ def _with_rank_findings(profile: Profile) -> Profile:
 def _source_findings(profile: Profile, derived: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows of ``findings`` that the rules did not just make again (those of a file or of
     each rank; none in a capture not derived yet)."""
+    if profile.findings.empty:
+        return []
     made = {(row["severity"], row["title"], row["detail"]) for row in derived}
     return [
         row

@@ -78,17 +78,19 @@ def attribute_fallbacks(
     source tell (per backend)."""
     if fallbacks.empty or not source:
         return fallbacks
+    forced_lines: dict[str, set[int]] = {}  # per backend
     lines = []
-    for op, backend in zip(fallbacks["op"], fallbacks["backend"], strict=True):
-        lines.append(fallback_line(op, source, _forced_sync_lines(backend, compiles, executions)))
+    for op, backend, old in zip(
+        fallbacks["op"], fallbacks["backend"], fallbacks["cell_line"], strict=True
+    ):
+        if not pd.isna(old):
+            lines.append(old)
+            continue
+        if backend not in forced_lines:
+            forced_lines[backend] = _forced_sync_lines(backend, compiles, executions)
+        lines.append(fallback_line(op, source, forced_lines[backend]))
     attributed = fallbacks.copy()
-    attributed["cell_line"] = pd.array(
-        [
-            line if pd.isna(old) else old
-            for line, old in zip(lines, fallbacks["cell_line"], strict=True)
-        ],
-        dtype="Int64",
-    )
+    attributed["cell_line"] = pd.array(lines, dtype="Int64")
     return attributed
 
 
@@ -97,10 +99,12 @@ def _forced_sync_lines(
 ) -> set[int]:
     """The cell lines of `backend`'s forced syncs: its forced compiles', and, where the
     runtime placed every run (torch._lazy, torch_xla with ``--deep``), its forced runs'."""
-    mine = compiles[compiles["backend"].astype(str) == backend]
-    forced = mine[mine["trigger"].astype(str).str.contains(_FORCED, regex=True)]
-    lines = {int(v) for v in forced["cell_line"].dropna()}
-    if executions is None or "trigger" not in executions.columns:
+    lines: set[int] = set()
+    if not compiles.empty:
+        mine = compiles[compiles["backend"].astype(str) == backend]
+        forced = mine[mine["trigger"].astype(str).str.contains(_FORCED, regex=True)]
+        lines = {int(v) for v in forced["cell_line"].dropna()}
+    if executions is None or executions.empty or "trigger" not in executions.columns:
         return lines
     runs = executions[executions["backend"].astype(str) == backend]
     runs = runs[runs["trigger"].astype(str).str.contains(_FORCED, regex=True)]

@@ -11,8 +11,14 @@ from xlanb.core.profile import Profile
 
 def derive_capture(profile: Profile, options: Any) -> None:
     """:func:`xlanb.analysis.derive` of a live capture (the recorder's `finish` callable): the
-    cell lines of fallbacks where the code ran in a cell or script."""
-    derive(profile, attribute_lines=bool(getattr(options, "cell_filename", None)))
+    cell lines of fallbacks where the code ran in a cell or script; what the views show from
+    several frames is kept where the profile is displayed now (else computed when first
+    shown)."""
+    derive(
+        profile,
+        attribute_lines=bool(getattr(options, "cell_filename", None)),
+        keep_shown=bool(getattr(options, "shown", True)),
+    )
 
 
 class profile(Recorder):

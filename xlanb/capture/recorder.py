@@ -267,7 +267,8 @@ def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None
         if name == "findings":
             continue
         rows = [row for capture in captures for row in capture.rows.get(name, [])]
-        setattr(target, name, make_frame(name, rows))
+        if rows or not getattr(target, name).empty:  # a new Profile's frames are empty
+            setattr(target, name, make_frame(name, rows))
     for capture in captures:
         target.notes.extend(capture.notes)
         target.environment.update(capture.environment)

@@ -16,11 +16,13 @@ the tests run with ``XLANB_STRICT_SCHEMA=1``, where an undeclared column fails.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+import numpy as np
 import pandas as pd
 
 from xlanb.core.errors import SchemaError
@@ -1224,42 +1226,58 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     appear. A declared numeric column that some rows lack holds typed nulls (NaN in a
     ``float64`` column, ``<NA>`` in an ``Int64`` one), not ``None`` in an ``object`` column.
 
-    With ``XLANB_STRICT_SCHEMA=1``, a column the schema does not declare for `name` raises
-    :class:`SchemaError`."""
+    Built in one go: pandas reads the rows into the columns in their final order (a column
+    no row has is all NaN there, ``float64``), then only the columns whose nulls need another
+    dtype are replaced. With ``XLANB_STRICT_SCHEMA=1``, a column the schema does not declare
+    for `name` raises :class:`SchemaError`."""
     if not rows:
         return empty_frame(name)
-    declared = _BY_NAME[name]
-    frame = pd.DataFrame(rows)
+    present = list(dict.fromkeys(itertools.chain.from_iterable(rows)))  # keys as they appear
     if strict():
-        check_columns(name, frame.columns)
+        check_columns(name, present)
     required = _REQUIRED[name]
-    for column in required:
-        if column not in frame.columns:
-            frame[column] = pd.Series(
-                [None] * len(frame), dtype=_NULL_DTYPES[declared[column].dtype]
-            )
-    for column in frame.columns:
-        spec = declared.get(column)
-        if spec is not None and spec.dtype in _NUMERIC:
-            _type_nulls(frame, column, spec.dtype)
     required_set = _REQUIRED_SETS[name]
-    extra = [c for c in frame.columns if c not in required_set]
-    return frame[required + extra].reset_index(drop=True)
+    order = required + [column for column in present if column not in required_set]
+    frame = pd.DataFrame(rows, columns=order)
+    declared = _BY_NAME[name]
+    length = len(frame)
+    present_set = set(present)
+    for column in order:
+        spec = declared.get(column)
+        if column not in present_set:
+            assert spec is not None  # a required column
+            if _NULL_DTYPES[spec.dtype] != "float64":
+                frame[column] = _null_array(spec.dtype, length)
+            continue
+        if spec is not None and spec.dtype in _NUMERIC:
+            array = frame[column].array
+            typed = _typed_nulls(array, spec.dtype)
+            if typed is not array:
+                frame[column] = typed
+    return frame
 
 
-def _type_nulls(frame: pd.DataFrame, column: str, dtype: str) -> None:
-    """Give a numeric column with missing values its declared dtype (``Int64`` for integers);
-    a column that does not convert (text in a numeric column) is left as it is."""
-    series = frame[column]
-    current = str(series.dtype)
+def _null_array(dtype: str, length: int) -> Any:
+    """A column of `length` nulls of declared dtype `dtype` (``None`` in an object column)."""
+    null_dtype = _NULL_DTYPES[dtype]
+    if null_dtype == "Int64":
+        return pd.array([None] * length, dtype="Int64")
+    return np.full(length, None if null_dtype == "object" else np.nan, dtype=null_dtype)
+
+
+def _typed_nulls(array: Any, dtype: str) -> Any:
+    """A numeric column's array with missing values given its declared dtype (``Int64`` for
+    integers); `array` itself when it is typed already, holds no nulls, or does not convert
+    (text in a numeric column)."""
+    current = str(array.dtype)
     if current in (dtype, "Int64") or (current == "int64" and dtype in _INTEGERS):
-        return  # already typed (an int64 column holds no nulls)
-    if not series.isna().any():
-        return
+        return array  # already typed (an int64 column holds no nulls)
+    if not pd.isna(array).any():
+        return array
     try:
-        frame[column] = series.astype(_NULL_DTYPES[dtype])
+        return array.astype(_NULL_DTYPES[dtype])
     except (TypeError, ValueError):
-        pass
+        return array
 
 
 def rank_findings_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

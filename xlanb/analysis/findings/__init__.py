@@ -50,6 +50,7 @@ __all__ = [
     "by_cost",
     "compile_budget_error",
     "cpu_fallbacks",
+    "finding_rows",
     "findings_frame",
     "forced_syncs",
     "jax_eager_compiles",
@@ -94,11 +95,16 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
 ]
 
 
-def findings_frame(profile: Profile) -> pd.DataFrame:
-    """Every rule's findings, the costliest first (``seconds`` each accounts for and its
-    ``share`` of the wall time, where a rule can tell), then by severity."""
+def finding_rows(profile: Profile) -> list[Finding]:
+    """Every rule's findings as rows, the costliest first (``seconds`` each accounts for and
+    its ``share`` of the wall time, where a rule can tell), then by severity."""
     rows = [finding for rule in RULES for finding in rule(profile)]
-    return make_frame("findings", by_cost(rows, profile.wall_seconds))
+    return by_cost(rows, profile.wall_seconds)
+
+
+def findings_frame(profile: Profile) -> pd.DataFrame:
+    """:func:`finding_rows` as the ``findings`` frame."""
+    return make_frame("findings", finding_rows(profile))
 
 
 #: A finding costing less than this share of the wall ranks below every error.

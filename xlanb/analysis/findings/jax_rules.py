@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines, lane_seconds
-from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs, kept_groups
+from xlanb.analysis.findings.memory_rules import LEAK_RUNS, growing_runs, kept_groups, snapshots
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes, format_seconds
 from xlanb.core.words import counted, magic_command
@@ -42,6 +43,8 @@ def _flag(frame: pd.DataFrame, column: str) -> pd.Series:
 def jax_recompilation(profile: Profile) -> list[Finding]:
     """A jitted function compiled again in the cell: new input shapes or dtypes, a new static
     argument value, or a new function object each time."""
+    if profile.compiles.empty:
+        return []
     compiles = _jax_rows(profile.compiles)
     compiles = compiles[~_flag(compiles, "eager")]
     findings = []
@@ -182,6 +185,8 @@ def _few_static_values(again: pd.DataFrame) -> list[str]:
 
 def jax_host_callbacks(profile: Profile) -> list[Finding]:
     """Host callbacks (pure_callback, io_callback, jax.debug.print) in jitted functions."""
+    if jax_text.HOST_CALLBACK not in profile.fallbacks["cause"].tolist():
+        return []
     fallbacks = _jax_rows(profile.fallbacks)
     fallbacks = fallbacks[fallbacks["cause"] == jax_text.HOST_CALLBACK]
     findings = []
@@ -208,8 +213,12 @@ def jax_host_callbacks(profile: Profile) -> list[Finding]:
 def jax_host_transfers(profile: Profile) -> list[Finding]:
     """NumPy arrays or Python scalars passed to jitted functions: a copy to the device on
     every call."""
-    fallbacks = _jax_rows(profile.fallbacks)
-    rows = fallbacks[fallbacks["cause"] == jax_text.HOST_TRANSFER]
+    fallbacks = profile.fallbacks
+    if jax_text.HOST_TRANSFER not in fallbacks["cause"].tolist():
+        return []
+    rows = fallbacks[
+        (fallbacks["backend"] == jax_text.BACKEND) & (fallbacks["cause"] == jax_text.HOST_TRANSFER)
+    ]
     if rows.empty:
         return []
     count = int(rows["count"].sum())
@@ -248,6 +257,8 @@ def _identity_reason(causes: pd.Series) -> str:
 def jax_eager_compiles(profile: Profile) -> list[Finding]:
     """Small programs compiled for ops run outside jax.jit: many of them (a warning), or a
     few that took a noticeable share of the cell (information)."""
+    if profile.compiles.empty:
+        return []
     compiles = _jax_rows(profile.compiles)
     eager = compiles[_flag(compiles, "eager")]
     seconds = float(eager["seconds"].sum(skipna=True))
@@ -280,15 +291,14 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
     live = profile.live_arrays
     if live.empty or (profile.failed and out_of_memory(profile.error)):
         return []  # out of memory: out_of_memory_failure says what was alive
-    live = live[live["backend"] == jax_text.BACKEND]
-    totals = live.groupby("snapshot")[["count", "bytes"]].sum()
-    if not {"before", "after"} <= set(totals.index):
+    found = snapshots(live, jax_text.BACKEND)
+    if "before" not in found or "after" not in found:
         return []
-    grown = float(totals.loc["after", "bytes"] - totals.loc["before", "bytes"])
+    grown = _total(found["after"], 1) - _total(found["before"], 1)
     if grown < GROWTH_BYTES or len(growing_runs(live, jax_text.BACKEND)) >= LEAK_RUNS:
         return []  # nothing much, or memory_leak_across_cells says more
-    kept = kept_groups(live[live["snapshot"] == "left alive"])
-    arrays = int(totals.loc["after", "count"] - totals.loc["before", "count"])
+    kept = kept_groups(live, jax_text.BACKEND)
+    arrays = int(_total(found["after"], 0) - _total(found["before"], 0))
     return [
         {
             "severity": "info",
@@ -300,3 +310,9 @@ def jax_memory_growth(profile: Profile) -> list[Finding]:
             "latest result; `del` arrays you no longer need.",
         }
     ]
+
+
+def _total(rows: list[tuple[Any, Any]], field: int) -> float:
+    """The sum of item `field` (0: count, 1: bytes) of `rows`, nulls left out (as pandas
+    sums)."""
+    return float(sum(row[field] for row in rows if not pd.isna(row[field])))

@@ -4,6 +4,7 @@ buffers a program could not reuse, a cell that ran out of it."""
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 import pandas as pd
 
@@ -20,23 +21,31 @@ LEAK_RUNS = 2
 LEAK_WARNING_BYTES = 1_000_000
 
 
+def snapshots(live: pd.DataFrame, backend: str) -> dict[str, list[tuple[Any, Any]]]:
+    """snapshot -> (count, bytes) of each of `backend`'s rows of `live`, in order: one pass
+    over the frame's columns, for the rules that read a few rows of it."""
+    found: dict[str, list[tuple[Any, Any]]] = {}
+    for row_backend, snapshot, count, size in zip(
+        live["backend"].tolist(),
+        live["snapshot"].tolist(),
+        live["count"].tolist(),
+        live["bytes"].tolist(),
+        strict=True,
+    ):
+        if row_backend == backend:
+            found.setdefault(snapshot, []).append((count, size))
+    return found
+
+
 def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
     """(arrays, bytes) grown by each of the last runs of the cell in a row that grew live
     device memory, this run the last; [] when this run did not grow it."""
-    rows = live[live["backend"] == backend]
-    ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
-    if not {"before", "after"} <= set(ends.index):
+    found = snapshots(live, backend)
+    if "before" not in found or "after" not in found:
         return []
-    runs = [
-        (int(count), float(size))
-        for count, size in rows.loc[rows["snapshot"] == "earlier run", ["count", "bytes"]].values
-    ]
-    runs.append(
-        (
-            int(ends.loc["after", "count"] - ends.loc["before", "count"]),
-            float(ends.loc["after", "bytes"] - ends.loc["before", "bytes"]),
-        )
-    )
+    (before_count, before_bytes), (after_count, after_bytes) = found["before"][0], found["after"][0]
+    runs = [(int(count), float(size)) for count, size in found.get("earlier run", [])]
+    runs.append((int(after_count - before_count), float(after_bytes - before_bytes)))
     grown: list[tuple[int, float]] = []
     for count, size in reversed(runs):
         if count <= 0 or not size > 0:
@@ -49,11 +58,21 @@ def growing_runs(live: pd.DataFrame, backend: str) -> list[tuple[int, float]]:
 KEPT_GROUPS = 6
 
 
-def kept_groups(left: pd.DataFrame) -> str:
-    """`float32[256,256] ×5, float32[] ×5` and `… and 3 more groups` of the ``left alive``
-    rows (largest first)."""
-    left = left[left["count"] > 0]
-    listed = ", ".join(f"{row.shape} ×{row.count}" for row in left.head(KEPT_GROUPS).itertuples())
+def kept_groups(live: pd.DataFrame, backend: str) -> str:
+    """`float32[256,256] ×5, float32[] ×5` and `… and 3 more groups` of `backend`'s ``left
+    alive`` rows of `live` (largest first)."""
+    left = [
+        (shape, count)
+        for row_backend, snapshot, shape, count in zip(
+            live["backend"].tolist(),
+            live["snapshot"].tolist(),
+            live["shape"].tolist(),
+            live["count"].tolist(),
+            strict=True,
+        )
+        if row_backend == backend and snapshot == "left alive" and count > 0
+    ]
+    listed = ", ".join(f"{shape} ×{count}" for shape, count in left[:KEPT_GROUPS])
     more = len(left) - KEPT_GROUPS
     return listed + (f" and {counted(more, 'more group')}" if more > 0 else "")
 
@@ -63,7 +82,7 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
     appended to a list, a cache that only grows): a warning. A cell that grows once (it
     initialises parameters) and then replaces what it made is not one."""
     live = profile.live_arrays
-    if live.empty or not (live["snapshot"] == "earlier run").any():
+    if live.empty or "earlier run" not in live["snapshot"].tolist():
         return []
     findings = []
     for backend in dict.fromkeys(live["backend"].astype(str)):
@@ -73,8 +92,7 @@ def memory_leak_across_cells(profile: Profile) -> list[Finding]:
         # the first growing run may also have made what a cell makes once (its state)
         per_run = statistics.median(size for _count, size in runs[1:])
         arrays = sum(count for count, _size in runs)
-        left = live[(live["backend"] == backend) & (live["snapshot"] == "left alive")]
-        kept = kept_groups(left)
+        kept = kept_groups(live, backend)
         findings.append(
             {
                 "severity": "warning" if per_run >= LEAK_WARNING_BYTES else "info",
@@ -213,16 +231,21 @@ def tensors_kept_across_cells(profile: Profile) -> list[Finding]:
     say their bytes (torch_xla on the CPU: ``bytes`` NaN): the same cell kept more live
     tensors on each of its last profiled runs."""
     live = profile.live_arrays
-    if live.empty or not (live["snapshot"] == "earlier run").any():
+    if live.empty or "earlier run" not in live["snapshot"].tolist():
         return []
     findings = []
     for backend in dict.fromkeys(live["backend"].astype(str)):
-        rows = live[live["backend"] == backend]
-        ends = rows[rows["snapshot"].isin(("before", "after"))].set_index("snapshot")
-        if not {"before", "after"} <= set(ends.index) or ends["bytes"].notna().any():
+        found = snapshots(live, backend)
+        if "before" not in found or "after" not in found:
+            continue
+        (before_count, before_bytes), (after_count, after_bytes) = (
+            found["before"][0],
+            found["after"][0],
+        )
+        if pd.notna(before_bytes) or pd.notna(after_bytes):
             continue  # bytes known: memory_leak_across_cells says it
-        runs = [int(n) for n in rows.loc[rows["snapshot"] == "earlier run", "count"]]
-        runs.append(int(ends.loc["after", "count"] - ends.loc["before", "count"]))
+        runs = [int(count) for count, _size in found.get("earlier run", [])]
+        runs.append(int(after_count - before_count))
         grown = 0
         for count in reversed(runs):
             if count <= 0:

@@ -18,6 +18,8 @@ from xlanb.formats.counters import FALLBACK_ADVICE
 def recompilation(profile: Profile) -> list[Finding]:
     """Graphs recompiled because input shapes changed, or one line compiling many graphs."""
     compiles = profile.compiles
+    if compiles.empty:
+        return []
     compiles = compiles[compiles["backend"] != jax_text.BACKEND]  # see jax_recompilation
     if compiles.empty:
         return []
@@ -102,6 +104,8 @@ def forced_syncs(profile: Profile) -> list[Finding]:
     """Syncs the user did not ask for: a tensor value was read inside the step. A value read
     once in the cell (a loss printed after the loop) is information, not a warning."""
     compiles = profile.compiles
+    if compiles.empty:
+        return []
     forced = compiles[compiles["cause"].astype(str).str.startswith(FORCED_SYNC)]
     if forced.empty:
         return []
@@ -166,6 +170,8 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
     """Ops that left the device, one finding per cause: values read back (a warning when read
     more than once), data-dependent shapes (a warning) and CPU fallbacks (an error)."""
     fallbacks = profile.fallbacks
+    if set(fallbacks["cause"].tolist()) <= _JAX_FALLBACK_CAUSES:
+        return []  # none, or only JAX's: see jax_host_callbacks, jax_host_transfers
     findings = []
     for cause, rows in fallbacks.groupby("cause", sort=False):
         if cause in _JAX_FALLBACK_CAUSES:  # see jax_host_callbacks, jax_host_transfers
