@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -239,52 +240,84 @@ def lane_events(profile: Profile) -> pd.DataFrame:
     spans = spans[spans["seconds"] > 0] if not spans.empty else spans
     if spans.empty:
         return pd.DataFrame(columns=["row", "lane", "start", "end", "name", "exact"])
-    # column-wise: a long cell has thousands of spans (a row dict each took ~0.1 s)
+    # numpy columns, one frame at the end: a long cell has thousands of spans, and a pandas
+    # group per timeline row cost more than the rest of the chart
     lanes = spans["lane"].astype(str).to_numpy(dtype=object)
-    labels = [
-        f"{'ops' if lane == 'op' else 'device'} {graph[:16]}"
-        if lane in ("device", "op") and isinstance(graph, str)
-        else "device trace"
-        if lane == "trace"
-        else lane
-        for lane, graph in zip(lanes, spans["graph"].to_numpy(dtype=object), strict=True)
-    ]
-    start = spans["start"].to_numpy(dtype=float) - profile.started_at
-    events = pd.DataFrame(
-        {
-            "row": labels,
-            "lane": lanes,
-            "start": start,
-            "end": start + spans["seconds"].to_numpy(dtype=float),
-            "name": spans["name"].astype(str).to_numpy(dtype=object),
-        }
+    labels = np.array(
+        [
+            f"{'ops' if lane == 'op' else 'device'} {graph[:16]}"
+            if lane in ("device", "op") and isinstance(graph, str)
+            else "device trace"
+            if lane == "trace"
+            else lane
+            for lane, graph in zip(lanes, spans["graph"].to_numpy(dtype=object), strict=True)
+        ],
+        dtype=object,
     )
-    extent = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
-    runs = _last_runs(events)
-    rows = []
-    for row, group in events.groupby("row", sort=False):
-        run = f"device {row[4:]}" if row.startswith("ops ") else ""
-        if run not in runs.index:
-            rows.append(_thinned(group, extent))
+    start = spans["start"].to_numpy(dtype=float) - profile.started_at
+    end = start + spans["seconds"].to_numpy(dtype=float)
+    names = spans["name"].astype(str).to_numpy(dtype=object)
+    extent = max(float(end.max()), profile.wall_seconds, 1e-6)
+    codes, rows = pd.factorize(labels)  # timeline rows in the order they first appear
+    runs = _last_runs(codes, rows, lanes, start, end)
+    pieces: list[_Bars] = []
+    for code, row in enumerate(rows):
+        chosen = np.flatnonzero(codes == code)
+        run = runs.get(f"device {row[4:]}") if row.startswith("ops ") else None
+        group = _Bars(row, lanes[chosen], start[chosen], end[chosen], names[chosen])
+        if run is None:
+            pieces.append(_thinned(group, extent))
             continue
         # the ops of the program's last run stay one bar each: zoom in to read them
-        start, end = runs.loc[run, "start"], runs.loc[run, "end"]
-        inside = (group["start"] >= start) & (group["end"] <= end)
-        exact = group[inside]
-        if len(exact) > RUN_OPS:
-            exact = exact.loc[(exact["end"] - exact["start"]).nlargest(RUN_OPS).index]
-        rows += [_thinned(group[~inside], extent), exact.assign(exact=True)]
-    joined = pd.concat(rows, ignore_index=True)
-    joined["exact"] = (
-        joined["exact"].fillna(False).astype(bool) if "exact" in joined.columns else False
+        inside = (group.start >= run[0]) & (group.end <= run[1])
+        exact = group.take(np.flatnonzero(inside))
+        if len(exact.start) > RUN_OPS:
+            longest = np.argsort(-(exact.end - exact.start), kind="stable")[:RUN_OPS]
+            exact = exact.take(longest)
+        exact.exact = True
+        pieces += [_thinned(group.take(np.flatnonzero(~inside)), extent), exact]
+    return pd.DataFrame(
+        {
+            "row": np.concatenate([np.full(len(p.start), p.row, dtype=object) for p in pieces]),
+            "lane": np.concatenate([p.lane for p in pieces]),
+            "start": np.concatenate([p.start for p in pieces]),
+            "end": np.concatenate([p.end for p in pieces]),
+            "name": np.concatenate([p.name for p in pieces]),
+            "exact": np.concatenate([np.full(len(p.start), p.exact) for p in pieces]),
+        }
     )
-    return joined
 
 
-def _last_runs(events: pd.DataFrame) -> pd.DataFrame:
-    """``start, end`` of each device row's last run, indexed by row."""
-    device = events[events["lane"] == "device"].sort_values("start", kind="stable")
-    return device.groupby("row")[["start", "end"]].last()
+@dataclass
+class _Bars:
+    """One timeline row's bars as numpy columns (``exact``: a run's own ops, kept apart)."""
+
+    row: str
+    lane: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    exact: bool = False
+
+    def take(self, index: np.ndarray) -> _Bars:
+        return _Bars(
+            self.row, self.lane[index], self.start[index], self.end[index], self.name[index]
+        )
+
+
+def _last_runs(
+    codes: np.ndarray, rows: Any, lanes: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> dict[str, tuple[float, float]]:
+    """``(start, end)`` of each device row's last run (the latest start; of equal starts, the
+    later span), by row."""
+    runs = {}
+    device = lanes == "device"
+    for code, row in enumerate(rows):
+        chosen = np.flatnonzero(device & (codes == code))
+        if len(chosen):
+            last = chosen[np.argsort(start[chosen], kind="stable")[-1]]
+            runs[str(row)] = (float(start[last]), float(end[last]))
+    return runs
 
 
 def last_run_ops(profile: Profile) -> pd.DataFrame:
@@ -302,13 +335,13 @@ RUN_OPS = 1500
 ROW_BARS = 300
 
 
-def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
-    """`rows` (one timeline row) with spans closer than a gap merged, the gap doubling from
+def _thinned(bars: _Bars, extent: float) -> _Bars:
+    """`bars` (one timeline row) with spans closer than a gap merged, the gap doubling from
     1/4000 of the cell's `extent` until at most :data:`ROW_BARS` bars are left."""
-    if len(rows) <= ROW_BARS:
-        return rows
-    rows = rows.sort_values("start", kind="stable")
-    start, end = rows["start"].to_numpy(), rows["end"].to_numpy()
+    if len(bars.start) <= ROW_BARS:
+        return bars
+    bars = bars.take(np.argsort(bars.start, kind="stable"))
+    start, end = bars.start, bars.end
     reach = np.maximum.accumulate(end)  # the latest end so far: spans may overlap
     gap = extent / 4000
     while True:
@@ -317,19 +350,20 @@ def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
             break
         gap *= 2
     counts = np.diff(np.r_[firsts, len(start)])
-    names = rows["name"].to_numpy()[firsts]
-    lane = str(rows["lane"].iloc[0])
-    return pd.DataFrame(
-        {
-            "row": rows["row"].iloc[0],
-            "lane": lane,
-            "start": start[firsts],
-            "end": np.maximum.reduceat(end, firsts),
-            "name": [
+    names = bars.name[firsts]
+    lane = str(bars.lane[0])
+    return _Bars(
+        bars.row,
+        np.full(len(firsts), lane, dtype=object),
+        start[firsts],
+        np.maximum.reduceat(end, firsts),
+        np.array(
+            [
                 name if count == 1 else f"{count:,} {lane} spans from {name}"
                 for name, count in zip(names, counts, strict=True)
             ],
-        }
+            dtype=object,
+        ),
     )
 
 
