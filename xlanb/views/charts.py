@@ -392,52 +392,25 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
     each allocation and free, from the device trace: GPU/TPU), ``peak`` (each program's
     compiled peak, at each of its device runs, also when it was compiled in an earlier cell);
     [] when the profile knows none of them. Each: name, kind, x, y (bytes), text."""
-    series: list[dict[str, Any]] = []
-    live = profile.live_arrays
-    if not live.empty:
-        ends = live[live["snapshot"].isin(("before", "after"))]
-        for backend, rows in ends.groupby(ends["backend"].astype(str), sort=False):
-            # all ranks of a merged run together, unknown (NaN) when one does not say
-            sizes = rows.groupby("snapshot")["bytes"].agg(
-                lambda b: float(b.sum()) if b.notna().all() else math.nan
-            )
-            if {"before", "after"} <= set(sizes.index) and sizes.notna().all():
-                series.append(
-                    {
-                        "name": f"live {backend}",
-                        "kind": "live",
-                        "x": [0.0, float(profile.wall_seconds)],
-                        "y": [float(sizes["before"]), float(sizes["after"])],
-                        "text": ["before the cell", "after the cell"],
-                    }
-                )
+    series = _live_series(profile)
     samples = profile.samples
-    in_use = samples[samples["metric"] == MEMORY_METRIC] if not samples.empty else samples
-    for backend, rows in in_use.groupby(in_use["backend"].astype(str), sort=False):
-        series.append(
-            {
-                "name": f"in use {backend}",
-                "kind": "in use",
-                "x": (rows["time"] - profile.started_at).round(6).tolist(),
-                "y": rows["value"].astype(float).tolist(),
-                "text": ["allocator bytes in use"] * len(rows),
-            }
-        )
-    peaks: dict[str, tuple[str, float]] = {}
-    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
-        if "peak_bytes" in frame.columns:
-            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
-                if isinstance(graph, str) and peak == peak:
-                    peaks[_program_key(graph)] = (graph, float(peak))
-    spans = profile.spans
-    runs = spans[spans["lane"] == "device"] if peaks and not spans.empty else spans.iloc[:0]
-    points: list[tuple[float, str, float]] = []
-    for graph, rows in runs.groupby(runs["graph"].fillna(runs["name"]).astype(str), sort=False):
-        known = peaks.get(_program_key(graph))
-        if known is None:
-            continue
-        starts = (rows["start"] - profile.started_at).to_numpy(dtype=float)
-        points.extend((float(start), known[0], known[1]) for start in starts)
+    if not samples.empty:
+        chosen = np.flatnonzero(samples["metric"].to_numpy(dtype=object) == MEMORY_METRIC)
+        backends = samples["backend"].to_numpy(dtype=object)[chosen].astype(str)
+        times = samples["time"].to_numpy(dtype=float)[chosen]
+        values = samples["value"].to_numpy(dtype=float)[chosen]
+        for backend in dict.fromkeys(backends):
+            mine = backends == backend
+            series.append(
+                {
+                    "name": f"in use {backend}",
+                    "kind": "in use",
+                    "x": np.round(times[mine] - profile.started_at, 6).tolist(),
+                    "y": values[mine].tolist(),
+                    "text": ["allocator bytes in use"] * int(mine.sum()),
+                }
+            )
+    points = _peak_points(profile)
     if points:
         points.sort()
         points = points[:: -(-len(points) // ROW_BARS)]  # at most as many as a row's bars
@@ -451,6 +424,60 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
             }
         )
     return series
+
+
+def _live_series(profile: Profile) -> list[dict[str, Any]]:
+    """Per backend, live device memory before and after the cell (all ranks of a merged run
+    together; none where a rank does not say)."""
+    live = profile.live_arrays
+    if live.empty:
+        return []
+    sizes: dict[str, dict[str, float]] = {}
+    for backend, snapshot, size in zip(
+        live["backend"].astype(str), live["snapshot"], live["bytes"].astype(float), strict=True
+    ):
+        if snapshot in ("before", "after"):
+            per = sizes.setdefault(backend, {})
+            per[snapshot] = per.get(snapshot, 0.0) + size  # NaN stays NaN: unknown
+    return [
+        {
+            "name": f"live {backend}",
+            "kind": "live",
+            "x": [0.0, float(profile.wall_seconds)],
+            "y": [per["before"], per["after"]],
+            "text": ["before the cell", "after the cell"],
+        }
+        for backend, per in sizes.items()
+        if {"before", "after"} <= per.keys() and not math.isnan(per["before"] + per["after"])
+    ]
+
+
+def _peak_points(profile: Profile) -> list[tuple[float, str, float]]:
+    """(start, program, compiled peak bytes) at each device run of a program whose peak is
+    known (the cell's latest compile's where it compiled)."""
+    peaks: dict[str, tuple[str, float]] = {}
+    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
+        if "peak_bytes" in frame.columns:
+            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
+                if isinstance(graph, str) and peak == peak:
+                    peaks[_program_key(graph)] = (graph, float(peak))
+    spans = profile.spans
+    if not peaks or spans.empty:
+        return []
+    device = np.flatnonzero(spans["lane"].to_numpy(dtype=object) == "device")
+    graphs = spans["graph"].to_numpy(dtype=object)[device]
+    names = spans["name"].to_numpy(dtype=object)[device]
+    starts = spans["start"].to_numpy(dtype=float)[device] - profile.started_at
+    keys: dict[str, tuple[str, float] | None] = {}
+    points = []
+    for graph, name, start in zip(graphs, names, starts, strict=True):
+        program = str(name if graph is None or graph != graph else graph)
+        if program not in keys:
+            keys[program] = peaks.get(_program_key(program))
+        known = keys[program]
+        if known is not None:
+            points.append((float(start), known[0], known[1]))
+    return points
 
 
 def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
