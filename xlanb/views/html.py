@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
@@ -30,11 +30,12 @@ from xlanb.views.summary import (
     BUCKET_COLOURS,
     account_line,
     account_parts,
+    cell_code,
     finding_cost,
     format_seconds,
     headline,
     host_kind,
-    runs_text,
+    runs_texts,
     steps_line,
     title,
     top_ops,
@@ -168,28 +169,30 @@ def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
     ops = top_ops(profile)
-    ops = ops.assign(
-        seconds=[format_seconds(s) for s in ops["seconds"]],
-        share=[f"{s * 100:.1f}%" for s in ops["share"]],
-        runs=[runs_text(row) for row in ops.itertuples()],
+    columns = [
+        "op",
+        "program",
+        "seconds",
+        "share",
+        "where",
+        "code",
+        "runs",
+        "category",
+        *(["op_name"] if "op_name" in ops.columns else []),
+    ]
+    values = {column: ops[column].tolist() for column in columns if column in ops.columns}
+    values.update(
+        seconds=[format_seconds(s) for s in values["seconds"]],
+        share=[f"{s * 100:.1f}%" for s in values["share"]],
+        runs=runs_texts(ops),
     )
     coverage = trace_coverage(profile)
     return _section(
         f"Top ops (device time; {coverage})" if coverage else "Top ops (device time)",
         len(profile.ops),
         table(
-            ops,
-            [
-                "op",
-                "program",
-                "seconds",
-                "share",
-                "where",
-                "code",
-                "runs",
-                "category",
-                *(["op_name"] if "op_name" in ops.columns else []),
-            ],
+            values,
+            columns,
             sortable=True,
             # one line a row, as wide as a notebook's output: long texts cut, whole in a tooltip
             clipped_columns={
@@ -236,37 +239,67 @@ def _with_rank(frame: pd.DataFrame, columns: list[str]) -> list[str]:
     return ["rank", *columns] if "rank" in frame.columns else columns
 
 
-def _executions_by_graph(profile: Profile) -> pd.DataFrame:
-    executions = profile.executions.assign(graph=profile.executions["graph"].fillna("(unknown)"))
+def _executions_by_graph(profile: Profile) -> dict[str, list[Any]]:
+    """The executions summed by graph (and rank), in the order graphs first ran: each column's
+    values by name."""
+    executions = profile.executions
     keys = _with_rank(executions, ["backend", "graph"])
-    # one grouping for every column (each groupby costs ~1 ms a cell)
-    named = {"count": ("count", "sum"), "seconds": ("seconds", "sum")}
-    if "peak_bytes" in executions.columns:
-        named["_peak"] = ("peak_bytes", "max")
-    if "flops_per_second" in executions.columns:
-        named.update(_flops=("flops_per_second", "max"), _bound=("bound", "first"))
-    grouped = executions.groupby(keys, sort=False).agg(**named)
-    grouped["mean"] = [
-        format_seconds(s / c) if c else "-"
-        for s, c in zip(grouped["seconds"], grouped["count"], strict=True)
+    key_values = [executions[key].tolist() for key in keys]
+    graph_at = keys.index("graph")
+    key_values[graph_at] = [
+        "(unknown)" if pd.isna(graph) else graph for graph in key_values[graph_at]
     ]
-    grouped["seconds"] = [format_seconds(s) for s in grouped["seconds"]]
-    if "_peak" in grouped.columns:
-        grouped["peak_memory"] = [format_bytes(v) for v in grouped.pop("_peak")]
-    if "_flops" in grouped.columns:
-        grouped["GFLOP/s"] = [f"{v / 1e9:.1f}" if v == v else "-" for v in grouped.pop("_flops")]
-        grouped["bound"] = [b if isinstance(b, str) else "-" for b in grouped.pop("_bound")]
-    return grouped.reset_index()
-
-
-def _readable_metrics(profile: Profile) -> pd.DataFrame:
-    metrics = profile.metrics.copy()
-    for column in ("total", "mean", "p50", "p90", "p99", "max"):
-        metrics[column] = [
-            format_seconds(v) if unit == "s" else cell(v)
-            for v, unit in zip(metrics[column], metrics["unit"], strict=True)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for row, key in enumerate(zip(*key_values, strict=True)):
+        if not any(pd.isna(part) for part in key):  # as groupby: rows of no key left out
+            groups.setdefault(key, []).append(row)
+    counts, seconds = executions["count"].tolist(), executions["seconds"].tolist()
+    grouped: dict[str, list[Any]] = {key: [k[i] for k in groups] for i, key in enumerate(keys)}
+    summed = [
+        (sum(counts[i] for i in rows), _sum(seconds[i] for i in rows)) for rows in groups.values()
+    ]
+    grouped["count"] = [count for count, _ in summed]
+    grouped["seconds"] = [format_seconds(total) for _, total in summed]
+    grouped["mean"] = [format_seconds(total / count) if count else "-" for count, total in summed]
+    if "peak_bytes" in executions.columns:
+        peaks = executions["peak_bytes"].tolist()
+        grouped["peak_memory"] = [
+            format_bytes(_max(peaks[i] for i in rows)) for rows in groups.values()
         ]
-    return metrics
+    if "flops_per_second" in executions.columns:
+        flops, bounds = executions["flops_per_second"].tolist(), executions["bound"].tolist()
+        grouped["GFLOP/s"] = [
+            f"{v / 1e9:.1f}" if v == v else "-"
+            for v in (_max(flops[i] for i in rows) for rows in groups.values())
+        ]
+        grouped["bound"] = [
+            next((bounds[i] for i in rows if isinstance(bounds[i], str)), "-")
+            for rows in groups.values()
+        ]
+    return grouped
+
+
+def _sum(values: Iterable[Any]) -> float:
+    """The sum of the known `values` (0.0 where none is), as pandas sums."""
+    return math.fsum(v for v in values if not pd.isna(v))
+
+
+def _max(values: Iterable[Any]) -> float:
+    """The largest of the known `values` (NaN where none is)."""
+    return max((float(v) for v in values if not pd.isna(v)), default=math.nan)
+
+
+def _readable_metrics(profile: Profile) -> dict[str, list[Any]]:
+    """The metrics' columns by name, their times readable."""
+    metrics = profile.metrics
+    readable = {column: metrics[column].tolist() for column in metrics.columns}
+    units = readable["unit"]
+    for column in ("total", "mean", "p50", "p90", "p99", "max"):
+        readable[column] = [
+            format_seconds(v) if unit == "s" else cell(v)
+            for v, unit in zip(readable[column], units, strict=True)
+        ]
+    return readable
 
 
 def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = True) -> str:
@@ -454,34 +487,46 @@ def _live_arrays(profile: Profile) -> str:
     live = profile.live_arrays
     if live.empty:
         return ""
+    snapshots = live["snapshot"].tolist()
+    counts, sizes = live["count"].tolist(), live["bytes"].tolist()
     # all ranks of a run; bytes no rank measured stay unknown ("-"), not 0
-    totals = live.groupby("snapshot")[["count", "bytes"]].sum(min_count=1)
-    if not {"before", "after"} <= set(totals.index):
+    totals: dict[str, list[float]] = {}
+    for snapshot, count, size in zip(snapshots, counts, sizes, strict=True):
+        total = totals.setdefault(snapshot, [0, math.nan])
+        total[0] += count
+        if not pd.isna(size):
+            total[1] = size if math.isnan(total[1]) else total[1] + size
+    if "before" not in totals or "after" not in totals:
         return ""
-    before, after = totals.loc["before"], totals.loc["after"]
-    left = live[live["snapshot"] == "left alive"]
-    if int(before["count"]) == int(after["count"]) and left.empty:
+    before, after = totals["before"], totals["after"]
+    left = [i for i, snapshot in enumerate(snapshots) if snapshot == "left alive"]
+    if int(before[0]) == int(after[0]) and not left:
         return ""
     noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
     line = (
         f"<div class='xlanb-note'>live device {noun}: "
-        f"{int(before['count']):,} ({escape(format_bytes(float(before['bytes'])))}) before, "
-        f"{int(after['count']):,} ({escape(format_bytes(float(after['bytes'])))}) after</div>"
+        f"{int(before[0]):,} ({escape(format_bytes(float(before[1])))}) before, "
+        f"{int(after[0]):,} ({escape(format_bytes(float(after[1])))}) after</div>"
     )
-    if left.empty:
+    if not left:
         return line
-    rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
     columns = ["shape", "count", "size"]
-    if "created_at" in rows.columns:  # where they were made: in the cell, or a file's line
-        rows = rows.assign(created_at=rows["created_at"].fillna(""))
+    rows = {
+        "shape": [live["shape"].iat[i] for i in left],
+        "count": [counts[i] for i in left],
+        "size": [format_bytes(float(sizes[i])) for i in left],
+        "backend": [live["backend"].iat[i] for i in left],
+    }
+    if "created_at" in live.columns:  # where they were made: in the cell, or a file's line
+        made = live["created_at"].tolist()
+        rows["created_at"] = [made[i] if not pd.isna(made[i]) else "" for i in left]
         columns.append("created_at")
-        if "cell_line" in rows.columns:
-            rows = with_code(profile, rows)
+        if "cell_line" in live.columns:
+            lines, cell_lines = profile.source.splitlines(), live["cell_line"].tolist()
+            rows["code"] = [cell_code(lines, cell_lines[i]) for i in left]
             columns.append("code")
     return line + _section(
-        "Left alive by the cell",
-        int(left["count"].sum()),
-        table(rows, [*columns, "backend"]),
+        "Left alive by the cell", int(sum(rows["count"])), table(rows, [*columns, "backend"])
     )
 
 

@@ -205,7 +205,7 @@ def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
             code.append("")
         elif not pd.isna(cell_line):
             where.append(f"called at cell line {cell_line}")
-            code.append(_cell_code(lines, cell_line))
+            code.append(cell_code(lines, cell_line))
         else:
             where.append("")
             code.append("")
@@ -217,13 +217,28 @@ def runs_text(row: Any) -> str:
     """Which runs an ``ops`` row's time is from: ``6 runs, first 100.2 ms, then 1.2 ms a run``
     (the first traced run of its program holds the compile's warm-up), or its count where
     runs are unknown."""
-    runs = getattr(row, "runs", None)
-    first = getattr(row, "first_run_seconds", None)
+    return runs_words(
+        getattr(row, "runs", None), getattr(row, "first_run_seconds", None), row.count, row.seconds
+    )
+
+
+def runs_texts(ops: pd.DataFrame) -> list[str]:
+    """:func:`runs_text` of every row of `ops`, a column at a time."""
+    absent = [None] * len(ops)
+    runs = ops["runs"].tolist() if "runs" in ops.columns else absent
+    firsts = ops["first_run_seconds"].tolist() if "first_run_seconds" in ops.columns else absent
+    return [
+        runs_words(*values)
+        for values in zip(runs, firsts, ops["count"].tolist(), ops["seconds"].tolist(), strict=True)
+    ]
+
+
+def runs_words(runs: Any, first: Any, count: Any, seconds: Any) -> str:
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
-        return f"×{row.count}"
+        return f"×{count}"
     if int(runs) <= 1:
         return "1 run"
-    later = (float(row.seconds) - float(first)) / (int(runs) - 1)
+    later = (float(seconds) - float(first)) / (int(runs) - 1)
     return (
         f"{int(runs)} runs, first {format_seconds(float(first))},"
         f" then {format_seconds(max(later, 0.0))} a run"
@@ -233,10 +248,10 @@ def runs_text(row: Any) -> str:
 def with_code(profile: Profile, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with a ``code`` column: the text of its ``cell_line`` in the profiled cell."""
     lines = profile.source.splitlines()
-    return frame.assign(code=[_cell_code(lines, n) for n in frame["cell_line"]])
+    return frame.assign(code=[cell_code(lines, n) for n in frame["cell_line"]])
 
 
-def _cell_code(lines: list[str], cell_line: Any) -> str:
+def cell_code(lines: list[str], cell_line: Any) -> str:
     """The text of line `cell_line` of the cell's `lines` ("" where it has none)."""
     if pd.isna(cell_line) or not 0 < int(cell_line) <= len(lines):
         return ""
