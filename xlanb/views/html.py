@@ -35,6 +35,7 @@ from xlanb.views.summary import (
     format_seconds,
     headline,
     host_kind,
+    rows_of,
     runs_texts,
     steps_line,
     title,
@@ -218,7 +219,7 @@ _SEVERITY_COLOURS = {"error": "#d62728", "warning": "#c08a00", "info": "#888888"
 
 def _findings(profile: Profile) -> str:
     parts = []
-    for row in profile.findings.itertuples():
+    for row in rows_of(profile.findings):
         severity = escape(str(row.severity))
         colour = _SEVERITY_COLOURS.get(str(row.severity), "#888888")
         advice = str(row.advice) if isinstance(row.advice, str) else ""

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from xlanb.core.profile import Profile
@@ -98,9 +100,14 @@ def account_parts(profile: Profile) -> list[tuple[str, float, float]]:
     if frame.empty:
         return []
     parts = [
-        (str(r.bucket), float(r.seconds), float(r.share))
-        for r in frame.itertuples()
-        if r.seconds > 0
+        (str(bucket), float(seconds), float(share))
+        for bucket, seconds, share in zip(
+            frame["bucket"].tolist(),
+            frame["seconds"].tolist(),
+            frame["share"].tolist(),
+            strict=True,
+        )
+        if seconds > 0
     ]
     return sorted(parts, key=lambda part: -part[1])
 
@@ -113,7 +120,7 @@ def account_line(profile: Profile) -> str:
     estimated = (
         not profile.breakdown.empty
         and "estimated" in profile.breakdown.columns
-        and bool(profile.breakdown["estimated"].fillna(False).astype(bool).any())
+        and any(_marked(flag) for flag in profile.breakdown["estimated"].tolist())
     )
     body = " · ".join(
         f"{bucket} {format_seconds(seconds)} ({percent(share)})" for bucket, seconds, share in parts
@@ -136,6 +143,11 @@ def account_line(profile: Profile) -> str:
     return line
 
 
+def _marked(flag: Any) -> bool:
+    """Whether a flag column's value is set (missing values are not)."""
+    return isinstance(flag, (bool, int, float)) and flag == flag and bool(flag)
+
+
 def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
@@ -150,25 +162,29 @@ def steps_line(profile: Profile) -> str:
     """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15%``
     ("" when the cell ran no loop, or no step of it ran without compiling)."""
     steps = profile.step_times
-    warm = steps[steps["phase"] == "warm-up"]
-    steady = steps[steps["phase"] == "steady"]
-    if steady.empty:
+    if steps.empty:
+        return ""
+    phases = steps["phase"].to_numpy(dtype=object)
+    warm, steady = phases == "warm-up", phases == "steady"
+    if not steady.any():
         return ""  # every run compiled: no steady loop, and the compiles say it all
+    seconds = steps["seconds"].to_numpy(dtype=float)
     parts = []
-    if not warm.empty:
-        parts.append(f"{len(warm)} warm-up ({format_seconds(float(warm['seconds'].sum()))})")
-    if not steady.empty:
-        median = float(steady["seconds"].median())
-        total = float(steady["seconds"].sum()) or 1.0
-        shares = sorted(
-            (
-                (float(steady[b].sum()) / total, b)
-                for b in ("device", "python", "compile", "transfer", "sync_wait")
-            ),
-            reverse=True,
+    if warm.any():
+        parts.append(
+            f"{int(warm.sum())} warm-up ({format_seconds(float(np.nansum(seconds[warm])))})"
         )
-        mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
-        parts.append(f"{len(steady)} steady, median {format_seconds(median)}: {mix}")
+    median = float(np.nanmedian(seconds[steady]))
+    total = float(np.nansum(seconds[steady])) or 1.0
+    shares = sorted(
+        (
+            (float(np.nansum(steps[b].to_numpy(dtype=float)[steady])) / total, b)
+            for b in ("device", "python", "compile", "transfer", "sync_wait")
+        ),
+        reverse=True,
+    )
+    mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
+    parts.append(f"{int(steady.sum())} steady, median {format_seconds(median)}: {mix}")
     traced = " in the trace's window" if profile.shown.traced_window else ""
     return f"steps{traced}: " + " · ".join(parts)
 
@@ -258,6 +274,16 @@ def cell_code(lines: list[str], cell_line: Any) -> str:
     return lines[int(cell_line) - 1].strip()
 
 
+def rows_of(frame: pd.DataFrame) -> list[SimpleNamespace]:
+    """The rows of `frame` as objects with one attribute per column (Python values): what
+    ``itertuples`` gives, without building a namedtuple class per call."""
+    columns = [str(column) for column in frame.columns]
+    values = [frame[column].tolist() for column in frame.columns]
+    return [
+        SimpleNamespace(**dict(zip(columns, row, strict=True))) for row in zip(*values, strict=True)
+    ]
+
+
 def title(profile: Profile) -> str:
     backends = ", ".join(profile.backends) or "no runtime in use"
     status = " FAILED: " + profile.error if profile.failed else ""
@@ -270,17 +296,17 @@ def summary_text(profile: Profile) -> str:
         lines.append("  " + account)
     if steps := steps_line(profile):
         lines.append("  " + steps)
-    for row in profile.findings.itertuples():
+    for row in rows_of(profile.findings):
         lines.append(f"  [{row.severity}] {finding_cost(row)}{row.title}")
     if not profile.fallbacks.empty:
         lines.append("  left the device:")
-        for row in with_code(profile, profile.fallbacks).itertuples():
+        for row in rows_of(with_code(profile, profile.fallbacks)):
             where = f" line {row.cell_line}: {row.code}" if row.code else ""
             lines.append(f"    {row.op} ×{row.count} ({host_kind(row.cause)}){where}")
     if not profile.ops.empty:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
-        for row in top_ops(profile, 5).itertuples():
+        for row in rows_of(top_ops(profile, 5)):
             where = f" {row.where}" if row.where else ""
             code = f": {row.code}" if row.code else ""
             lines.append(
@@ -289,7 +315,7 @@ def summary_text(profile: Profile) -> str:
             )
     if not profile.compiles.empty:
         lines.append("  compiles:")
-        for row in profile.compiles.head(20).itertuples():
+        for row in rows_of(profile.compiles.head(20)):
             line = f" line {row.cell_line}" if not pd.isna(row.cell_line) else ""
             graph = row.graph if isinstance(row.graph, str) else "(graph unknown)"
             cause = row.cause if isinstance(row.cause, str) else "(cause unknown)"
