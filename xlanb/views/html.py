@@ -290,10 +290,10 @@ def _max(values: Iterable[Any]) -> float:
     return max((float(v) for v in values if not pd.isna(v)), default=math.nan)
 
 
-def _readable_metrics(profile: Profile) -> dict[str, list[Any]]:
-    """The metrics' columns by name, their times readable."""
+def _readable_metrics(profile: Profile, columns: list[str]) -> dict[str, list[Any]]:
+    """The metrics' `columns` by name, their times readable."""
     metrics = profile.metrics
-    readable = {column: metrics[column].tolist() for column in metrics.columns}
+    readable = {column: metrics[column].tolist() for column in {*columns, "unit"}}
     units = readable["unit"]
     for column in ("total", "mean", "p50", "p90", "p99", "max"):
         readable[column] = [
@@ -457,28 +457,14 @@ def _counters(profile: Profile) -> str:
 
 def _metrics(profile: Profile) -> str:
     """The runtime's metrics, readable."""
+    columns = _with_rank(
+        profile.metrics,
+        ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
+    )
     return _section(
         "Metrics",
         len(profile.metrics),
-        table(
-            _readable_metrics(profile),
-            _with_rank(
-                profile.metrics,
-                [
-                    "backend",
-                    "name",
-                    "unit",
-                    "count",
-                    "total",
-                    "mean",
-                    "p50",
-                    "p90",
-                    "p99",
-                    "max",
-                ],
-            ),
-            sortable=True,
-        ),
+        table(_readable_metrics(profile, columns), columns, sortable=True),
     )
 
 
