@@ -28,6 +28,8 @@ from xlanb.views.summary import (
     ALARM_KIND,
     ALARM_LABEL,
     BUCKET_COLOURS,
+    FINDING_COLUMNS,
+    TOP_OP_RUNS,
     account_line,
     account_parts,
     cell_code,
@@ -39,7 +41,7 @@ from xlanb.views.summary import (
     runs_texts,
     steps_line,
     title,
-    top_ops,
+    top_op_columns,
     trace_coverage,
     with_code,
 )
@@ -169,7 +171,6 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    ops = top_ops(profile)
     columns = [
         "op",
         "program",
@@ -179,14 +180,12 @@ def _top_ops(profile: Profile) -> str:
         "code",
         "runs",
         "category",
-        *(["op_name"] if "op_name" in ops.columns else []),
+        *(["op_name"] if "op_name" in profile.ops.columns else []),
     ]
-    values = {column: ops[column].tolist() for column in columns if column in ops.columns}
-    values.update(
-        seconds=[format_seconds(s) for s in values["seconds"]],
-        share=[f"{s * 100:.1f}%" for s in values["share"]],
-        runs=runs_texts(ops),
-    )
+    values = top_op_columns(profile, 10, [*columns, *TOP_OP_RUNS])
+    values["runs"] = runs_texts(values)  # before the seconds it reads become text
+    values["seconds"] = [format_seconds(s) for s in values["seconds"]]
+    values["share"] = [f"{s * 100:.1f}%" for s in values["share"]]
     coverage = trace_coverage(profile)
     return _section(
         f"Top ops (device time; {coverage})" if coverage else "Top ops (device time)",
@@ -219,7 +218,7 @@ _SEVERITY_COLOURS = {"error": "#d62728", "warning": "#c08a00", "info": "#888888"
 
 def _findings(profile: Profile) -> str:
     parts = []
-    for row in rows_of(profile.findings):
+    for row in rows_of(profile.findings, FINDING_COLUMNS):
         severity = escape(str(row.severity))
         colour = _SEVERITY_COLOURS.get(str(row.severity), "#888888")
         advice = str(row.advice) if isinstance(row.advice, str) else ""

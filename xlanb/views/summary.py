@@ -84,6 +84,10 @@ BUCKET_COLOURS = {
 }
 
 
+#: The ``findings`` columns the views show.
+FINDING_COLUMNS = ["severity", "title", "detail", "advice", "seconds", "share"]
+
+
 def finding_cost(row) -> str:
     """``2.11 s (75% of the cell): `` for a finding row that states its cost, else ""."""
     seconds = getattr(row, "seconds", None)
@@ -195,24 +199,55 @@ def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
     ``program`` (a readable name of its graph where it has one, else the graph)."""
     if profile.ops.empty:
         return profile.ops
-    # the order sort_values gives, then the few rows taken: sorting the frame cost ~1 ms
+    order = _top_order(profile, limit)
+    shown = top_op_columns(profile, limit, ["where", "code", "program"])
+    return profile.ops.iloc[order].reset_index(drop=True).assign(**shown)
+
+
+def _top_order(profile: Profile, limit: int) -> list[int]:
+    """The positions of the `limit` ops with the most device time, as sort_values orders
+    them (sorting the frame itself cost ~1 ms)."""
     seconds = profile.ops["seconds"].reset_index(drop=True)
-    ops = profile.ops.iloc[seconds.sort_values(ascending=False).index[:limit]]
-    ops = ops.reset_index(drop=True)
-    lines = profile.source.splitlines()
-    column = ops.get("source")
-    sources = column.tolist() if column is not None else [None] * len(ops)
-    column = ops.get("code")
-    codes = column.tolist() if column is not None else [None] * len(ops)
+    return seconds.sort_values(ascending=False).index[:limit].tolist()
+
+
+def top_op_columns(profile: Profile, limit: int, columns: list[str]) -> dict[str, list[Any]]:
+    """`columns` of :func:`top_ops` by name, as lists (those the ``ops`` frame lacks left
+    out): only the few rows shown, a column at a time."""
+    order = _top_order(profile, limit)
+    ops = profile.ops
+
+    def taken(name: str) -> list[Any]:
+        if name not in ops.columns:
+            return [None] * len(order)
+        values = ops[name].tolist()
+        return [values[i] for i in order]
+
+    made: dict[str, list[Any]] = {}
+    if "where" in columns or "code" in columns:
+        made["where"], made["code"] = _places(
+            profile.source.splitlines(),
+            *(taken(c) for c in ("source", "code", "source_file", "source_line", "cell_line")),
+        )
+    if "program" in columns:
+        graphs = taken("graph")
+        made["program"] = [
+            graph if pd.isna(program) else program
+            for program, graph in zip(taken("program"), graphs, strict=True)
+        ]
+    return {
+        name: made[name] if name in made else taken(name)
+        for name in columns
+        if name in made or name in ops.columns
+    }
+
+
+def _places(lines: list[str], *columns: list[Any]) -> tuple[list[str], list[str]]:
+    """Per op, ``where`` (its source line as people know it, else the cell line that ran it)
+    and ``code`` (that line's text), from its source, code, source_file, source_line and
+    cell_line."""
     where, code = [], []
-    for source, own, file, line, cell_line in zip(
-        sources,
-        codes,
-        ops["source_file"].tolist(),
-        ops["source_line"].tolist(),
-        ops["cell_line"].tolist(),
-        strict=True,
-    ):
+    for source, own, file, line, cell_line in zip(*columns, strict=True):
         if isinstance(source, str) and source:
             where.append(source)
             code.append(own if isinstance(own, str) else "")
@@ -225,8 +260,11 @@ def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
         else:
             where.append("")
             code.append("")
-    programs = ops["program"] if "program" in ops.columns else ops["graph"]
-    return ops.assign(where=where, code=code, program=programs.fillna(ops["graph"]))
+    return where, code
+
+
+#: The ``ops`` columns :func:`runs_texts` reads.
+TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds"]
 
 
 def runs_text(row: Any) -> str:
@@ -238,14 +276,19 @@ def runs_text(row: Any) -> str:
     )
 
 
-def runs_texts(ops: pd.DataFrame) -> list[str]:
-    """:func:`runs_text` of every row of `ops`, a column at a time."""
-    absent = [None] * len(ops)
-    runs = ops["runs"].tolist() if "runs" in ops.columns else absent
-    firsts = ops["first_run_seconds"].tolist() if "first_run_seconds" in ops.columns else absent
+def runs_texts(ops: pd.DataFrame | dict[str, list[Any]]) -> list[str]:
+    """:func:`runs_text` of every row of `ops` (a frame, or its columns' values by name)."""
+    count = len(ops["count"])
+    absent = [None] * count
     return [
         runs_words(*values)
-        for values in zip(runs, firsts, ops["count"].tolist(), ops["seconds"].tolist(), strict=True)
+        for values in zip(
+            list(ops["runs"]) if "runs" in ops else absent,
+            list(ops["first_run_seconds"]) if "first_run_seconds" in ops else absent,
+            list(ops["count"]),
+            list(ops["seconds"]),
+            strict=True,
+        )
     ]
 
 
@@ -274,11 +317,11 @@ def cell_code(lines: list[str], cell_line: Any) -> str:
     return lines[int(cell_line) - 1].strip()
 
 
-def rows_of(frame: pd.DataFrame) -> list[SimpleNamespace]:
-    """The rows of `frame` as objects with one attribute per column (Python values): what
-    ``itertuples`` gives, without building a namedtuple class per call."""
-    columns = [str(column) for column in frame.columns]
-    values = [frame[column].tolist() for column in frame.columns]
+def rows_of(frame: pd.DataFrame, columns: list[str]) -> list[SimpleNamespace]:
+    """The rows of `frame` as objects with an attribute per column of `columns` it has
+    (Python values): what ``itertuples`` gives, without a namedtuple class per call."""
+    columns = [column for column in columns if column in frame.columns]
+    values = [frame[column].tolist() for column in columns]
     return [
         SimpleNamespace(**dict(zip(columns, row, strict=True))) for row in zip(*values, strict=True)
     ]
@@ -296,26 +339,36 @@ def summary_text(profile: Profile) -> str:
         lines.append("  " + account)
     if steps := steps_line(profile):
         lines.append("  " + steps)
-    for row in rows_of(profile.findings):
+    for row in rows_of(profile.findings, FINDING_COLUMNS):
         lines.append(f"  [{row.severity}] {finding_cost(row)}{row.title}")
     if not profile.fallbacks.empty:
         lines.append("  left the device:")
-        for row in rows_of(with_code(profile, profile.fallbacks)):
+        for row in rows_of(
+            with_code(profile, profile.fallbacks), ["op", "count", "cause", "cell_line", "code"]
+        ):
             where = f" line {row.cell_line}: {row.code}" if row.code else ""
             lines.append(f"    {row.op} ×{row.count} ({host_kind(row.cause)}){where}")
     if not profile.ops.empty:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
-        for row in rows_of(top_ops(profile, 5)):
-            where = f" {row.where}" if row.where else ""
-            code = f": {row.code}" if row.code else ""
+        top = top_op_columns(profile, 5, [*TOP_OP_RUNS, "op", "program", "where", "code"])
+        for op, program, seconds, runs, place, code in zip(
+            top["op"],
+            top["program"],
+            top["seconds"],
+            runs_texts(top),
+            top["where"],
+            top["code"],
+            strict=True,
+        ):
+            where = f" {place}" if place else ""
+            code_text = f": {code}" if code else ""
             lines.append(
-                f"    {row.op} ({row.program}) {format_seconds(row.seconds)}"
-                f" ({runs_text(row)}){where}{code}"
+                f"    {op} ({program}) {format_seconds(seconds)} ({runs}){where}{code_text}"
             )
     if not profile.compiles.empty:
         lines.append("  compiles:")
-        for row in rows_of(profile.compiles.head(20)):
+        for row in rows_of(profile.compiles.head(20), ["graph", "seconds", "cell_line", "cause"]):
             line = f" line {row.cell_line}" if not pd.isna(row.cell_line) else ""
             graph = row.graph if isinstance(row.graph, str) else "(graph unknown)"
             cause = row.cause if isinstance(row.cause, str) else "(cause unknown)"
