@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -248,27 +249,48 @@ def lane_events(profile: Profile) -> pd.DataFrame:
     one each for compile, transfer and sync_wait; start and end in seconds after the cell
     started. Spans that lasted no time draw no bar: the runtime marks every donation and usage
     check as a 0 s wait, and at the minimum bar width they looked like waiting."""
-    spans = profile.spans
-    spans = spans[spans["seconds"] > 0] if not spans.empty else spans
-    if spans.empty:
+    columns = lane_columns(profile)
+    if columns is None:
         return pd.DataFrame(columns=["row", "lane", "start", "end", "name", "exact"])
-    # numpy columns, one frame at the end: a long cell has thousands of spans, and a pandas
-    # group per timeline row cost more than the rest of the chart
-    lanes = spans["lane"].astype(str).to_numpy(dtype=object)
-    labels = np.array(
-        [
-            f"{'ops' if lane == 'op' else 'device'} {graph[:16]}"
-            if lane in ("device", "op") and isinstance(graph, str)
+    return pd.DataFrame(columns)
+
+
+def _row_labels(lanes: np.ndarray, graphs: np.ndarray) -> np.ndarray:
+    """Each span's timeline row: ``device <graph>`` and ``ops <graph>`` per program, else
+    its lane (the device trace's window as ``device trace``); one label per distinct pair."""
+    lane_codes, lane_names = pd.factorize(lanes)
+    graph_codes, graph_names = pd.factorize(graphs)  # a missing graph: -1
+    width = len(graph_names) + 1
+    found, inverse = np.unique(lane_codes * width + graph_codes + 1, return_inverse=True)
+    labels = []
+    for pair in found:
+        lane, graph = lane_names[pair // width], pair % width - 1
+        labels.append(
+            f"{'ops' if lane == 'op' else 'device'} {graph_names[graph][:16]}"
+            if lane in ("device", "op") and graph >= 0 and isinstance(graph_names[graph], str)
             else "device trace"
             if lane == "trace"
             else lane
-            for lane, graph in zip(lanes, spans["graph"].to_numpy(dtype=object), strict=True)
-        ],
-        dtype=object,
-    )
-    start = spans["start"].to_numpy(dtype=float) - profile.started_at
-    end = start + spans["seconds"].to_numpy(dtype=float)
-    names = spans["name"].astype(str).to_numpy(dtype=object)
+        )
+    return np.array(labels, dtype=object)[inverse.ravel()]
+
+
+def lane_columns(profile: Profile) -> dict[str, np.ndarray] | None:
+    """:func:`lane_events` as numpy columns by name (None without a span that lasted)."""
+    spans = profile.spans
+    if spans.empty:
+        return None
+    seconds = spans["seconds"].to_numpy(dtype=float)
+    kept = np.flatnonzero(seconds > 0)
+    if not len(kept):
+        return None
+    # numpy columns, one frame at the end: a long cell has thousands of spans, and a pandas
+    # group per timeline row cost more than the rest of the chart
+    lanes = spans["lane"].astype(str).to_numpy(dtype=object)[kept]
+    labels = _row_labels(lanes, spans["graph"].to_numpy(dtype=object)[kept])
+    start = spans["start"].to_numpy(dtype=float)[kept] - profile.started_at
+    end = start + seconds[kept]
+    names = spans["name"].astype(str).to_numpy(dtype=object)[kept]
     extent = max(float(end.max()), profile.wall_seconds, 1e-6)
     codes, rows = pd.factorize(labels)  # timeline rows in the order they first appear
     runs = _last_runs(codes, rows, lanes, start, end)
@@ -288,16 +310,14 @@ def lane_events(profile: Profile) -> pd.DataFrame:
             exact = exact.take(longest)
         exact.exact = True
         pieces += [_thinned(group.take(np.flatnonzero(~inside)), extent), exact]
-    return pd.DataFrame(
-        {
-            "row": np.concatenate([np.full(len(p.start), p.row, dtype=object) for p in pieces]),
-            "lane": np.concatenate([p.lane for p in pieces]),
-            "start": np.concatenate([p.start for p in pieces]),
-            "end": np.concatenate([p.end for p in pieces]),
-            "name": np.concatenate([p.name for p in pieces]),
-            "exact": np.concatenate([np.full(len(p.start), p.exact) for p in pieces]),
-        }
-    )
+    return {
+        "row": np.concatenate([np.full(len(p.start), p.row, dtype=object) for p in pieces]),
+        "lane": np.concatenate([p.lane for p in pieces]),
+        "start": np.concatenate([p.start for p in pieces]),
+        "end": np.concatenate([p.end for p in pieces]),
+        "name": np.concatenate([p.name for p in pieces]),
+        "exact": np.concatenate([np.full(len(p.start), p.exact) for p in pieces]),
+    }
 
 
 @dataclass
@@ -492,18 +512,20 @@ def _peak_points(profile: Profile) -> list[tuple[float, str, float]]:
     return points
 
 
-def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
+def lanes_figure(
+    profile: Profile, events: pd.DataFrame | Mapping[str, np.ndarray]
+) -> dict[str, Any]:
     """Device runs per program, compiles, transfers and waits over the cell's time: the
     intervals the time account is built from (the gaps are Python); under each program, its
     longest HLO ops (zoom in to read them); and the part of the cell the device trace covered."""
-    span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
+    # numpy columns, masked per lane: a pandas selection per lane and column cost ~10 ms a cell
+    lanes = np.asarray(events["lane"], dtype=object)
+    rows_of, names_of = np.asarray(events["row"], dtype=object), np.asarray(events["name"])
+    starts, ends = np.asarray(events["start"], dtype=float), np.asarray(events["end"], dtype=float)
+    exact_ops = np.asarray(events["exact"], dtype=bool)
+    span = max(float(ends.max()), profile.wall_seconds, 1e-6)
     unit, factor = time_unit(span)
     data = []
-    # numpy columns, masked per lane: a pandas selection per lane and column cost ~10 ms a cell
-    lanes = events["lane"].to_numpy(dtype=object)
-    rows_of, names_of = events["row"].to_numpy(dtype=object), events["name"].to_numpy(dtype=object)
-    starts, ends = events["start"].to_numpy(dtype=float), events["end"].to_numpy(dtype=float)
-    exact_ops = events["exact"].to_numpy(dtype=bool)
     for lane in ("device", "op", "compile", "transfer", "sync_wait", "trace"):
         chosen = lanes == lane
         if not chosen.any():
@@ -536,7 +558,7 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
                 "<extra></extra>",
             }
         )
-    count = events["row"].nunique()
+    count = len(pd.unique(rows_of))
     memory = memory_lane(profile)
     lane_px = 130 if memory else 0
     layout = _base_layout(height_px=min(150 + 22 * count, 600) + lane_px)
@@ -586,8 +608,8 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
 def timeline_figure(profile: Profile) -> dict[str, Any] | None:
     """The cell's time: the time account's lanes when the profile has spans (live captures),
     else compiles and executions, one row per graph (offline files)."""
-    lanes = lane_events(profile)
-    if not lanes.empty:
+    lanes = lane_columns(profile)
+    if lanes is not None:
         return lanes_figure(profile, lanes)
     events = timeline_events(profile)
     if events.empty:
