@@ -846,10 +846,11 @@ def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
                 or 1.0
             )
             step = (bottom - top) / max(len(categories), 1)
+            row_of = {name: row for row, name in enumerate(categories)}  # names are distinct
             for t in bars:
                 color = t["marker"]["color"]
                 for y, b, w in zip(t["y"], t["base"], t["x"], strict=True):
-                    row = categories.index(y)
+                    row = row_of[y]
                     parts.append(
                         f'<rect x="{left + b / x_max * (right - left):.1f}" '
                         f'y="{top + row * step + step * 0.2:.1f}" '
