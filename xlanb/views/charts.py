@@ -38,20 +38,27 @@ def steady_samples(profile: Profile, samples: pd.DataFrame) -> pd.DataFrame:
     """The samples of the loop's steady steps (``step_times``), when the cell ran a loop with
     at least :data:`MIN_STEADY` steady steps: warm-up steps (compiling) would otherwise bend
     every percentile curve. All samples otherwise."""
+    inside = _in_steady_steps(profile, samples)
+    return samples if inside is None else samples[inside]
+
+
+def _in_steady_steps(profile: Profile, samples: pd.DataFrame) -> np.ndarray | None:
+    """Which `samples` fell in a steady step (:func:`steady_samples`); None for all."""
     steps = profile.step_times
-    steady = steps[steps["phase"] == "steady"] if not steps.empty else steps
-    if len(steady) < MIN_STEADY:
-        return samples
-    starts = steady["start"].to_numpy(dtype=float) + float(profile.started_at)
-    ends = starts + steady["seconds"].to_numpy(dtype=float)
+    if steps.empty:
+        return None
+    steady = steps["phase"].to_numpy(dtype=object) == "steady"
+    if steady.sum() < MIN_STEADY:
+        return None
+    starts = steps["start"].to_numpy(dtype=float)[steady] + float(profile.started_at)
+    ends = starts + steps["seconds"].to_numpy(dtype=float)[steady]
     times = samples["time"].to_numpy(dtype=float)
     # samples are stamped when their work ended: a step holds those in (start, end], with a
     # little slack for a stamp that rounds just past its step's end
     slack = 1e-6
-    inside = (
+    return (
         (times[:, None] > starts[None, :] + slack) & (times[:, None] <= ends[None, :] + slack)
     ).any(1)
-    return samples[inside]
 
 
 #: Steady steps needed before percentile curves leave the warm-up steps out.
@@ -72,20 +79,28 @@ def percentile_series(profile: Profile) -> list[dict[str, Any]]:
     samples = profile.samples
     if samples.empty:
         return series
-    timed = set(profile.metrics.loc[profile.metrics["unit"] == "s", "name"])
-    samples = steady_samples(profile, samples)
+    metrics = profile.metrics
+    timed = {
+        name
+        for name, unit in zip(metrics["name"].tolist(), metrics["unit"].tolist(), strict=True)
+        if unit == "s"
+    }
+    inside = _in_steady_steps(profile, samples)
     # (backend, metric) pairs by their codes, in the order they first appear (as a groupby
     # with sort=False, rows of a missing key left out): a groupby cost more than the chart
-    backend_codes, backends = pd.factorize(samples["backend"])
-    metric_codes, metrics = pd.factorize(samples["metric"])
-    pairs = backend_codes * len(metrics) + metric_codes
+    backend_codes, backends = pd.factorize(samples["backend"].to_numpy(dtype=object))
+    metric_codes, metrics_named = pd.factorize(samples["metric"].to_numpy(dtype=object))
+    pairs = backend_codes * len(metrics_named) + metric_codes
     pairs[(backend_codes < 0) | (metric_codes < 0)] = -1
-    found, firsts = np.unique(pairs, return_index=True)
     all_values = samples["value"].to_numpy(dtype=float)
+    if inside is not None:
+        pairs, all_values = pairs[inside], all_values[inside]
+    found, firsts = np.unique(pairs, return_index=True)
     for pair in found[np.argsort(firsts)]:
         if pair < 0:
             continue
-        backend, metric = backends[pair // len(metrics)], metrics[pair % len(metrics)]
+        backend = backends[pair // len(metrics_named)]
+        metric = metrics_named[pair % len(metrics_named)]
         rows = np.flatnonzero(pairs == pair)
         if metric not in timed or len(rows) < 2:
             continue
