@@ -349,13 +349,14 @@ def _headline(profile: Profile) -> str:
 
 def _left_the_device(profile: Profile) -> str:
     """The ops that ran on the host, the alarming ones highlighted."""
-    left = with_code(profile, profile.fallbacks).assign(
-        kind=[host_kind(cause) for cause in profile.fallbacks["cause"]]
-    )
+    fallbacks = profile.fallbacks
+    columns = _with_rank(fallbacks, ["op", "count", "kind", "cell_line", "code", "backend"])
+    left = {c: fallbacks[c].tolist() for c in columns if c not in ("kind", "code")}
+    lines = profile.source.splitlines()
+    left["code"] = [cell_code(lines, n) for n in left["cell_line"]]
+    left["kind"] = [host_kind(cause) for cause in fallbacks["cause"].tolist()]
     return "<div class='xlanb-title'>Left the device</div>" + table(
-        left,
-        _with_rank(left, ["op", "count", "kind", "cell_line", "code", "backend"]),
-        highlight=[kind == ALARM_KIND for kind in left["kind"]],
+        left, columns, highlight=[kind == ALARM_KIND for kind in left["kind"]]
     )
 
 
