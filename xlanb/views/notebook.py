@@ -8,8 +8,9 @@ import copy
 from typing import Any
 
 from xlanb.core.profile import Profile
-from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
+from xlanb.views.charts import percentile_figure, timeline_figure
 from xlanb.views.step_chart import step_figure
+from xlanb.views.svg import figure_svg
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
