@@ -98,12 +98,18 @@ def test_chart_bundle_has_plotly_json_and_a_static_svg_twin(loop_profile):
 def test_profiled_cell_sends_summary_then_charts(lazy_runtime):
     # 4 steps: a compiling mark_step's run has no device span when its compile time cannot be
     # split off (no earlier cached run, or one slower than it), and the chart needs 3 runs
-    with capture_output() as shown:
-        lazy_runtime.run_cell(
-            "%%xla_profile\nfor i in range(4):\n"
-            "    k = torch.ones(3, 5, device=dev).sum()\n"
-            "    torch._lazy.mark_step()"
-        )
+    # as a notebook shows them (a terminal's shell shows text alone: charts' text alone)
+    formatter = lazy_runtime.display_formatter
+    active_types, formatter.active_types = formatter.active_types, formatter.format_types
+    try:
+        with capture_output() as shown:
+            lazy_runtime.run_cell(
+                "%%xla_profile\nfor i in range(4):\n"
+                "    k = torch.ones(3, 5, device=dev).sum()\n"
+                "    torch._lazy.mark_step()"
+            )
+    finally:
+        formatter.active_types = active_types
     kinds = [next(iter(o.data)) if len(o.data) == 1 else sorted(o.data) for o in shown.outputs]
     assert len(shown.outputs) == 4  # summary, percentiles, steps, timeline
     assert all(PLOTLY_MIME in output.data for output in shown.outputs[1:]), kinds

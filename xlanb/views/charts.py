@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -20,14 +22,12 @@ import pandas as pd
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, headline_host_kinds
 from xlanb.formats.jax_text import strip_jit
-from xlanb.views.escape import escape
 from xlanb.views.events import graph_events
 from xlanb.views.summary import time_unit
+from xlanb.views.svg import INK, figure_svg  # noqa: F401 - figure_svg re-exported
 
 PERCENTILES = np.arange(1, 100)
 MARKED = (50, 90, 99)
-#: Readable on light and dark backgrounds alike.
-INK = "#888888"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2")
 COMPILE_COLOR, EXECUTE_COLOR = "#ff7f0e", "#1f77b4"
 
@@ -36,20 +36,27 @@ def steady_samples(profile: Profile, samples: pd.DataFrame) -> pd.DataFrame:
     """The samples of the loop's steady steps (``step_times``), when the cell ran a loop with
     at least :data:`MIN_STEADY` steady steps: warm-up steps (compiling) would otherwise bend
     every percentile curve. All samples otherwise."""
+    inside = _in_steady_steps(profile, samples)
+    return samples if inside is None else samples[inside]
+
+
+def _in_steady_steps(profile: Profile, samples: pd.DataFrame) -> np.ndarray | None:
+    """Which `samples` fell in a steady step (:func:`steady_samples`); None for all."""
     steps = profile.step_times
-    steady = steps[steps["phase"] == "steady"] if not steps.empty else steps
-    if len(steady) < MIN_STEADY:
-        return samples
-    starts = steady["start"].to_numpy(dtype=float) + float(profile.started_at)
-    ends = starts + steady["seconds"].to_numpy(dtype=float)
+    if steps.empty:
+        return None
+    steady = steps["phase"].to_numpy(dtype=object) == "steady"
+    if steady.sum() < MIN_STEADY:
+        return None
+    starts = steps["start"].to_numpy(dtype=float)[steady] + float(profile.started_at)
+    ends = starts + steps["seconds"].to_numpy(dtype=float)[steady]
     times = samples["time"].to_numpy(dtype=float)
     # samples are stamped when their work ended: a step holds those in (start, end], with a
     # little slack for a stamp that rounds just past its step's end
     slack = 1e-6
-    inside = (
+    return (
         (times[:, None] > starts[None, :] + slack) & (times[:, None] <= ends[None, :] + slack)
     ).any(1)
-    return samples[inside]
 
 
 #: Steady steps needed before percentile curves leave the warm-up steps out.
@@ -70,12 +77,32 @@ def percentile_series(profile: Profile) -> list[dict[str, Any]]:
     samples = profile.samples
     if samples.empty:
         return series
-    timed = set(profile.metrics.loc[profile.metrics["unit"] == "s", "name"])
-    samples = steady_samples(profile, samples)
-    for (backend, metric), rows in samples.groupby(["backend", "metric"], sort=False):
+    metrics = profile.metrics
+    timed = {
+        name
+        for name, unit in zip(metrics["name"].tolist(), metrics["unit"].tolist(), strict=True)
+        if unit == "s"
+    }
+    inside = _in_steady_steps(profile, samples)
+    # (backend, metric) pairs by their codes, in the order they first appear (as a groupby
+    # with sort=False, rows of a missing key left out): a groupby cost more than the chart
+    backend_codes, backends = pd.factorize(samples["backend"].to_numpy(dtype=object))
+    metric_codes, metrics_named = pd.factorize(samples["metric"].to_numpy(dtype=object))
+    pairs = backend_codes * len(metrics_named) + metric_codes
+    pairs[(backend_codes < 0) | (metric_codes < 0)] = -1
+    all_values = samples["value"].to_numpy(dtype=float)
+    if inside is not None:
+        pairs, all_values = pairs[inside], all_values[inside]
+    found, firsts = np.unique(pairs, return_index=True)
+    for pair in found[np.argsort(firsts)]:
+        if pair < 0:
+            continue
+        backend = backends[pair // len(metrics_named)]
+        metric = metrics_named[pair % len(metrics_named)]
+        rows = np.flatnonzero(pairs == pair)
         if metric not in timed or len(rows) < 2:
             continue
-        values = np.sort(rows["value"].to_numpy(dtype=float))
+        values = np.sort(all_values[rows])
         # the unit of the largest value: a few long compiles among short calls stay readable
         unit, factor = time_unit(float(values[-1]))
         if len(values) >= MIN_CURVE_SAMPLES:
@@ -235,56 +262,107 @@ def lane_events(profile: Profile) -> pd.DataFrame:
     one each for compile, transfer and sync_wait; start and end in seconds after the cell
     started. Spans that lasted no time draw no bar: the runtime marks every donation and usage
     check as a 0 s wait, and at the minimum bar width they looked like waiting."""
-    spans = profile.spans
-    spans = spans[spans["seconds"] > 0] if not spans.empty else spans
-    if spans.empty:
+    columns = lane_columns(profile)
+    if columns is None:
         return pd.DataFrame(columns=["row", "lane", "start", "end", "name", "exact"])
-    # column-wise: a long cell has thousands of spans (a row dict each took ~0.1 s)
-    lanes = spans["lane"].astype(str).to_numpy(dtype=object)
-    labels = [
-        f"{'ops' if lane == 'op' else 'device'} {graph[:16]}"
-        if lane in ("device", "op") and isinstance(graph, str)
-        else "device trace"
-        if lane == "trace"
-        else lane
-        for lane, graph in zip(lanes, spans["graph"].to_numpy(dtype=object), strict=True)
-    ]
-    start = spans["start"].to_numpy(dtype=float) - profile.started_at
-    events = pd.DataFrame(
-        {
-            "row": labels,
-            "lane": lanes,
-            "start": start,
-            "end": start + spans["seconds"].to_numpy(dtype=float),
-            "name": spans["name"].astype(str).to_numpy(dtype=object),
-        }
-    )
-    extent = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
-    runs = _last_runs(events)
-    rows = []
-    for row, group in events.groupby("row", sort=False):
-        run = f"device {row[4:]}" if row.startswith("ops ") else ""
-        if run not in runs.index:
-            rows.append(_thinned(group, extent))
+    return pd.DataFrame(columns)
+
+
+def _row_labels(lanes: np.ndarray, graphs: np.ndarray) -> np.ndarray:
+    """Each span's timeline row: ``device <graph>`` and ``ops <graph>`` per program, else
+    its lane (the device trace's window as ``device trace``); one label per distinct pair."""
+    lane_codes, lane_names = pd.factorize(lanes)
+    graph_codes, graph_names = pd.factorize(graphs)  # a missing graph: -1
+    width = len(graph_names) + 1
+    found, inverse = np.unique(lane_codes * width + graph_codes + 1, return_inverse=True)
+    labels = []
+    for pair in found:
+        lane, graph = lane_names[pair // width], pair % width - 1
+        labels.append(
+            f"{'ops' if lane == 'op' else 'device'} {graph_names[graph][:16]}"
+            if lane in ("device", "op") and graph >= 0 and isinstance(graph_names[graph], str)
+            else "device trace"
+            if lane == "trace"
+            else lane
+        )
+    return np.array(labels, dtype=object)[inverse.ravel()]
+
+
+def lane_columns(profile: Profile) -> dict[str, np.ndarray] | None:
+    """:func:`lane_events` as numpy columns by name (None without a span that lasted)."""
+    spans = profile.spans
+    if spans.empty:
+        return None
+    seconds = spans["seconds"].to_numpy(dtype=float)
+    kept = np.flatnonzero(seconds > 0)
+    if not len(kept):
+        return None
+    # numpy columns, one frame at the end: a long cell has thousands of spans, and a pandas
+    # group per timeline row cost more than the rest of the chart
+    lanes = spans["lane"].astype(str).to_numpy(dtype=object)[kept]
+    labels = _row_labels(lanes, spans["graph"].to_numpy(dtype=object)[kept])
+    start = spans["start"].to_numpy(dtype=float)[kept] - profile.started_at
+    end = start + seconds[kept]
+    names = spans["name"].astype(str).to_numpy(dtype=object)[kept]
+    extent = max(float(end.max()), profile.wall_seconds, 1e-6)
+    codes, rows = pd.factorize(labels)  # timeline rows in the order they first appear
+    runs = _last_runs(codes, rows, lanes, start, end)
+    pieces: list[_Bars] = []
+    for code, row in enumerate(rows):
+        chosen = np.flatnonzero(codes == code)
+        run = runs.get(f"device {row[4:]}") if row.startswith("ops ") else None
+        group = _Bars(row, lanes[chosen], start[chosen], end[chosen], names[chosen])
+        if run is None:
+            pieces.append(_thinned(group, extent))
             continue
         # the ops of the program's last run stay one bar each: zoom in to read them
-        start, end = runs.loc[run, "start"], runs.loc[run, "end"]
-        inside = (group["start"] >= start) & (group["end"] <= end)
-        exact = group[inside]
-        if len(exact) > RUN_OPS:
-            exact = exact.loc[(exact["end"] - exact["start"]).nlargest(RUN_OPS).index]
-        rows += [_thinned(group[~inside], extent), exact.assign(exact=True)]
-    joined = pd.concat(rows, ignore_index=True)
-    joined["exact"] = (
-        joined["exact"].fillna(False).astype(bool) if "exact" in joined.columns else False
-    )
-    return joined
+        inside = (group.start >= run[0]) & (group.end <= run[1])
+        exact = group.take(np.flatnonzero(inside))
+        if len(exact.start) > RUN_OPS:
+            longest = np.argsort(-(exact.end - exact.start), kind="stable")[:RUN_OPS]
+            exact = exact.take(longest)
+        exact.exact = True
+        pieces += [_thinned(group.take(np.flatnonzero(~inside)), extent), exact]
+    return {
+        "row": np.concatenate([np.full(len(p.start), p.row, dtype=object) for p in pieces]),
+        "lane": np.concatenate([p.lane for p in pieces]),
+        "start": np.concatenate([p.start for p in pieces]),
+        "end": np.concatenate([p.end for p in pieces]),
+        "name": np.concatenate([p.name for p in pieces]),
+        "exact": np.concatenate([np.full(len(p.start), p.exact) for p in pieces]),
+    }
 
 
-def _last_runs(events: pd.DataFrame) -> pd.DataFrame:
-    """``start, end`` of each device row's last run, indexed by row."""
-    device = events[events["lane"] == "device"].sort_values("start", kind="stable")
-    return device.groupby("row")[["start", "end"]].last()
+@dataclass
+class _Bars:
+    """One timeline row's bars as numpy columns (``exact``: a run's own ops, kept apart)."""
+
+    row: str
+    lane: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    name: np.ndarray
+    exact: bool = False
+
+    def take(self, index: np.ndarray) -> _Bars:
+        return _Bars(
+            self.row, self.lane[index], self.start[index], self.end[index], self.name[index]
+        )
+
+
+def _last_runs(
+    codes: np.ndarray, rows: Any, lanes: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> dict[str, tuple[float, float]]:
+    """``(start, end)`` of each device row's last run (the latest start; of equal starts, the
+    later span), by row."""
+    runs = {}
+    device = lanes == "device"
+    for code, row in enumerate(rows):
+        chosen = np.flatnonzero(device & (codes == code))
+        if len(chosen):
+            last = chosen[np.argsort(start[chosen], kind="stable")[-1]]
+            runs[str(row)] = (float(start[last]), float(end[last]))
+    return runs
 
 
 def last_run_ops(profile: Profile) -> pd.DataFrame:
@@ -302,13 +380,13 @@ RUN_OPS = 1500
 ROW_BARS = 300
 
 
-def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
-    """`rows` (one timeline row) with spans closer than a gap merged, the gap doubling from
+def _thinned(bars: _Bars, extent: float) -> _Bars:
+    """`bars` (one timeline row) with spans closer than a gap merged, the gap doubling from
     1/4000 of the cell's `extent` until at most :data:`ROW_BARS` bars are left."""
-    if len(rows) <= ROW_BARS:
-        return rows
-    rows = rows.sort_values("start", kind="stable")
-    start, end = rows["start"].to_numpy(), rows["end"].to_numpy()
+    if len(bars.start) <= ROW_BARS:
+        return bars
+    bars = bars.take(np.argsort(bars.start, kind="stable"))
+    start, end = bars.start, bars.end
     reach = np.maximum.accumulate(end)  # the latest end so far: spans may overlap
     gap = extent / 4000
     while True:
@@ -317,19 +395,20 @@ def _thinned(rows: pd.DataFrame, extent: float) -> pd.DataFrame:
             break
         gap *= 2
     counts = np.diff(np.r_[firsts, len(start)])
-    names = rows["name"].to_numpy()[firsts]
-    lane = str(rows["lane"].iloc[0])
-    return pd.DataFrame(
-        {
-            "row": rows["row"].iloc[0],
-            "lane": lane,
-            "start": start[firsts],
-            "end": np.maximum.reduceat(end, firsts),
-            "name": [
+    names = bars.name[firsts]
+    lane = str(bars.lane[0])
+    return _Bars(
+        bars.row,
+        np.full(len(firsts), lane, dtype=object),
+        start[firsts],
+        np.maximum.reduceat(end, firsts),
+        np.array(
+            [
                 name if count == 1 else f"{count:,} {lane} spans from {name}"
                 for name, count in zip(names, counts, strict=True)
             ],
-        }
+            dtype=object,
+        ),
     )
 
 
@@ -358,52 +437,25 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
     each allocation and free, from the device trace: GPU/TPU), ``peak`` (each program's
     compiled peak, at each of its device runs, also when it was compiled in an earlier cell);
     [] when the profile knows none of them. Each: name, kind, x, y (bytes), text."""
-    series: list[dict[str, Any]] = []
-    live = profile.live_arrays
-    if not live.empty:
-        ends = live[live["snapshot"].isin(("before", "after"))]
-        for backend, rows in ends.groupby(ends["backend"].astype(str), sort=False):
-            # all ranks of a merged run together, unknown (NaN) when one does not say
-            sizes = rows.groupby("snapshot")["bytes"].agg(
-                lambda b: float(b.sum()) if b.notna().all() else math.nan
-            )
-            if {"before", "after"} <= set(sizes.index) and sizes.notna().all():
-                series.append(
-                    {
-                        "name": f"live {backend}",
-                        "kind": "live",
-                        "x": [0.0, float(profile.wall_seconds)],
-                        "y": [float(sizes["before"]), float(sizes["after"])],
-                        "text": ["before the cell", "after the cell"],
-                    }
-                )
+    series = _live_series(profile)
     samples = profile.samples
-    in_use = samples[samples["metric"] == MEMORY_METRIC] if not samples.empty else samples
-    for backend, rows in in_use.groupby(in_use["backend"].astype(str), sort=False):
-        series.append(
-            {
-                "name": f"in use {backend}",
-                "kind": "in use",
-                "x": (rows["time"] - profile.started_at).round(6).tolist(),
-                "y": rows["value"].astype(float).tolist(),
-                "text": ["allocator bytes in use"] * len(rows),
-            }
-        )
-    peaks: dict[str, tuple[str, float]] = {}
-    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
-        if "peak_bytes" in frame.columns:
-            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
-                if isinstance(graph, str) and peak == peak:
-                    peaks[_program_key(graph)] = (graph, float(peak))
-    spans = profile.spans
-    runs = spans[spans["lane"] == "device"] if peaks and not spans.empty else spans.iloc[:0]
-    points: list[tuple[float, str, float]] = []
-    for graph, rows in runs.groupby(runs["graph"].fillna(runs["name"]).astype(str), sort=False):
-        known = peaks.get(_program_key(graph))
-        if known is None:
-            continue
-        starts = (rows["start"] - profile.started_at).to_numpy(dtype=float)
-        points.extend((float(start), known[0], known[1]) for start in starts)
+    if not samples.empty:
+        chosen = np.flatnonzero(samples["metric"].to_numpy(dtype=object) == MEMORY_METRIC)
+        backends = samples["backend"].to_numpy(dtype=object)[chosen].astype(str)
+        times = samples["time"].to_numpy(dtype=float)[chosen]
+        values = samples["value"].to_numpy(dtype=float)[chosen]
+        for backend in dict.fromkeys(backends):
+            mine = backends == backend
+            series.append(
+                {
+                    "name": f"in use {backend}",
+                    "kind": "in use",
+                    "x": np.round(times[mine] - profile.started_at, 6).tolist(),
+                    "y": values[mine].tolist(),
+                    "text": ["allocator bytes in use"] * int(mine.sum()),
+                }
+            )
+    points = _peak_points(profile)
     if points:
         points.sort()
         points = points[:: -(-len(points) // ROW_BARS)]  # at most as many as a row's bars
@@ -419,18 +471,74 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
     return series
 
 
-def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
+def _live_series(profile: Profile) -> list[dict[str, Any]]:
+    """Per backend, live device memory before and after the cell (all ranks of a merged run
+    together; none where a rank does not say)."""
+    live = profile.live_arrays
+    if live.empty:
+        return []
+    sizes: dict[str, dict[str, float]] = {}
+    for backend, snapshot, size in zip(
+        live["backend"].astype(str), live["snapshot"], live["bytes"].astype(float), strict=True
+    ):
+        if snapshot in ("before", "after"):
+            per = sizes.setdefault(backend, {})
+            per[snapshot] = per.get(snapshot, 0.0) + size  # NaN stays NaN: unknown
+    return [
+        {
+            "name": f"live {backend}",
+            "kind": "live",
+            "x": [0.0, float(profile.wall_seconds)],
+            "y": [per["before"], per["after"]],
+            "text": ["before the cell", "after the cell"],
+        }
+        for backend, per in sizes.items()
+        if {"before", "after"} <= per.keys() and not math.isnan(per["before"] + per["after"])
+    ]
+
+
+def _peak_points(profile: Profile) -> list[tuple[float, str, float]]:
+    """(start, program, compiled peak bytes) at each device run of a program whose peak is
+    known (the cell's latest compile's where it compiled)."""
+    peaks: dict[str, tuple[str, float]] = {}
+    for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
+        if "peak_bytes" in frame.columns:
+            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
+                if isinstance(graph, str) and peak == peak:
+                    peaks[_program_key(graph)] = (graph, float(peak))
+    spans = profile.spans
+    if not peaks or spans.empty:
+        return []
+    device = np.flatnonzero(spans["lane"].to_numpy(dtype=object) == "device")
+    graphs = spans["graph"].to_numpy(dtype=object)[device]
+    names = spans["name"].to_numpy(dtype=object)[device]
+    starts = spans["start"].to_numpy(dtype=float)[device] - profile.started_at
+    keys: dict[str, tuple[str, float] | None] = {}
+    points = []
+    for graph, name, start in zip(graphs, names, starts, strict=True):
+        program = str(name if graph is None or graph != graph else graph)
+        if program not in keys:
+            keys[program] = peaks.get(_program_key(program))
+        known = keys[program]
+        if known is not None:
+            points.append((float(start), known[0], known[1]))
+    return points
+
+
+def lanes_figure(
+    profile: Profile, events: pd.DataFrame | Mapping[str, np.ndarray]
+) -> dict[str, Any]:
     """Device runs per program, compiles, transfers and waits over the cell's time: the
     intervals the time account is built from (the gaps are Python); under each program, its
     longest HLO ops (zoom in to read them); and the part of the cell the device trace covered."""
-    span = max(float(events["end"].max()), profile.wall_seconds, 1e-6)
+    # numpy columns, masked per lane: a pandas selection per lane and column cost ~10 ms a cell
+    lanes = np.asarray(events["lane"], dtype=object)
+    rows_of, names_of = np.asarray(events["row"], dtype=object), np.asarray(events["name"])
+    starts, ends = np.asarray(events["start"], dtype=float), np.asarray(events["end"], dtype=float)
+    exact_ops = np.asarray(events["exact"], dtype=bool)
+    span = max(float(ends.max()), profile.wall_seconds, 1e-6)
     unit, factor = time_unit(span)
     data = []
-    # numpy columns, masked per lane: a pandas selection per lane and column cost ~10 ms a cell
-    lanes = events["lane"].to_numpy(dtype=object)
-    rows_of, names_of = events["row"].to_numpy(dtype=object), events["name"].to_numpy(dtype=object)
-    starts, ends = events["start"].to_numpy(dtype=float), events["end"].to_numpy(dtype=float)
-    exact_ops = events["exact"].to_numpy(dtype=bool)
     for lane in ("device", "op", "compile", "transfer", "sync_wait", "trace"):
         chosen = lanes == lane
         if not chosen.any():
@@ -463,7 +571,7 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
                 "<extra></extra>",
             }
         )
-    count = events["row"].nunique()
+    count = len(pd.unique(rows_of))
     memory = memory_lane(profile)
     lane_px = 130 if memory else 0
     layout = _base_layout(height_px=min(150 + 22 * count, 600) + lane_px)
@@ -513,8 +621,8 @@ def lanes_figure(profile: Profile, events: pd.DataFrame) -> dict[str, Any]:
 def timeline_figure(profile: Profile) -> dict[str, Any] | None:
     """The cell's time: the time account's lanes when the profile has spans (live captures),
     else compiles and executions, one row per graph (offline files)."""
-    lanes = lane_events(profile)
-    if not lanes.empty:
+    lanes = lane_columns(profile)
+    if lanes is not None:
         return lanes_figure(profile, lanes)
     events = timeline_events(profile)
     if events.empty:
@@ -630,208 +738,3 @@ def _axis_style(title: str = "", **extra: Any) -> dict[str, Any]:
         style["title"] = {"text": title, "font": {"color": INK}}
     style.update(extra)
     return style
-
-
-def _vertical_bars_svg(
-    bars: list[dict[str, Any]], left: float, right: float, top: float, bottom: float
-) -> list[str]:
-    """Grouped vertical bars with their values written above them."""
-    categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
-    y_max = max((y for t in bars for y in t["y"]), default=1.0) or 1.0
-    step = (right - left) / max(len(categories), 1)
-    width = step * 0.8 / len(bars)
-    parts = [
-        f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" y2="{bottom:.1f}" '
-        f'stroke="{INK}"/>'
-    ]
-    for index, trace in enumerate(bars):
-        color = trace["marker"]["color"]
-        for category, value in zip(trace["x"], trace["y"], strict=True):
-            x = left + categories.index(category) * step + step * 0.1 + index * width
-            height = value / y_max * (bottom - top - 12)
-            parts.append(
-                f'<rect x="{x:.1f}" y="{bottom - height:.1f}" width="{width:.1f}" '
-                f'height="{max(height, 0.5):.1f}" fill="{color}"/>'
-            )
-            parts.append(
-                f'<text x="{x + width / 2:.1f}" y="{bottom - height - 2:.1f}" '
-                f'text-anchor="middle" font-size="10">{value:.3g}</text>'
-            )
-    for position, category in enumerate(categories):
-        parts.append(
-            f'<text x="{left + (position + 0.5) * step:.1f}" y="{bottom + 14:.1f}" '
-            f'text-anchor="middle">{escape(str(category))}</text>'
-        )
-    return parts
-
-
-def _stacked_bars_svg(
-    bars: list[dict[str, Any]], left: float, right: float, top: float, bottom: float
-) -> list[str]:
-    """Vertical bars stacked per category (each trace one segment), the total above each."""
-    categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
-    totals = dict.fromkeys(categories, 0.0)
-    for trace in bars:
-        for category, value in zip(trace["x"], trace["y"], strict=True):
-            totals[category] += value
-    y_max = max(totals.values(), default=1.0) or 1.0
-    step = (right - left) / max(len(categories), 1)
-    scale = (bottom - top - 12) / y_max
-    parts = [
-        f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" y2="{bottom:.1f}" '
-        f'stroke="{INK}"/>'
-    ]
-    stacked = dict.fromkeys(categories, 0.0)
-    for trace in bars:
-        color = trace["marker"]["color"]
-        for category, value in zip(trace["x"], trace["y"], strict=True):
-            x = left + categories.index(category) * step + step * 0.1
-            y = bottom - (stacked[category] + value) * scale
-            stacked[category] += value
-            parts.append(
-                f'<rect x="{x:.1f}" y="{y:.1f}" width="{step * 0.8:.1f}" '
-                f'height="{value * scale:.1f}" fill="{color}"/>'
-            )
-    for position, category in enumerate(categories):
-        x = left + (position + 0.5) * step
-        if len(categories) <= 12:  # totals above the bars while they fit
-            parts.append(
-                f'<text x="{x:.1f}" y="{bottom - totals[category] * scale - 2:.1f}" '
-                f'text-anchor="middle" font-size="9">{totals[category]:.3g}</text>'
-            )
-        if len(categories) <= 40:
-            parts.append(
-                f'<text x="{x:.1f}" y="{bottom + 14:.1f}" text-anchor="middle">'
-                f"{escape(str(category))}</text>"
-            )
-    return parts
-
-
-# -- static SVG twin -----------------------------------------------------------------------
-def figure_svg(figure: dict[str, Any], width: int = 760) -> str:
-    """A static SVG of a figure made here: lines, markers and horizontal bars, with the axes'
-    domains, titles and annotations. Enough to read the numbers without plotly.js."""
-    layout = figure["layout"]
-    height = int(layout.get("height", 300))
-    margin = layout["margin"]
-    plot_w, plot_h = width - margin["l"] - margin["r"], height - margin["t"] - margin["b"]
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-        f'class="xlanb-chart" font-family="sans-serif" font-size="11" fill="{INK}">'
-    ]
-    by_axis: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for trace in figure["data"]:
-        by_axis.setdefault((trace.get("xaxis", "x"), trace.get("yaxis", "y")), []).append(trace)
-    categories: list[str] = []
-    for (x_name, y_name), traces in by_axis.items():
-        x_axis = layout.get("xaxis" + x_name[1:], {})
-        y_axis = layout.get("yaxis" + y_name[1:], {})
-        x_dom, y_dom = x_axis.get("domain", [0, 1]), y_axis.get("domain", [0, 1])
-        left = margin["l"] + x_dom[0] * plot_w
-        right = margin["l"] + x_dom[1] * plot_w
-        top = margin["t"] + (1 - y_dom[1]) * plot_h
-        bottom = margin["t"] + (1 - y_dom[0]) * plot_h
-        bars = [t for t in traces if t["type"] == "bar"]
-        if bars and bars[0].get("orientation") != "h":
-            draw = _stacked_bars_svg if layout.get("barmode") == "stack" else _vertical_bars_svg
-            parts.extend(draw(bars, left, right, top, bottom))
-            y_title = y_axis.get("title", {}).get("text", "")
-            parts.append(
-                f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'
-                f"{escape(y_title)}</text>"
-            )
-            continue
-        if bars:
-            categories = list(dict.fromkeys(c for t in bars for c in t["y"]))
-            x_max = (
-                max(
-                    (b + w for t in bars for b, w in zip(t["base"], t["x"], strict=True)),
-                    default=1.0,
-                )
-                or 1.0
-            )
-            step = (bottom - top) / max(len(categories), 1)
-            for t in bars:
-                color = t["marker"]["color"]
-                for y, b, w in zip(t["y"], t["base"], t["x"], strict=True):
-                    row = categories.index(y)
-                    parts.append(
-                        f'<rect x="{left + b / x_max * (right - left):.1f}" '
-                        f'y="{top + row * step + step * 0.2:.1f}" '
-                        f'width="{max(w / x_max * (right - left), 1):.1f}" '
-                        f'height="{step * 0.6:.1f}" fill="{color}"/>'
-                    )
-            for row, name in enumerate(categories):
-                parts.append(
-                    f'<text x="{left - 4:.1f}" y="{top + (row + 0.6) * step:.1f}" '
-                    f'text-anchor="end">{escape(name)}</text>'
-                )
-            y_values = [0.0, x_max]
-        else:
-            xs = [x for t in traces for x in t["x"]]
-            ys = [y for t in traces for y in t["y"]]
-            # a lane under a timeline shares its time axis (the axis' range)
-            x_lo, x_hi = x_axis.get("range") or (min(xs), max(xs) or 1)
-            y_hi = max(ys) or 1.0
-            for t in traces:
-                points = [
-                    (
-                        left + (x - x_lo) / ((x_hi - x_lo) or 1) * (right - left),
-                        bottom - y / y_hi * (bottom - top),
-                    )
-                    for x, y in zip(t["x"], t["y"], strict=True)
-                ]
-                color = t.get("line", t.get("marker", {})).get("color", INK)
-                path_points = points
-                if t.get("line", {}).get("shape") == "hv":  # steps: level until the next x
-                    path_points = [
-                        corner
-                        for here, after in zip(points, [*points[1:], None], strict=True)
-                        for corner in ([here] if after is None else [here, (after[0], here[1])])
-                    ]
-                if "lines" in t["mode"]:
-                    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in path_points)
-                    parts.append(f'<polyline points="{path}" fill="none" stroke="{color}"/>')
-                if "markers" in t["mode"]:
-                    for (px, py), label in zip(
-                        points, t.get("text", [""] * len(points)), strict=True
-                    ):
-                        parts.append(f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>')
-                        if label:
-                            parts.append(
-                                f'<text x="{px - 4:.1f}" y="{py - 6:.1f}" '
-                                f'text-anchor="end">{escape(label)}</text>'
-                            )
-            y_values = [0.0, y_hi]
-        parts.append(
-            f'<line x1="{left:.1f}" y1="{bottom:.1f}" x2="{right:.1f}" '
-            f'y2="{bottom:.1f}" stroke="{INK}"/>'
-        )
-        y_title = y_axis.get("title", {}).get("text", "")
-        x_title = x_axis.get("title", {}).get("text", "")
-        parts.append(f'<text x="{left:.1f}" y="{bottom + 14:.1f}">0</text>')
-        right_label = f"{y_values[1]:.3g}" if bars else x_title
-        parts.append(
-            f'<text x="{right:.1f}" y="{bottom + 14:.1f}" text-anchor="end">'
-            f"{escape(right_label)}</text>"
-        )
-        if bars:
-            parts.append(
-                f'<text x="{(left + right) / 2:.1f}" y="{bottom + 28:.1f}" '
-                f'text-anchor="middle">{escape(x_title)}</text>'
-            )
-        if not bars:
-            parts.append(
-                f'<text x="{left - 4:.1f}" y="{top + 8:.1f}" text-anchor="end">'
-                f"{y_values[1]:.3g}</text>"
-            )
-            parts.append(
-                f'<text x="{left - 4:.1f}" y="{(top + bottom) / 2:.1f}" '
-                f'text-anchor="end">{escape(y_title)}</text>'
-            )
-    for note in layout.get("annotations", []):
-        x = margin["l"] + note["x"] * plot_w
-        y = margin["t"] + (1 - note["y"]) * plot_h - 2
-        parts.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="12">{escape(note["text"])}</text>')
-    parts.append("</svg>")
-    return "".join(parts)

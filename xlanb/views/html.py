@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -27,16 +28,20 @@ from xlanb.views.summary import (
     ALARM_KIND,
     ALARM_LABEL,
     BUCKET_COLOURS,
+    FINDING_COLUMNS,
+    TOP_OP_RUNS,
     account_line,
     account_parts,
+    cell_code,
     finding_cost,
     format_seconds,
     headline,
     host_kind,
-    runs_text,
+    rows_of,
+    runs_texts,
     steps_line,
     title,
-    top_ops,
+    top_op_columns,
     trace_coverage,
     with_code,
 )
@@ -80,7 +85,7 @@ CLIPPED_STYLE = "max-width:{width}em;overflow:hidden;text-overflow:ellipsis;whit
 
 
 def table(
-    frame: pd.DataFrame,
+    frame: pd.DataFrame | Mapping[str, Sequence[Any]],
     columns: list[str],
     *,
     highlight: bool | list[bool] = False,
@@ -88,34 +93,50 @@ def table(
     code_columns: tuple[str, ...] = ("code",),
     clipped_columns: tuple[str, ...] | dict[str, float] = (),
 ) -> str:
-    """An HTML table of `columns` of `frame` (`highlight`: all rows red, or those marked);
-    `clipped_columns` keep to one line, cut with an ellipsis at 18 em (or the width given, in
-    em), the whole text in a tooltip."""
+    """An HTML table of `columns` of `frame` (a DataFrame, or the values of each column by
+    name; `highlight`: all rows red, or those marked); `clipped_columns` keep to one line, cut
+    with an ellipsis at 18 em (or the width given, in em), the whole text in a tooltip."""
     widths = (
         clipped_columns if isinstance(clipped_columns, dict) else dict.fromkeys(clipped_columns, 18)
     )
     classes = "xlanb-table" + (" xlanb-sortable" if sortable else "")
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
-    marks = highlight if isinstance(highlight, list) else [highlight] * len(frame)
-    body = []
-    for record, marked in zip(frame[columns].to_dict("records"), marks, strict=True):
-        row_class = ' class="xlanb-bad"' if marked else ""
-        cells = []
-        for column in columns:
-            value = cell(record[column])
-            if column in code_columns and value:
-                value = f"<code style='white-space:pre'>{value}</code>"
-            if column in widths and value:
-                tooltip = cell(record[column])
-                style = CLIPPED_STYLE.format(width=f"{widths[column]:g}")
-                cells.append(f"<td title='{tooltip}' style='{style}'>{value}</td>")
-                continue
-            cells.append(f"<td>{value}</td>")
-        body.append(f"<tr{row_class}>{''.join(cells)}</tr>")
-    return (
-        f"<table class='{classes}'><thead><tr>{head}</tr></thead>"
-        f"<tbody>{''.join(body)}</tbody></table>"
+    # a column at a time, as Python values: a row at a time through pandas cost ~1 ms a table
+    by_column = [
+        _column_cells(_values(frame[c]), c in code_columns, widths.get(c)) for c in columns
+    ]
+    count = len(frame) if isinstance(frame, pd.DataFrame) else len(by_column[0]) if columns else 0
+    marks = highlight if isinstance(highlight, list) else [highlight] * count
+    rows = zip(*by_column, strict=True) if columns else ((),) * count
+    body = "".join(
+        f"<tr{_BAD_ROW if marked else ''}>{''.join(row)}</tr>"
+        for marked, row in zip(marks, rows, strict=True)
     )
+    return f"<table class='{classes}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_BAD_ROW = ' class="xlanb-bad"'
+
+
+def _values(column: pd.Series | Sequence[Any]) -> list[Any]:
+    """A column's values as Python objects (numpy scalars as Python numbers)."""
+    return column.tolist() if isinstance(column, pd.Series) else list(column)
+
+
+def _column_cells(values: list[Any], code: bool, width: float | None) -> list[str]:
+    """The ``<td>`` of each value of one column: escaped, in ``<code>`` for a code column,
+    kept to one line `width` em wide (the whole text in a tooltip) for a clipped one."""
+    texts = [cell(value) for value in values]
+    shown = (
+        [f"<code style='white-space:pre'>{t}</code>" if t else t for t in texts] if code else texts
+    )
+    if width is None:
+        return [f"<td>{t}</td>" for t in shown]
+    style = CLIPPED_STYLE.format(width=f"{width:g}")
+    return [
+        f"<td title='{whole}' style='{style}'>{t}</td>" if t else "<td></td>"
+        for t, whole in zip(shown, texts, strict=True)
+    ]
 
 
 def _section(label: str, count: int, content: str, open_: bool = False) -> str:
@@ -150,29 +171,28 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    ops = top_ops(profile)
-    ops = ops.assign(
-        seconds=[format_seconds(s) for s in ops["seconds"]],
-        share=[f"{s * 100:.1f}%" for s in ops["share"]],
-        runs=[runs_text(row) for row in ops.itertuples()],
-    )
+    columns = [
+        "op",
+        "program",
+        "seconds",
+        "share",
+        "where",
+        "code",
+        "runs",
+        "category",
+        *(["op_name"] if "op_name" in profile.ops.columns else []),
+    ]
+    values = top_op_columns(profile, 10, [*columns, *TOP_OP_RUNS])
+    values["runs"] = runs_texts(values)  # before the seconds it reads become text
+    values["seconds"] = [format_seconds(s) for s in values["seconds"]]
+    values["share"] = [f"{s * 100:.1f}%" for s in values["share"]]
     coverage = trace_coverage(profile)
     return _section(
         f"Top ops (device time; {coverage})" if coverage else "Top ops (device time)",
         len(profile.ops),
         table(
-            ops,
-            [
-                "op",
-                "program",
-                "seconds",
-                "share",
-                "where",
-                "code",
-                "runs",
-                "category",
-                *(["op_name"] if "op_name" in ops.columns else []),
-            ],
+            values,
+            columns,
             sortable=True,
             # one line a row, as wide as a notebook's output: long texts cut, whole in a tooltip
             clipped_columns={
@@ -198,7 +218,7 @@ _SEVERITY_COLOURS = {"error": "#d62728", "warning": "#c08a00", "info": "#888888"
 
 def _findings(profile: Profile) -> str:
     parts = []
-    for row in profile.findings.itertuples():
+    for row in rows_of(profile.findings, FINDING_COLUMNS):
         severity = escape(str(row.severity))
         colour = _SEVERITY_COLOURS.get(str(row.severity), "#888888")
         advice = str(row.advice) if isinstance(row.advice, str) else ""
@@ -219,37 +239,67 @@ def _with_rank(frame: pd.DataFrame, columns: list[str]) -> list[str]:
     return ["rank", *columns] if "rank" in frame.columns else columns
 
 
-def _executions_by_graph(profile: Profile) -> pd.DataFrame:
-    executions = profile.executions.assign(graph=profile.executions["graph"].fillna("(unknown)"))
+def _executions_by_graph(profile: Profile) -> dict[str, list[Any]]:
+    """The executions summed by graph (and rank), in the order graphs first ran: each column's
+    values by name."""
+    executions = profile.executions
     keys = _with_rank(executions, ["backend", "graph"])
-    # one grouping for every column (each groupby costs ~1 ms a cell)
-    named = {"count": ("count", "sum"), "seconds": ("seconds", "sum")}
-    if "peak_bytes" in executions.columns:
-        named["_peak"] = ("peak_bytes", "max")
-    if "flops_per_second" in executions.columns:
-        named.update(_flops=("flops_per_second", "max"), _bound=("bound", "first"))
-    grouped = executions.groupby(keys, sort=False).agg(**named)
-    grouped["mean"] = [
-        format_seconds(s / c) if c else "-"
-        for s, c in zip(grouped["seconds"], grouped["count"], strict=True)
+    key_values = [executions[key].tolist() for key in keys]
+    graph_at = keys.index("graph")
+    key_values[graph_at] = [
+        "(unknown)" if pd.isna(graph) else graph for graph in key_values[graph_at]
     ]
-    grouped["seconds"] = [format_seconds(s) for s in grouped["seconds"]]
-    if "_peak" in grouped.columns:
-        grouped["peak_memory"] = [format_bytes(v) for v in grouped.pop("_peak")]
-    if "_flops" in grouped.columns:
-        grouped["GFLOP/s"] = [f"{v / 1e9:.1f}" if v == v else "-" for v in grouped.pop("_flops")]
-        grouped["bound"] = [b if isinstance(b, str) else "-" for b in grouped.pop("_bound")]
-    return grouped.reset_index()
-
-
-def _readable_metrics(profile: Profile) -> pd.DataFrame:
-    metrics = profile.metrics.copy()
-    for column in ("total", "mean", "p50", "p90", "p99", "max"):
-        metrics[column] = [
-            format_seconds(v) if unit == "s" else cell(v)
-            for v, unit in zip(metrics[column], metrics["unit"], strict=True)
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for row, key in enumerate(zip(*key_values, strict=True)):
+        if not any(pd.isna(part) for part in key):  # as groupby: rows of no key left out
+            groups.setdefault(key, []).append(row)
+    counts, seconds = executions["count"].tolist(), executions["seconds"].tolist()
+    grouped: dict[str, list[Any]] = {key: [k[i] for k in groups] for i, key in enumerate(keys)}
+    summed = [
+        (sum(counts[i] for i in rows), _sum(seconds[i] for i in rows)) for rows in groups.values()
+    ]
+    grouped["count"] = [count for count, _ in summed]
+    grouped["seconds"] = [format_seconds(total) for _, total in summed]
+    grouped["mean"] = [format_seconds(total / count) if count else "-" for count, total in summed]
+    if "peak_bytes" in executions.columns:
+        peaks = executions["peak_bytes"].tolist()
+        grouped["peak_memory"] = [
+            format_bytes(_max(peaks[i] for i in rows)) for rows in groups.values()
         ]
-    return metrics
+    if "flops_per_second" in executions.columns:
+        flops, bounds = executions["flops_per_second"].tolist(), executions["bound"].tolist()
+        grouped["GFLOP/s"] = [
+            f"{v / 1e9:.1f}" if v == v else "-"
+            for v in (_max(flops[i] for i in rows) for rows in groups.values())
+        ]
+        grouped["bound"] = [
+            next((bounds[i] for i in rows if isinstance(bounds[i], str)), "-")
+            for rows in groups.values()
+        ]
+    return grouped
+
+
+def _sum(values: Iterable[Any]) -> float:
+    """The sum of the known `values` (0.0 where none is), as pandas sums."""
+    return math.fsum(v for v in values if not pd.isna(v))
+
+
+def _max(values: Iterable[Any]) -> float:
+    """The largest of the known `values` (NaN where none is)."""
+    return max((float(v) for v in values if not pd.isna(v)), default=math.nan)
+
+
+def _readable_metrics(profile: Profile, columns: list[str]) -> dict[str, list[Any]]:
+    """The metrics' `columns` by name, their times readable."""
+    metrics = profile.metrics
+    readable = {column: metrics[column].tolist() for column in {*columns, "unit"}}
+    units = readable["unit"]
+    for column in ("total", "mean", "p50", "p90", "p99", "max"):
+        readable[column] = [
+            format_seconds(v) if unit == "s" else cell(v)
+            for v, unit in zip(readable[column], units, strict=True)
+        ]
+    return readable
 
 
 def profile_html(profile: Profile, graph_viewers: bool = True, titled: bool = True) -> str:
@@ -299,13 +349,14 @@ def _headline(profile: Profile) -> str:
 
 def _left_the_device(profile: Profile) -> str:
     """The ops that ran on the host, the alarming ones highlighted."""
-    left = with_code(profile, profile.fallbacks).assign(
-        kind=[host_kind(cause) for cause in profile.fallbacks["cause"]]
-    )
+    fallbacks = profile.fallbacks
+    columns = _with_rank(fallbacks, ["op", "count", "kind", "cell_line", "code", "backend"])
+    left = {c: fallbacks[c].tolist() for c in columns if c not in ("kind", "code")}
+    lines = profile.source.splitlines()
+    left["code"] = [cell_code(lines, n) for n in left["cell_line"]]
+    left["kind"] = [host_kind(cause) for cause in fallbacks["cause"].tolist()]
     return "<div class='xlanb-title'>Left the device</div>" + table(
-        left,
-        _with_rank(left, ["op", "count", "kind", "cell_line", "code", "backend"]),
-        highlight=[kind == ALARM_KIND for kind in left["kind"]],
+        left, columns, highlight=[kind == ALARM_KIND for kind in left["kind"]]
     )
 
 
@@ -406,28 +457,14 @@ def _counters(profile: Profile) -> str:
 
 def _metrics(profile: Profile) -> str:
     """The runtime's metrics, readable."""
+    columns = _with_rank(
+        profile.metrics,
+        ["backend", "name", "unit", "count", "total", "mean", "p50", "p90", "p99", "max"],
+    )
     return _section(
         "Metrics",
         len(profile.metrics),
-        table(
-            _readable_metrics(profile),
-            _with_rank(
-                profile.metrics,
-                [
-                    "backend",
-                    "name",
-                    "unit",
-                    "count",
-                    "total",
-                    "mean",
-                    "p50",
-                    "p90",
-                    "p99",
-                    "max",
-                ],
-            ),
-            sortable=True,
-        ),
+        table(_readable_metrics(profile, columns), columns, sortable=True),
     )
 
 
@@ -437,34 +474,46 @@ def _live_arrays(profile: Profile) -> str:
     live = profile.live_arrays
     if live.empty:
         return ""
+    snapshots = live["snapshot"].tolist()
+    counts, sizes = live["count"].tolist(), live["bytes"].tolist()
     # all ranks of a run; bytes no rank measured stay unknown ("-"), not 0
-    totals = live.groupby("snapshot")[["count", "bytes"]].sum(min_count=1)
-    if not {"before", "after"} <= set(totals.index):
+    totals: dict[str, list[float]] = {}
+    for snapshot, count, size in zip(snapshots, counts, sizes, strict=True):
+        total = totals.setdefault(snapshot, [0, math.nan])
+        total[0] += count
+        if not pd.isna(size):
+            total[1] = size if math.isnan(total[1]) else total[1] + size
+    if "before" not in totals or "after" not in totals:
         return ""
-    before, after = totals.loc["before"], totals.loc["after"]
-    left = live[live["snapshot"] == "left alive"]
-    if int(before["count"]) == int(after["count"]) and left.empty:
+    before, after = totals["before"], totals["after"]
+    left = [i for i, snapshot in enumerate(snapshots) if snapshot == "left alive"]
+    if int(before[0]) == int(after[0]) and not left:
         return ""
     noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
     line = (
         f"<div class='xlanb-note'>live device {noun}: "
-        f"{int(before['count']):,} ({escape(format_bytes(float(before['bytes'])))}) before, "
-        f"{int(after['count']):,} ({escape(format_bytes(float(after['bytes'])))}) after</div>"
+        f"{int(before[0]):,} ({escape(format_bytes(float(before[1])))}) before, "
+        f"{int(after[0]):,} ({escape(format_bytes(float(after[1])))}) after</div>"
     )
-    if left.empty:
+    if not left:
         return line
-    rows = left.assign(size=[format_bytes(float(b)) for b in left["bytes"]])
     columns = ["shape", "count", "size"]
-    if "created_at" in rows.columns:  # where they were made: in the cell, or a file's line
-        rows = rows.assign(created_at=rows["created_at"].fillna(""))
+    rows = {
+        "shape": [live["shape"].iat[i] for i in left],
+        "count": [counts[i] for i in left],
+        "size": [format_bytes(float(sizes[i])) for i in left],
+        "backend": [live["backend"].iat[i] for i in left],
+    }
+    if "created_at" in live.columns:  # where they were made: in the cell, or a file's line
+        made = live["created_at"].tolist()
+        rows["created_at"] = [made[i] if not pd.isna(made[i]) else "" for i in left]
         columns.append("created_at")
-        if "cell_line" in rows.columns:
-            rows = with_code(profile, rows)
+        if "cell_line" in live.columns:
+            lines, cell_lines = profile.source.splitlines(), live["cell_line"].tolist()
+            rows["code"] = [cell_code(lines, cell_lines[i]) for i in left]
             columns.append("code")
     return line + _section(
-        "Left alive by the cell",
-        int(left["count"].sum()),
-        table(rows, [*columns, "backend"]),
+        "Left alive by the cell", int(sum(rows["count"])), table(rows, [*columns, "backend"])
     )
 
 
@@ -566,6 +615,8 @@ def _graph_viewers(profile: Profile) -> str:
     section (the viewer lays itself out when the section opens), each program's other texts
     (a JAX program's StableHLO) a tab away while they fit too. A cell's output never holds a
     graph's text: a notebook stays small; ``prof.graph(i).text`` has it."""
+    if profile.graphs.empty:  # no text of any program: nothing to draw
+        return ""
     # one viewer per compile (a JAX function recompiled shows each program)
     entries = labelled_entries(profile)
     if entries.empty:

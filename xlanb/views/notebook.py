@@ -1,5 +1,6 @@
 """What a profiled cell displays: the Profile's HTML/text summary, then its charts as plotly
-figures, each with a static SVG twin for front ends without plotly.js."""
+figures, each with a static SVG twin for front ends without plotly.js. A front end that shows
+text alone (IPython in a terminal) gets the text alone: nothing else is built for it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import copy
 from typing import Any
 
 from xlanb.core.profile import Profile
-from xlanb.views.charts import figure_svg, percentile_figure, timeline_figure
+from xlanb.views.charts import percentile_figure, timeline_figure
 from xlanb.views.step_chart import step_figure
+from xlanb.views.svg import figure_svg
 
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 
@@ -22,20 +24,40 @@ class Chart:
         self.figure = figure
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, Any]:
-        figure = copy.copy(self.figure)
-        figure["config"] = {"displaylogo": False, "responsive": True}
-        return {
-            PLOTLY_MIME: figure,
-            "text/html": f"<div class='xlanb-chart' data-chart='{self.title}'>"
-            f"{figure_svg(self.figure)}</div>",
-            "text/plain": f"<xlanb chart: {self.title}>",
-        }
+        bundle: dict[str, Any] = {}
+        if wanted(PLOTLY_MIME, include, exclude):
+            figure = copy.copy(self.figure)
+            figure["config"] = {"displaylogo": False, "responsive": True}
+            bundle[PLOTLY_MIME] = figure
+        if wanted("text/html", include, exclude):
+            bundle["text/html"] = (
+                f"<div class='xlanb-chart' data-chart='{self.title}'>"
+                f"{figure_svg(self.figure)}</div>"
+            )
+        bundle["text/plain"] = f"<xlanb chart: {self.title}>"
+        return bundle
 
     def to_plotly(self):
         """The figure as a ``plotly.graph_objects.Figure`` (validated by plotly)."""
         import plotly.graph_objects as go
 
         return go.Figure(self.figure)
+
+
+def wanted(mime: str, include: Any, exclude: Any) -> bool:
+    """Whether a display asked for with `include` / `exclude` shows `mime`."""
+    return not (include and mime not in include) and not (exclude and mime in exclude)
+
+
+def text_only() -> bool:
+    """Whether the running IPython shell shows text alone (a terminal: its display formatter
+    has no active HTML formatter); False outside IPython."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    formatter = getattr(get_ipython(), "display_formatter", None)
+    return formatter is not None and "text/html" not in formatter.active_types
 
 
 def charts(profile: Profile) -> list[Chart]:
@@ -63,7 +85,10 @@ def display_profile(profile: Profile) -> None:
 
 
 def display_charts(profile: Profile) -> None:
+    """Display the profile's charts: in a front end that shows text alone, their text alone
+    (no figure JSON, no SVG twin built)."""
     from IPython.display import display
 
+    rich_only = [PLOTLY_MIME, "text/html"] if text_only() else None
     for chart in charts(profile):
-        display(chart)
+        display(chart, exclude=rich_only)

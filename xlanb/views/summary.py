@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from xlanb.core.profile import Profile
@@ -82,6 +84,10 @@ BUCKET_COLOURS = {
 }
 
 
+#: The ``findings`` columns the views show.
+FINDING_COLUMNS = ["severity", "title", "detail", "advice", "seconds", "share"]
+
+
 def finding_cost(row) -> str:
     """``2.11 s (75% of the cell): `` for a finding row that states its cost, else ""."""
     seconds = getattr(row, "seconds", None)
@@ -98,9 +104,14 @@ def account_parts(profile: Profile) -> list[tuple[str, float, float]]:
     if frame.empty:
         return []
     parts = [
-        (str(r.bucket), float(r.seconds), float(r.share))
-        for r in frame.itertuples()
-        if r.seconds > 0
+        (str(bucket), float(seconds), float(share))
+        for bucket, seconds, share in zip(
+            frame["bucket"].tolist(),
+            frame["seconds"].tolist(),
+            frame["share"].tolist(),
+            strict=True,
+        )
+        if seconds > 0
     ]
     return sorted(parts, key=lambda part: -part[1])
 
@@ -113,7 +124,7 @@ def account_line(profile: Profile) -> str:
     estimated = (
         not profile.breakdown.empty
         and "estimated" in profile.breakdown.columns
-        and bool(profile.breakdown["estimated"].fillna(False).astype(bool).any())
+        and any(_marked(flag) for flag in profile.breakdown["estimated"].tolist())
     )
     body = " · ".join(
         f"{bucket} {format_seconds(seconds)} ({percent(share)})" for bucket, seconds, share in parts
@@ -136,6 +147,11 @@ def account_line(profile: Profile) -> str:
     return line
 
 
+def _marked(flag: Any) -> bool:
+    """Whether a flag column's value is set (missing values are not)."""
+    return isinstance(flag, (bool, int, float)) and flag == flag and bool(flag)
+
+
 def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
@@ -150,25 +166,29 @@ def steps_line(profile: Profile) -> str:
     """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15%``
     ("" when the cell ran no loop, or no step of it ran without compiling)."""
     steps = profile.step_times
-    warm = steps[steps["phase"] == "warm-up"]
-    steady = steps[steps["phase"] == "steady"]
-    if steady.empty:
+    if steps.empty:
+        return ""
+    phases = steps["phase"].to_numpy(dtype=object)
+    warm, steady = phases == "warm-up", phases == "steady"
+    if not steady.any():
         return ""  # every run compiled: no steady loop, and the compiles say it all
+    seconds = steps["seconds"].to_numpy(dtype=float)
     parts = []
-    if not warm.empty:
-        parts.append(f"{len(warm)} warm-up ({format_seconds(float(warm['seconds'].sum()))})")
-    if not steady.empty:
-        median = float(steady["seconds"].median())
-        total = float(steady["seconds"].sum()) or 1.0
-        shares = sorted(
-            (
-                (float(steady[b].sum()) / total, b)
-                for b in ("device", "python", "compile", "transfer", "sync_wait")
-            ),
-            reverse=True,
+    if warm.any():
+        parts.append(
+            f"{int(warm.sum())} warm-up ({format_seconds(float(np.nansum(seconds[warm])))})"
         )
-        mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
-        parts.append(f"{len(steady)} steady, median {format_seconds(median)}: {mix}")
+    median = float(np.nanmedian(seconds[steady]))
+    total = float(np.nansum(seconds[steady])) or 1.0
+    shares = sorted(
+        (
+            (float(np.nansum(steps[b].to_numpy(dtype=float)[steady])) / total, b)
+            for b in ("device", "python", "compile", "transfer", "sync_wait")
+        ),
+        reverse=True,
+    )
+    mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
+    parts.append(f"{int(steady.sum())} steady, median {format_seconds(median)}: {mix}")
     traced = " in the trace's window" if profile.shown.traced_window else ""
     return f"steps{traced}: " + " · ".join(parts)
 
@@ -179,39 +199,105 @@ def top_ops(profile: Profile, limit: int = 10) -> pd.DataFrame:
     ``program`` (a readable name of its graph where it has one, else the graph)."""
     if profile.ops.empty:
         return profile.ops
-    ops = profile.ops.sort_values("seconds", ascending=False).head(limit).reset_index(drop=True)
-    called = with_code(profile, ops)
+    order = _top_order(profile, limit)
+    shown = top_op_columns(profile, limit, ["where", "code", "program"])
+    return profile.ops.iloc[order].reset_index(drop=True).assign(**shown)
+
+
+def _top_order(profile: Profile, limit: int) -> list[int]:
+    """The positions of the `limit` ops with the most device time, as sort_values orders
+    them (sorting the frame itself cost ~1 ms)."""
+    seconds = profile.ops["seconds"].reset_index(drop=True)
+    return seconds.sort_values(ascending=False).index[:limit].tolist()
+
+
+def top_op_columns(profile: Profile, limit: int, columns: list[str]) -> dict[str, list[Any]]:
+    """`columns` of :func:`top_ops` by name, as lists (those the ``ops`` frame lacks left
+    out): only the few rows shown, a column at a time."""
+    order = _top_order(profile, limit)
+    ops = profile.ops
+
+    def taken(name: str) -> list[Any]:
+        if name not in ops.columns:
+            return [None] * len(order)
+        values = ops[name].tolist()
+        return [values[i] for i in order]
+
+    made: dict[str, list[Any]] = {}
+    if "where" in columns or "code" in columns:
+        made["where"], made["code"] = _places(
+            profile.source.splitlines(),
+            *(taken(c) for c in ("source", "code", "source_file", "source_line", "cell_line")),
+        )
+    if "program" in columns:
+        graphs = taken("graph")
+        made["program"] = [
+            graph if pd.isna(program) else program
+            for program, graph in zip(taken("program"), graphs, strict=True)
+        ]
+    return {
+        name: made[name] if name in made else taken(name)
+        for name in columns
+        if name in made or name in ops.columns
+    }
+
+
+def _places(lines: list[str], *columns: list[Any]) -> tuple[list[str], list[str]]:
+    """Per op, ``where`` (its source line as people know it, else the cell line that ran it)
+    and ``code`` (that line's text), from its source, code, source_file, source_line and
+    cell_line."""
     where, code = [], []
-    for index, row in enumerate(ops.itertuples()):
-        source = getattr(row, "source", None)
+    for source, own, file, line, cell_line in zip(*columns, strict=True):
         if isinstance(source, str) and source:
             where.append(source)
-            own = getattr(row, "code", None)
             code.append(own if isinstance(own, str) else "")
-        elif isinstance(row.source_file, str) and not pd.isna(row.source_line):
-            where.append(f"{row.source_file}:{row.source_line}")
+        elif isinstance(file, str) and not pd.isna(line):
+            where.append(f"{file}:{line}")
             code.append("")
-        elif not pd.isna(row.cell_line):
-            where.append(f"called at cell line {row.cell_line}")
-            code.append(called["code"].iloc[index])
+        elif not pd.isna(cell_line):
+            where.append(f"called at cell line {cell_line}")
+            code.append(cell_code(lines, cell_line))
         else:
             where.append("")
             code.append("")
-    programs = ops["program"] if "program" in ops.columns else ops["graph"]
-    return ops.assign(where=where, code=code, program=programs.fillna(ops["graph"]))
+    return where, code
+
+
+#: The ``ops`` columns :func:`runs_texts` reads.
+TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds"]
 
 
 def runs_text(row: Any) -> str:
     """Which runs an ``ops`` row's time is from: ``6 runs, first 100.2 ms, then 1.2 ms a run``
     (the first traced run of its program holds the compile's warm-up), or its count where
     runs are unknown."""
-    runs = getattr(row, "runs", None)
-    first = getattr(row, "first_run_seconds", None)
+    return runs_words(
+        getattr(row, "runs", None), getattr(row, "first_run_seconds", None), row.count, row.seconds
+    )
+
+
+def runs_texts(ops: pd.DataFrame | dict[str, list[Any]]) -> list[str]:
+    """:func:`runs_text` of every row of `ops` (a frame, or its columns' values by name)."""
+    count = len(ops["count"])
+    absent = [None] * count
+    return [
+        runs_words(*values)
+        for values in zip(
+            list(ops["runs"]) if "runs" in ops else absent,
+            list(ops["first_run_seconds"]) if "first_run_seconds" in ops else absent,
+            list(ops["count"]),
+            list(ops["seconds"]),
+            strict=True,
+        )
+    ]
+
+
+def runs_words(runs: Any, first: Any, count: Any, seconds: Any) -> str:
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
-        return f"×{row.count}"
+        return f"×{count}"
     if int(runs) <= 1:
         return "1 run"
-    later = (float(row.seconds) - float(first)) / (int(runs) - 1)
+    later = (float(seconds) - float(first)) / (int(runs) - 1)
     return (
         f"{int(runs)} runs, first {format_seconds(float(first))},"
         f" then {format_seconds(max(later, 0.0))} a run"
@@ -221,11 +307,24 @@ def runs_text(row: Any) -> str:
 def with_code(profile: Profile, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with a ``code`` column: the text of its ``cell_line`` in the profiled cell."""
     lines = profile.source.splitlines()
-    code = [
-        lines[int(n) - 1].strip() if not pd.isna(n) and 0 < int(n) <= len(lines) else ""
-        for n in frame["cell_line"]
+    return frame.assign(code=[cell_code(lines, n) for n in frame["cell_line"]])
+
+
+def cell_code(lines: list[str], cell_line: Any) -> str:
+    """The text of line `cell_line` of the cell's `lines` ("" where it has none)."""
+    if pd.isna(cell_line) or not 0 < int(cell_line) <= len(lines):
+        return ""
+    return lines[int(cell_line) - 1].strip()
+
+
+def rows_of(frame: pd.DataFrame, columns: list[str]) -> list[SimpleNamespace]:
+    """The rows of `frame` as objects with an attribute per column of `columns` it has
+    (Python values): what ``itertuples`` gives, without a namedtuple class per call."""
+    columns = [column for column in columns if column in frame.columns]
+    values = [frame[column].tolist() for column in columns]
+    return [
+        SimpleNamespace(**dict(zip(columns, row, strict=True))) for row in zip(*values, strict=True)
     ]
-    return frame.assign(code=code)
 
 
 def title(profile: Profile) -> str:
@@ -240,26 +339,36 @@ def summary_text(profile: Profile) -> str:
         lines.append("  " + account)
     if steps := steps_line(profile):
         lines.append("  " + steps)
-    for row in profile.findings.itertuples():
+    for row in rows_of(profile.findings, FINDING_COLUMNS):
         lines.append(f"  [{row.severity}] {finding_cost(row)}{row.title}")
     if not profile.fallbacks.empty:
         lines.append("  left the device:")
-        for row in with_code(profile, profile.fallbacks).itertuples():
+        for row in rows_of(
+            with_code(profile, profile.fallbacks), ["op", "count", "cause", "cell_line", "code"]
+        ):
             where = f" line {row.cell_line}: {row.code}" if row.code else ""
             lines.append(f"    {row.op} ×{row.count} ({host_kind(row.cause)}){where}")
     if not profile.ops.empty:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
-        for row in top_ops(profile, 5).itertuples():
-            where = f" {row.where}" if row.where else ""
-            code = f": {row.code}" if row.code else ""
+        top = top_op_columns(profile, 5, [*TOP_OP_RUNS, "op", "program", "where", "code"])
+        for op, program, seconds, runs, place, code in zip(
+            top["op"],
+            top["program"],
+            top["seconds"],
+            runs_texts(top),
+            top["where"],
+            top["code"],
+            strict=True,
+        ):
+            where = f" {place}" if place else ""
+            code_text = f": {code}" if code else ""
             lines.append(
-                f"    {row.op} ({row.program}) {format_seconds(row.seconds)}"
-                f" ({runs_text(row)}){where}{code}"
+                f"    {op} ({program}) {format_seconds(seconds)} ({runs}){where}{code_text}"
             )
     if not profile.compiles.empty:
         lines.append("  compiles:")
-        for row in profile.compiles.head(20).itertuples():
+        for row in rows_of(profile.compiles.head(20), ["graph", "seconds", "cell_line", "cause"]):
             line = f" line {row.cell_line}" if not pd.isna(row.cell_line) else ""
             graph = row.graph if isinstance(row.graph, str) else "(graph unknown)"
             cause = row.cause if isinstance(row.cause, str) else "(cause unknown)"
