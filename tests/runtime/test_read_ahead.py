@@ -49,11 +49,25 @@ def parses(monkeypatch) -> list[tuple[str, str]]:
     return found
 
 
-def test_the_end_of_a_cell_and_its_display_parse_no_text_of_its_first_program(run, shell, parses):
+def test_the_end_of_a_cell_and_its_display_parse_no_text_of_its_first_program(
+    run, shell, parses, monkeypatch
+):
+    payloads = sys.modules["xlanb.views.graph_viewer.payload"]
+    columns_built: list[str] = []  # the thread that built each graph's node columns
+    original = payloads._node_columns
+
+    def recorded(*args, **kwargs):
+        columns_built.append(threading.current_thread().name)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(payloads, "_node_columns", recorded)
     run(SETUP)
     run(CELL.format(var="ra_first", scale="1.0625"))
     prof = shell.user_ns["ra_first"]
     html = prof._repr_html_()  # as the cell's display: the viewer draws both texts
+
+    # the viewer's payloads found their graphs' node columns built on the worker
+    assert columns_built == ["xlanb-read-ahead"] * 2
 
     assert "Graph viewer" in html
     assert sorted(parses) == [

@@ -16,7 +16,11 @@ import gzip
 import json
 import math
 import re
+import threading
+import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -24,6 +28,7 @@ import pandas as pd
 
 from xlanb.graphs.model import Graph
 from xlanb.graphs.ops import CATEGORIES, base_op, op_category
+from xlanb.graphs.prepared import add_preparer
 from xlanb.views.escape import json_visible_bidi
 
 #: Bumped when a field changes meaning (2: ``contract`` and ``measured`` added).
@@ -468,6 +473,66 @@ def _scope_columns(
     }
 
 
+@dataclass(frozen=True)
+class GraphPart:
+    """What a payload holds of its graph alone (no fallbacks, measured time or diff): the
+    ``nodes`` columns with their flops and bytes, the ``edges``, and the string table they
+    left (the rest of the payload interns its strings after these, as before)."""
+
+    strings: tuple[str, ...]
+    string_index: dict[str, int]
+    node_index: dict[str, int]
+    scope_index: dict[str, int]
+    columns: dict[str, list[Any]]
+    flops: list[float | None]
+    nbytes: list[float | None]
+    edges: list[int]
+    #: Built for a graph of over :data:`BIG_NODES` nodes (without the ``text`` column).
+    big: bool
+
+
+#: The parts built, by the graph's ``nodes`` frame (a graph parsed once shares it with its
+#: copies): a weak reference to that frame and the part; the newest :data:`PARTS_KEPT`.
+PARTS_KEPT = 8
+_parts: OrderedDict[int, tuple[weakref.ref[pd.DataFrame], GraphPart]] = OrderedDict()
+_parts_lock = threading.Lock()
+
+
+def graph_part(graph: Graph) -> GraphPart:
+    """The :class:`GraphPart` of `graph`, built once (by the read-ahead thread while the
+    cell ran, :mod:`xlanb.graphs.prepared`, or by the first payload of the graph)."""
+    nodes = graph.nodes
+    with _parts_lock:
+        found = _parts.get(id(nodes))
+    big = len(nodes) > BIG_NODES
+    if found is not None and found[0]() is nodes and found[1].big == big:
+        return found[1]
+    strings = _Strings()
+    node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
+    scope_index = {scope_id: i for i, scope_id in enumerate(graph.scopes["id"].tolist())}
+    columns, flops, nbytes = _node_columns(graph, strings, scope_index)
+    part = GraphPart(
+        tuple(strings.table),
+        strings.index,
+        node_index,
+        scope_index,
+        columns,
+        flops,
+        nbytes,
+        _flat_edges(graph.edges, node_index),
+        big,
+    )
+    with _parts_lock:
+        _parts[id(nodes)] = (weakref.ref(nodes), part)
+        _parts.move_to_end(id(nodes))
+        while len(_parts) > PARTS_KEPT:
+            _parts.popitem(last=False)
+    return part
+
+
+add_preparer(graph_part)
+
+
 def payload(
     graph: Graph,
     *,
@@ -499,15 +564,23 @@ def payload(
         measured = graph.measured
     graph = graph.with_fallbacks(fallback_ops)
     nodes, scopes = graph.nodes, graph.scopes
-    strings = _Strings(start=start_strings)
-    node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
-    scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"].tolist())}
-    columns, flops, nbytes = _node_columns(graph, strings, scope_index)
+    if start_strings is None:
+        part = graph_part(graph)
+        strings = _Strings(start=None)
+        strings.table, strings.index = list(part.strings), dict(part.string_index)
+        node_index, scope_index = part.node_index, part.scope_index
+        columns, flops, nbytes = dict(part.columns), part.flops, part.nbytes
+        flat_edges = part.edges
+    else:
+        strings = _Strings(start=start_strings)
+        node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
+        scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"].tolist())}
+        columns, flops, nbytes = _node_columns(graph, strings, scope_index)
+        flat_edges = _flat_edges(graph.edges, node_index)
     if diff_status is not None:
         columns["diff"] = diff_status
     if peers is not None:
         columns["peer"] = peers
-    flat_edges = _flat_edges(graph.edges, node_index)
     cost_columns: dict[str, Any] = {"flops": flops, "bytes": nbytes}
     if cost is not None:
         cost_columns["custom"] = _custom_cost(nodes, cost)

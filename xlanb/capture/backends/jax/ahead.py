@@ -6,8 +6,9 @@ as the program compiled. The end of the cell takes the reads (waiting for one st
 way) instead of making them: the same values, read earlier. The texts' analyses land in
 their own caches (:func:`xlanb.graphs.parse_once`, :mod:`xlanb.graphs.hlo_cost`). Only
 the first :data:`PROGRAMS_AHEAD` programs compiled since the last capture ended are read
-ahead, and only the first one's texts parsed, when the profile is displayed (the viewer's
-first graph: a big program's texts fill its budget); the others are read at the end.
+ahead, and only the first one's texts parsed (with what the viewer builds of a graph
+alone: :mod:`xlanb.graphs.prepared`), when the profile is displayed (the viewer's first
+graph: a big program's texts fill its budget); the others are read at the end.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from xlanb.formats.hlo_text import count_hlo_instructions, hlo_op_sources
 from xlanb.formats.jax_text import count_stablehlo_ops
 from xlanb.graphs import parse_once
 from xlanb.graphs.hlo_cost import matmul_dtype, op_costs
+from xlanb.graphs.prepared import prepare
 
 #: Programs read ahead between two captures' ends (the viewer draws at most 4).
 PROGRAMS_AHEAD = 4
@@ -160,9 +162,9 @@ def warm(
         if not parse:
             return
         if hlo_text and count_hlo_instructions(hlo_text) <= PARSED_NODES:
-            parse_once(hlo_text, "hlo_optimized")
+            prepare(parse_once(hlo_text, "hlo_optimized"))
         if stablehlo and count_stablehlo_ops(stablehlo) <= PARSED_NODES:
-            parse_once(stablehlo, "stablehlo")
+            prepare(parse_once(stablehlo, "stablehlo"))
     except Exception:
         pass  # the display parses the text itself, and says why it does not parse
 
