@@ -165,6 +165,9 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
     current: _Computation | None = None
     table = ""
     for lineno, raw in enumerate(text.splitlines(), 1):
+        if current is not None and raw[:2] == "  " and (raw[2:3].isalpha() or raw[2:3] == "%"):
+            current.instructions.append(_instruction(raw, lineno))  # the common line
+            continue
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped or stripped.startswith("//") or stripped.startswith("#"):
