@@ -443,26 +443,32 @@ def _add_nodes(
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
-    add_edge = builder.edges.append  # builder.add_edge, without a call per edge
+    add_edges = builder.edges.extend  # builder.add_edge, without a call per edge
     for computation in computations:
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
         for instruction in computation.instructions:
             target = names[instruction.name]
             node = instruction.node
-            for position, operand in enumerate(instruction.operands):
-                if operand not in names:
+            if instruction.operands:
+                try:
+                    sources = [nodes[operand] for operand in instruction.operands]
+                except KeyError as missing:
                     raise ParseError(
                         KIND,
                         instruction.line,
-                        f"operand %{operand} of "
+                        f"operand %{missing.args[0]} of "
                         f"{instruction.name} is not defined in computation "
                         f"{computation.name}",
                         instruction.text,
-                    )
-                add_edge((names[operand], target, position, "data"))
-                operands.setdefault(node, []).append(nodes[operand])
-                users.setdefault(nodes[operand], []).append(node)
+                    ) from None
+                add_edges(
+                    (names[operand], target, position, "data")
+                    for position, operand in enumerate(instruction.operands)
+                )
+                operands[node] = sources
+                for source in sources:
+                    users.setdefault(source, []).append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
                     builder.add_edge(names[predecessor], target, -1, "control")
