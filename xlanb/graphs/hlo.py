@@ -28,6 +28,10 @@ _INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
 _COMPUTATION = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(.*?)\{\s*$")
 _OPCODE = re.compile(r"([A-Za-z][\w\-.]*)\(")
 _METADATA = re.compile(r',?\s*metadata=\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
+#: ``_METADATA`` from its keyword on: matched where ``str.find`` found the keyword.
+_METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}"]*)*)\}')
+#: Operands that are all plain names (``%a, %b``): split on ``", "`` without a match each.
+_PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
@@ -56,6 +60,9 @@ _NESTING_KEYS = (
     "branch_computations",
     "called_computations",
 )
+#: Attributes naming called computations, in the order calls are listed, and control edges.
+_CALL_KEYS_ORDERED = (*_NESTING_KEYS, "to_apply")
+_CALL_KEYS = frozenset((*_CALL_KEYS_ORDERED, "control-predecessors"))
 _NESTING_TO_APPLY = ("call", "async-start", "custom-call")
 _SCOPE_KINDS = {
     "fusion": "fusion",
@@ -67,7 +74,7 @@ _SCOPE_KINDS = {
 }
 
 
-@dataclass
+@dataclass(slots=True)
 class _Instruction:
     name: str
     op: str
@@ -144,12 +151,23 @@ def _kept_computations(text: str) -> tuple[_Computation, ...]:
 
 
 def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
+    try:
+        return _read_lines(text)
+    finally:
+        _metadata_cache.clear()
+        _attributes_cache.clear()
+
+
+def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
     modules: list[tuple[str, int]] = []
     computations: list[_Computation] = []
     tables = StackTables()
     current: _Computation | None = None
     table = ""
     for lineno, raw in enumerate(text.splitlines(), 1):
+        if current is not None and raw[:2] == "  " and (raw[2:3].isalpha() or raw[2:3] == "%"):
+            current.instructions.append(_instruction(raw, lineno))  # the common line
+            continue
         line = raw.rstrip()
         stripped = line.strip()
         if not stripped or stripped.startswith("//") or stripped.startswith("#"):
@@ -196,23 +214,19 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     if simple is None:
         return _general_instruction(raw, lineno)
     root, name, shape_text, op, arguments, tail = simple.groups()
-    metadata: dict[str, str] = {}
+    metadata: dict[str, str] = _NO_METADATA
     if "metadata={" in tail:
-        found = _METADATA.search(tail)
-        if found:
-            metadata = {
-                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-                for k, v in _FIELD.findall(found[1])
-            }
-            tail = tail[: found.start()] + tail[found.end() :]
-    tail = tail.strip().lstrip(",")
-    attrs = _attributes(tail) if tail.strip() else {}
+        metadata, tail = _metadata(tail)
+    attrs = _attributes(tail) if tail else {}
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
         attrs["parameter"] = arguments.strip()
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
+    elif _PLAIN_OPERANDS.fullmatch(arguments):
+        operands = [operand.lstrip("%") for operand in arguments.split(", ")]
+        elements = [-1] * len(operands)
     else:
         if "/*" in arguments:
             arguments = _COMMENT.sub("", arguments)
@@ -227,14 +241,63 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
 
 
+#: The metadata of an instruction without any (shared: read-only).
+_NO_METADATA: dict[str, str] = {}
+
+
+def _metadata(tail: str) -> tuple[dict[str, str], str]:
+    """The ``metadata={...}`` fields of an instruction's tail, and the tail without them.
+    Equal metadata texts share one dict (read-only) while one text is read."""
+    start = tail.find("metadata={")
+    found = _METADATA_BODY.match(tail, start)
+    if found is None:
+        searched = _METADATA.search(tail)
+        if searched is None:
+            return _NO_METADATA, tail
+        body, start, end = searched[1], searched.start(), searched.end()
+    else:
+        body, end = found[1], found.end()
+        while start and tail[start - 1] in " \t":
+            start -= 1
+        if start and tail[start - 1] == ",":
+            start -= 1
+    metadata = _metadata_cache.get(body)
+    if metadata is None:
+        if len(_metadata_cache) > _METADATA_KEPT:
+            _metadata_cache.clear()
+        metadata = _metadata_cache[body] = {
+            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+            for k, v in _FIELD.findall(body)
+        }
+    return metadata, tail[:start] + tail[end:]
+
+
+_METADATA_KEPT = 1 << 20
+_metadata_cache: dict[str, dict[str, str]] = {}
+
+
 def _attributes(tail: str) -> dict[str, str]:
     """``key_values`` of an instruction's attributes, by one regex where each value is a name,
-    a number, a quoted string or braces without braces inside (the common case)."""
-    tail = tail.strip()
-    found = _ATTRIBUTES.findall(tail)
-    if sum(len(whole) for whole, _key, _value in found) == len(tail):
-        return {key: value for _whole, key, value in found}
-    return key_values(tail)
+    a number, a quoted string or braces without braces inside (the common case). Equal tails
+    are read once while one text is read (each instruction gets its own copy of the dict)."""
+    found_before = _attributes_cache.get(tail)
+    if found_before is not None:
+        return dict(found_before)
+    text = tail.strip().lstrip(",").strip()
+    if not text:
+        return {}
+    found = _ATTRIBUTES.findall(text)
+    if sum(len(whole) for whole, _key, _value in found) == len(text):
+        attrs = {key: value for _whole, key, value in found}
+    else:
+        attrs = key_values(text)
+    if len(_attributes_cache) > _METADATA_KEPT:
+        _attributes_cache.clear()
+    _attributes_cache[tail] = attrs
+    return dict(attrs)
+
+
+_attributes_cache: dict[str, dict[str, str]] = {}
 
 
 def _finish(
@@ -250,13 +313,13 @@ def _finish(
     raw: str,
 ) -> _Instruction:
     calls: list[tuple[str, str]] = []
-    if attrs:
-        for key in (*_NESTING_KEYS, "to_apply"):
+    control: list[str] = []
+    if attrs and not _CALL_KEYS.isdisjoint(attrs):
+        for key in _CALL_KEYS_ORDERED:
             if key in attrs:
                 calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
-    control = (
-        _CALLED.findall(attrs["control-predecessors"]) if "control-predecessors" in attrs else []
-    )
+        if "control-predecessors" in attrs:
+            control = _CALLED.findall(attrs["control-predecessors"])
     if "op_type" in metadata:
         attrs["op_type"] = metadata["op_type"]
     parameter = -1
@@ -343,27 +406,33 @@ def _add_nodes(
             counts[key] = counts.get(key, 0) + 1
     prefix_modules = len(modules) > 1
     ids: dict[int, dict[str, str]] = {}
+    innermost = functools.lru_cache(maxsize=None)(tables.innermost)
+    add_node = builder.add_node
     for computation in computations:
         names = ids[id(computation)] = {}
         for instruction in computation.instructions:
-            node_id = instruction.name
-            if counts[(computation.module, instruction.name)] > 1:
-                node_id = f"{computation.name}/{instruction.name}"
+            name = instruction.name
+            node_id = name
+            if counts[(computation.module, name)] > 1:
+                node_id = f"{computation.name}/{name}"
             if prefix_modules:
                 node_id = f"{modules[computation.module][0]}/{node_id}"
-            names[instruction.name] = node_id
+            names[name] = node_id
             meta = instruction.metadata
-            file, line, function = meta.get("source_file", ""), None, ""
-            if meta.get("source_line", "").isdigit():
-                line = int(meta["source_line"])
-            if not file and meta.get("stack_frame_id", "").isdigit():
-                file, line, function = tables.innermost(int(meta["stack_frame_id"]))
-            instruction.node = builder.add_node(
+            file, line, function = "", None, ""
+            if meta:
+                file = meta.get("source_file", "")
+                source_line = meta.get("source_line", "")
+                if source_line.isdigit():
+                    line = int(source_line)
+                if not file and meta.get("stack_frame_id", "").isdigit():
+                    file, line, function = innermost(int(meta["stack_frame_id"]))
+            instruction.node = add_node(
                 node_id,
-                name=instruction.name,
+                name=name,
                 op=instruction.op,
                 shape=instruction.shape,
-                op_name=meta.get("op_name", ""),
+                op_name=meta.get("op_name", "") if meta else "",
                 source_file=file,
                 source_line=line,
                 source_function=function,
@@ -374,26 +443,32 @@ def _add_nodes(
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
-    add_edge = builder.edges.append  # builder.add_edge, without a call per edge
+    add_edges = builder.edges.extend  # builder.add_edge, without a call per edge
     for computation in computations:
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
         for instruction in computation.instructions:
             target = names[instruction.name]
             node = instruction.node
-            for position, operand in enumerate(instruction.operands):
-                if operand not in names:
+            if instruction.operands:
+                try:
+                    sources = [nodes[operand] for operand in instruction.operands]
+                except KeyError as missing:
                     raise ParseError(
                         KIND,
                         instruction.line,
-                        f"operand %{operand} of "
+                        f"operand %{missing.args[0]} of "
                         f"{instruction.name} is not defined in computation "
                         f"{computation.name}",
                         instruction.text,
-                    )
-                add_edge((names[operand], target, position, "data"))
-                operands.setdefault(node, []).append(nodes[operand])
-                users.setdefault(nodes[operand], []).append(node)
+                    ) from None
+                add_edges(
+                    (names[operand], target, position, "data")
+                    for position, operand in enumerate(instruction.operands)
+                )
+                operands[node] = sources
+                for source in sources:
+                    users.setdefault(source, []).append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
                     builder.add_edge(names[predecessor], target, -1, "control")

@@ -333,10 +333,18 @@ class GraphBuilder:
             )
         scopes = self._scopes_parents_first()
         self._roll_up(scopes)
-        node_frame = pd.DataFrame(nodes, columns=NODE_COLUMNS) if nodes else _empty(NODE_COLUMNS)
+        node_frame = (
+            pd.DataFrame({column: [node[column] for node in nodes] for column in NODE_COLUMNS})
+            if nodes
+            else _empty(NODE_COLUMNS)
+        )
         node_frame = node_frame.astype({c: t for c, t in _DTYPES.items() if c in NODE_COLUMNS})
         edge_frame = (
-            pd.DataFrame(self.edges, columns=EDGE_COLUMNS) if self.edges else _empty(EDGE_COLUMNS)
+            pd.DataFrame(
+                {column: [edge[i] for edge in self.edges] for i, column in enumerate(EDGE_COLUMNS)}
+            )
+            if self.edges
+            else _empty(EDGE_COLUMNS)
         ).astype({"operand": "int64"})
         scope_frame = (
             pd.DataFrame(scopes, columns=SCOPE_COLUMNS) if scopes else _empty(SCOPE_COLUMNS)

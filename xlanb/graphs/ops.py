@@ -4,6 +4,8 @@ colours (:func:`op_category`)."""
 
 from __future__ import annotations
 
+import functools
+
 #: Graph inputs.
 PARAMETERS = frozenset({"parameter", "input", "device_data", "Parameter"})
 CONSTANTS = frozenset({"constant", "Constant"})
@@ -167,6 +169,7 @@ CATEGORIES = (
 )
 
 
+@functools.lru_cache(maxsize=4096)
 def base_op(op: str) -> str:
     """``stablehlo.dot_general`` / ``aten::addmm`` / ``xla::device_data`` -> the bare op name."""
     op = op.rsplit("::", 1)[-1]

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 import xlanb.graphs.dot as dot
@@ -62,7 +64,23 @@ def parse(text: str, kind: str | None = None) -> Graph:
     kind = _ALIASES.get(kind, kind) if kind else detect_kind(text)
     if kind not in _PARSERS:
         raise ValueError(f"unknown graph kind {kind!r}; one of {', '.join(KINDS)}")
-    return _PARSERS[kind](text)
+    with no_cyclic_gc():
+        return _PARSERS[kind](text)
+
+
+@contextlib.contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """The cyclic garbage collector off for a while. A parse makes an object or more per
+    instruction and no garbage cycles; in a process holding many objects (a notebook with
+    torch or JAX imported) the collections those allocations trigger, each scanning all the
+    objects kept so far, would cost more than the parse itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 #: Parsed graphs kept by :func:`parse_once` (the newest first out of the way last): a cell's

@@ -153,12 +153,12 @@ def group_crowds(
         if not scope["node"]:
             level_scopes.setdefault(scope["parent"], []).append(scope)
     anchored = {s["node"]: s for s in builder.scopes if s["node"]}
-    linked: set[tuple[int, int]] = set()
-    for (_source, _target, _operand, kind), ends in zip(
-        builder.edges, zip(*builder.edge_ends(), strict=True), strict=True
+    linked: dict[int, set[int]] = {}  # node -> the nodes its data edges feed
+    for (_source, _target, _operand, kind), source, target in zip(
+        builder.edges, *builder.edge_ends(), strict=True
     ):
         if kind == "data":
-            linked.add(ends)
+            linked.setdefault(source, set()).add(target)
     for level, members in list(level_nodes.items()):
         scopes_here = level_scopes.get(level, [])
         if len(members) + len(scopes_here) <= crowded:
@@ -201,7 +201,7 @@ def _group_families(
     level: str,
     members: list[int],
     anchored: dict[str, dict[str, str]],
-    linked: set[tuple[int, int]],
+    linked: dict[int, set[int]],
     family: int,
 ) -> list[int]:
     by_name: dict[str, list[int]] = {}
@@ -214,11 +214,7 @@ def _group_families(
         if len(group) < family:
             continue
         inside = set(group)
-        if (
-            any((a, b) in linked for a in group for b in inside if a != b)
-            if len(group) < 200
-            else any(a in inside and b in inside for a, b in linked)
-        ):
+        if any(b in inside and b != a for a in group for b in linked.get(a, ())):
             continue  # a chain, not a family of independent ops
         leaf = split_op_name(op_name)[-1] if split_op_name(op_name) else op_name
         scope = builder.add_scope(

@@ -16,7 +16,7 @@ import pandas as pd
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 from xlanb.graphs.overlay import overlay_graph
-from xlanb.graphs.parse import parse_once
+from xlanb.graphs.parse import no_cyclic_gc, parse_once
 from xlanb.views.escape import escape
 from xlanb.views.graph_viewer.patch import PagePayloads, payload_patch, worth_patching
 from xlanb.views.graph_viewer.payload import (
@@ -166,15 +166,16 @@ def graph_fragment(
     big = len(graph.nodes) > BIG_NODES
     if packed is None:
         packed = big
-    if not packed:
-        data_script = f'<script type="application/json">{json_for_script(build())}</script>'
-    elif page is None and big:
-        sent = packed_for_script(binary_columns(build()), level=1)
-        data_script = f'<script type="{PACKED_TYPE}">{sent}</script>'
-    elif page is None:
-        data_script = f'<script type="{PACKED_TYPE}">{packed_for_script(build())}</script>'
-    else:
-        data_script = _page_script(page, f"{element_id}-data", graph, build)
+    with no_cyclic_gc():  # the payload allocates per node and makes no cycles
+        if not packed:
+            data_script = f'<script type="application/json">{json_for_script(build())}</script>'
+        elif page is None and big:
+            sent = packed_for_script(binary_columns(build()), level=1)
+            data_script = f'<script type="{PACKED_TYPE}">{sent}</script>'
+        elif page is None:
+            data_script = f'<script type="{PACKED_TYPE}">{packed_for_script(build())}</script>'
+        else:
+            data_script = _page_script(page, f"{element_id}-data", graph, build)
     group_attr = f' data-diff-group="{escape(group)}"' if group else ""
     group_attr += ' data-lazy="true"' if lazy else ""
     note = (

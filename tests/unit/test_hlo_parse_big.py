@@ -1,0 +1,103 @@
+"""Big HLO modules: the parse triggers no cyclic garbage collection (each would scan every
+object kept so far) and leaves the collector as it found it; the fast metadata path reads
+the same fields as the general one where quotes, braces and attribute order get in its way;
+a module grown from a recorded one (its computations repeated) parses to as many nodes,
+edges and ops per copy as the recorded one."""
+
+from __future__ import annotations
+
+import gc
+import re
+from pathlib import Path
+from typing import Any
+
+from xlanb.graphs import parse
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+RECORDED = (
+    DATA / "xla_gpu/mlp_cmdbuf/xla_dump/"
+    "module_10613.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
+)
+
+
+def _collections_during(action: Any) -> int:
+    started: list[int] = []
+
+    def count(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(1)
+
+    gc.callbacks.append(count)
+    try:
+        action()
+    finally:
+        gc.callbacks.remove(count)
+    return len(started)
+
+
+def test_parse_runs_no_cyclic_collection_and_restores_the_collector() -> None:
+    text = _grown(RECORDED.read_text(), 6)
+    assert gc.isenabled()
+    # One at most: the first allocation after the collector is back on may start one.
+    assert _collections_during(lambda: parse(text, "hlo")) <= 1
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        parse(text, "hlo")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+MODULE = """HloModule m
+
+ENTRY %main (p: f32[4]) -> f32[4] {
+  %p = f32[4]{0} parameter(0), metadata={op_name="jit(f)/in{put}" QUOTED source_line=7}
+  %n = f32[4]{0} negate(%p), metadata={op_name="jit(f)/neg"}, frontend_attributes={_x="1"}
+  %c = f32[4]{0} cosine(%n),  metadata={op_name="jit(f)/cos" stack_frame_id=0}
+  ROOT %a = f32[4]{0} add(%n, %c), sharding={replicated}, metadata={op_name="jit(f)/add"}
+}
+""".replace("QUOTED", 'source_file="a \\"q\\".py"')
+
+
+def test_metadata_fields_and_the_other_attributes() -> None:
+    nodes = parse(MODULE, "hlo").nodes.set_index("name")
+    assert nodes.loc["p", "op_name"] == "jit(f)/in{put}"
+    assert nodes.loc["p", "source_file"] == 'a "q".py'
+    assert nodes.loc["p", "source_line"] == 7
+    assert nodes.loc["n", "op_name"] == "jit(f)/neg"
+    assert nodes.loc["n", "attrs"] == {"frontend_attributes": '{_x="1"}'}
+    assert nodes.loc["c", "op_name"] == "jit(f)/cos"
+    assert nodes.loc["c", "attrs"] == {}
+    assert nodes.loc["a", "attrs"] == {"sharding": "{replicated}"}
+    assert list(parse(MODULE, "hlo").edges["source"]) == ["p", "n", "n", "c"]
+
+
+def _grown(text: str, copies: int) -> str:
+    """The recorded module with its computations written ``copies`` times, each copy's
+    names suffixed ``_k`` (the entry kept once, its copies made plain computations)."""
+    header, _, body = text.partition("\n\n")
+    names = set(re.findall(r"%([A-Za-z_][\w\-.]*)", body))
+    pattern = re.compile(r"%([A-Za-z_][\w\-.]*)")
+    parts = [header, body]
+    for k in range(1, copies):
+
+        def renamed(found: re.Match[str], suffix: str = f"_{k}") -> str:
+            return f"%{found[1]}{suffix}" if found[1] in names else found[0]
+
+        copy = pattern.sub(renamed, body)
+        copy = copy.replace("ENTRY ", "")
+        for key in ("calls", "to_apply", "body", "condition"):
+            copy = re.sub(rf"{key}=([A-Za-z_][\w\-.]*)", rf"{key}=\1_{k}", copy)
+        parts.append(copy)
+    return "\n\n".join(parts)
+
+
+def test_a_grown_module_scales_per_copy() -> None:
+    text = RECORDED.read_text()
+    one = parse(text, "hlo")
+    grown = parse(_grown(text, 6), "hlo")
+    assert len(grown.nodes) == 6 * len(one.nodes)
+    assert len(grown.edges) == 6 * len(one.edges)
+    assert (grown.nodes["op"].value_counts() == 6 * one.nodes["op"].value_counts()).all()
+    assert grown.nodes["flops"].sum() >= 6 * one.nodes["flops"].sum() * (1 - 1e-12)
