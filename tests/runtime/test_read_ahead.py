@@ -175,3 +175,50 @@ def test_the_end_of_a_cell_analyses_no_text_the_worker_read(run, shell, monkeypa
     # found them
     assert min(after_worker[0]) >= 1
     assert [analysis.cache_info().misses for analysis in analyses] == after_worker[0]
+
+
+def test_a_first_text_clearly_over_the_viewer_budget_is_not_packed(run, shell, monkeypatch):
+    """The worker packs the first program's graph part once to know its size: a display whose
+    room is clearly under it shows the program's other text without packing this one only to
+    drop it, and shows the same as when it packed it."""
+    import re
+
+    from xlanb.views import html as html_view
+    from xlanb.views.graph_viewer import payload, viewer_assets
+    from xlanb.views.graph_viewer.payload import least_packed_size
+
+    graph_html = sys.modules["xlanb.views.graph_viewer.html"]
+    run(SETUP)
+    run(CELL.format(var="ra_budget", scale="1.875"))
+    prof = shell.user_ns["ra_budget"]
+    first_kind = prof.graph_kinds(0)[0]
+    least = least_packed_size(prof.graph(0, kind=first_kind))
+    assert least is not None  # measured on the worker
+    room = len(viewer_assets(packed=True)) + int(least * 0.9)
+    monkeypatch.setattr(html_view, "VIEWER_BYTES", room)
+    packed: list[int] = []
+    original = graph_html.packed_for_script
+
+    def recorded(*args, **kwargs):
+        sent = original(*args, **kwargs)
+        packed.append(len(sent))
+        return sent
+
+    monkeypatch.setattr(graph_html, "packed_for_script", recorded)
+    skipped = prof._repr_html_()
+    packs_skipped = len(packed)
+    monkeypatch.setattr(html_view, "LEAST_SIZE_SHARE", 0.0)  # never judged by its part
+    packed.clear()
+    tried = prof._repr_html_()
+
+    assert packs_skipped == len(packed) - 1  # the first text was packed only to be dropped
+
+    def same_ids(page: str) -> str:
+        return re.sub(r"xlanb-graph-\d+", "xlanb-graph-N", page)
+
+    assert same_ids(skipped) == same_ids(tried)
+    # the bound holds: the whole payload (measured time included) packs to no less
+    for kind in prof.graph_kinds(0):
+        graph = prof.graph(0, kind=kind)
+        assert graph_html.packed_for_script(payload(graph)) and least_packed_size(graph)
+        assert len(original(payload(graph))) >= least_packed_size(graph)

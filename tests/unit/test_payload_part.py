@@ -54,6 +54,9 @@ def test_a_payload_that_finds_its_graph_part_is_the_one_built_from_scratch(monke
     assert len(built) == 2
     assert json.dumps(found) == json.dumps(from_scratch)
     assert found["measured"]["node"]  # the measured rows matched nodes
+    # the part's packed size, measured as it was prepared, bounds the whole payload's
+    least = payload_module.least_packed_size(again)
+    assert least is not None and len(payload_module.packed_for_script(found)) >= least
     # and a payload built with fallbacks marked is no payload of the part
     marked = payload(again, fallback_ops=[graph.nodes["op"].iloc[0]])
     assert len(built) == 3 and marked["nodes"]["flags"] != found["nodes"]["flags"]

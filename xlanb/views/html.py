@@ -23,6 +23,7 @@ from xlanb.views.compare import summary_rows, verdict
 from xlanb.views.escape import cell, escape
 from xlanb.views.graph_viewer import graph_fragment, graph_views, overlay_fragment, viewer_assets
 from xlanb.views.graph_viewer.html import KIND_LABELS
+from xlanb.views.graph_viewer.payload import least_packed_size
 from xlanb.views.ranks import ranks_section
 from xlanb.views.summary import (
     ALARM_KIND,
@@ -608,6 +609,10 @@ def _diff_commands(profile: Profile) -> list[str]:
 #: this many bytes (a 4,400-node transformer step is ~175 kB; a first graph over it is not
 #: drawn: its smallest text is, or nothing).
 VIEWER_GRAPHS, VIEWER_MAX_NODES, VIEWER_BYTES = 4, 5000, 160_000
+#: A graph whose part alone packs to more than the room left, by this share of it, is not
+#: packed to be tried (:func:`~xlanb.views.graph_viewer.payload.least_packed_size`: gzip
+#: may pack a text that holds another's a little smaller than that one).
+LEAST_SIZE_SHARE = 0.98
 
 
 def _graph_viewers(profile: Profile) -> str:
@@ -677,9 +682,11 @@ def _first_text(
     for kind in [first, *sorted((k for k in kinds if k != first), key=sizes.get)]:
         if sizes[kind] > VIEWER_MAX_NODES:
             continue
-        fragment = graph_fragment(
-            profile.graph(index, kind=kind), height=460, title=label, packed=True
-        )
+        graph_parsed = profile.graph(index, kind=kind)
+        least = least_packed_size(graph_parsed)
+        if least is not None and not budget.has_room_for(least * LEAST_SIZE_SHARE):
+            continue  # clearly too big: not packed only to be dropped
+        fragment = graph_fragment(graph_parsed, height=460, title=label, packed=True)
         if budget.has_room(fragment):
             budget.spend(fragment, sizes[kind])
             return kind, fragment
@@ -788,7 +795,10 @@ class _ViewerBudget:
         return self.fixed + self.size + self.size / max(self.nodes, 1) * nodes <= VIEWER_BYTES
 
     def has_room(self, fragment: str) -> bool:
-        return self.fixed + self.size + len(fragment) <= VIEWER_BYTES
+        return self.has_room_for(len(fragment))
+
+    def has_room_for(self, length: float) -> bool:
+        return self.fixed + self.size + length <= VIEWER_BYTES
 
     def spend(self, fragment: str, nodes: float) -> None:
         self.size += len(fragment)

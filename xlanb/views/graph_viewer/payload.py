@@ -473,7 +473,7 @@ def _scope_columns(
     }
 
 
-@dataclass(frozen=True)
+@dataclass
 class GraphPart:
     """What a payload holds of its graph alone (no fallbacks, measured time or diff): the
     ``nodes`` columns with their flops and bytes, the ``edges``, and the string table they
@@ -489,6 +489,9 @@ class GraphPart:
     edges: list[int]
     #: Built for a graph of over :data:`BIG_NODES` nodes (without the ``text`` column).
     big: bool
+    #: The length of these columns, edges and strings packed (:func:`packed_for_script`),
+    #: once measured (:func:`least_packed_size`).
+    packed_size: int | None = None
 
 
 #: The parts built, by the graph's ``nodes`` frame (a graph parsed once shares it with its
@@ -502,11 +505,10 @@ def graph_part(graph: Graph) -> GraphPart:
     """The :class:`GraphPart` of `graph`, built once (by the read-ahead thread while the
     cell ran, :mod:`xlanb.graphs.prepared`, or by the first payload of the graph)."""
     nodes = graph.nodes
-    with _parts_lock:
-        found = _parts.get(id(nodes))
+    found = _found_part(graph)
+    if found is not None:
+        return found
     big = len(nodes) > BIG_NODES
-    if found is not None and found[0]() is nodes and found[1].big == big:
-        return found[1]
     strings = _Strings()
     node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
     scope_index = {scope_id: i for i, scope_id in enumerate(graph.scopes["id"].tolist())}
@@ -530,7 +532,36 @@ def graph_part(graph: Graph) -> GraphPart:
     return part
 
 
+def _found_part(graph: Graph) -> GraphPart | None:
+    """The :class:`GraphPart` of `graph` if it was built."""
+    nodes = graph.nodes
+    with _parts_lock:
+        found = _parts.get(id(nodes))
+    if found is None or found[0]() is not nodes or found[1].big != (len(nodes) > BIG_NODES):
+        return None
+    return found[1]
+
+
+def measure_packed_size(graph: Graph) -> None:
+    """Pack `graph`'s part once to know its size (what :func:`least_packed_size` tells)."""
+    part = graph_part(graph)
+    if part.packed_size is None and not part.big:
+        columns = {"flops": part.flops, "bytes": part.nbytes}
+        alone = {"strings": part.strings, "nodes": part.columns, "edges": part.edges}
+        part.packed_size = len(packed_for_script({**alone, "cost": columns}))
+
+
+def least_packed_size(graph: Graph) -> int | None:
+    """About the fewest characters `graph`'s packed payload (not binary) can take: its part's
+    packed, where the read-ahead thread measured it (None otherwise). The whole payload holds
+    the part's JSON and more, so it packs to no less, give or take gzip's choices: a display
+    whose room for the graph is clearly under this skips the graph without packing it."""
+    part = _found_part(graph)
+    return part.packed_size if part is not None else None
+
+
 add_preparer(graph_part)
+add_preparer(measure_packed_size)
 
 
 def payload(
