@@ -632,19 +632,24 @@ def test_a_short_cell_traces_a_few_runs_not_the_first_fifty(run, shell):
     assert_adds_up(prof)
 
 
-#: A host callback that holds the run it is in (from the `fewest`-th on) until the trace's
-#: window has closed: the runs queued after the window's fewest ones cannot finish before it
-#: closes, however slowly the machine stops the profiler.
+#: A host callback that holds the run it is in, unless the window waits for it (one of its
+#: fewest runs), until the trace's window has closed: the runs queued after the window's
+#: fewest cannot finish before it closes, however slowly the machine stops the profiler.
+#: `ta_base[0]`: the dispatch count when the cell's capture began (the cell sets it).
 HOLD_UNTIL_THE_WINDOW_CLOSES = """
 import time
 from xlanb.capture import device_trace
+from xlanb.capture.backends.jax.state import STATE as ta_state
+ta_base = [0]
 
 def ta_hold(index):
     deadline = time.monotonic() + 60
-    while int(index) >= {fewest} and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
         trace = device_trace._STATE.running
         if trace is None or trace.window_closed:
             break
+        if ta_state.first_probe_at > 0 and int(index) < ta_state.first_probe_at - ta_base[0]:
+            break  # one of the runs the window waits for
         time.sleep(0.002)
     return index
 
@@ -657,38 +662,62 @@ ta_indexes = [jnp.int32(i) for i in range(8)]
 _ = ta_queued(ta_big, ta_indexes[0])[0].block_until_ready()
 """
 
+#: A cell of 5 queued steps (its first line: the dispatch count as the capture began);
+#: {first} is a line run before them.
+QUEUED_CELL = (
+    "%%xla_profile -b jax -q --var queued\nta_base[0] = ta_state.sample_count\n{first}\n"
+    "x = ta_big\nfor i in range(5):\n"
+    "    x, total = ta_queued(x, ta_indexes[i])\nx.block_until_ready()"
+)
+
+
+def _traced_runs(prof) -> int:
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert set(measured["name"]) <= {"jit_ta_queued"}, measured
+    return len(measured)
+
 
 @pytest.mark.trace_budget
 def test_a_spent_budget_leaves_the_runs_queued_meanwhile_untraced(run, shell):
     """Under async dispatch a loop queues its steps long before they run: once the window's
-    budget is spent it closes after its fewest runs (MIN_BUDGET_RUNS) have run, and the runs
-    queued meanwhile are estimated. It used to wait for the latest call's run, tracing every
-    run queued by then (the events then cost more than the budget). Each step's output is
-    dropped by the next call: the window still waits for its fewest runs to end. The steps
-    after the fewest wait in a host callback until the window has closed, so that the count
-    does not depend on how fast this machine stops the profiler."""
+    budget is spent it closes after its fewest runs have run (MIN_BUDGET_RUNS for code never
+    traced; one for code traced before: its runs are steady), and the runs queued meanwhile
+    are estimated. It used to wait for the latest call's run, tracing every run queued by
+    then (the events then cost more than the budget). Each step's output is dropped by the
+    next call: the window still waits for its fewest runs to end. The steps after the fewest
+    wait in a host callback until the window has closed, so that the count does not depend on
+    how fast this machine stops the profiler."""
     from xlanb.capture import device_trace
 
-    fewest, steps = device_trace.MIN_BUDGET_RUNS, device_trace.MIN_BUDGET_RUNS + 3
-    run(HOLD_UNTIL_THE_WINDOW_CLOSES.format(fewest=fewest))
-    cell = (
-        f"%%xla_profile -b jax -q --var queued\nx = ta_big\nfor i in range({steps}):\n"
-        "    x, total = ta_queued(x, ta_indexes[i])\nx.block_until_ready()"
-    )
-    run(cell)  # the first trace of the cell sizes the next one's window
-    run(cell)
+    run(HOLD_UNTIL_THE_WINDOW_CLOSES)
+    run(QUEUED_CELL.format(first="pass"))  # code never traced: its fewest runs
+    assert _traced_runs(shell.user_ns["queued"]) == device_trace.MIN_BUDGET_RUNS
+    run(QUEUED_CELL.format(first="pass"))  # traced before: steady runs, one is enough
     prof = shell.user_ns["queued"]
+    assert _traced_runs(prof) == 1
+    window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
+    assert window == "device trace: first 1 runs"
+    # the runs after the window are estimated from the traced ones (clipped at the cell's end)
     device = prof.spans[prof.spans["lane"] == "device"]
     measured = device[~device["estimated"]]
-    assert sorted(measured["name"]) == ["jit_ta_queued"] * fewest, measured
-    window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
-    assert window == f"device trace: first {fewest} runs"
-    # the runs after the window are estimated from the traced ones (clipped at the cell's end)
     assert device["estimated"].any()
-    assert device["seconds"].sum() <= steps * measured["seconds"].mean() * (1 + 1e-9)
+    assert device["seconds"].sum() <= 5 * measured["seconds"].mean() * (1 + 1e-9)
     row = prof.executions.set_index("graph").loc["jit(ta_queued)"]
-    assert row["count"] == steps and bool(row["seconds_estimated"])
+    assert row["count"] == 5 and bool(row["seconds_estimated"])
     assert_adds_up(prof)
+
+
+@pytest.mark.trace_budget
+def test_a_window_holds_the_run_after_a_program_compiled_in_it(run, shell):
+    """Code traced before holds one run once over its budget, unless a program compiled in
+    the window: its first run is not like the next ones (XLA:CPU's first run of a program
+    can take 100 times as long), so the window holds the run after it too."""
+    run(HOLD_UNTIL_THE_WINDOW_CLOSES)
+    cell = QUEUED_CELL.format(first="jax.clear_caches()")  # every run compiles its step
+    run(cell)
+    run(cell)  # traced before, and compiles again
+    assert _traced_runs(shell.user_ns["queued"]) == 2
 
 
 def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):

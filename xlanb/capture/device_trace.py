@@ -152,6 +152,9 @@ class Trace:
     capture_start: float | None = None
     #: The code captured (what the events per run are remembered for).
     source: str = ""
+    #: The fewest runs the window holds once over its budget (:attr:`Window.known_budget_runs`
+    #: for code traced before, else :data:`MIN_BUDGET_RUNS`).
+    budget_runs: int = MIN_BUDGET_RUNS
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
@@ -204,6 +207,10 @@ class Window:
     busy: Callable[[], float] | None = None
     making: Callable[[], float] | None = None
     budget: bool = True
+    #: The fewest runs a window over its budget holds for code traced before (its runs are
+    #: steady: one shows its ops; the backend holds one more past a program compiled in the
+    #: window, whose first run is not); code never traced holds :data:`MIN_BUDGET_RUNS`.
+    known_budget_runs: int = MIN_BUDGET_RUNS
 
 
 def start(
@@ -243,6 +250,8 @@ def start(
         trace = _STATE.running = Trace(
             runtime, directory, stop, started_at=time.time(), source=source
         )
+        if runs_known(runtime, source):
+            trace.budget_runs = max(window.known_budget_runs, 1)
         if runs is not None:
             try:
                 trace.runs, trace.runs_at_start = runs, runs()
@@ -340,12 +349,14 @@ class Until:
         return self.done.wait(timeout) or self.is_set()
 
 
-def over_budget(count: int, traced_seconds: float, capture_seconds: float) -> bool:
+def over_budget(
+    count: int, traced_seconds: float, capture_seconds: float, fewest: int = MIN_BUDGET_RUNS
+) -> bool:
     """Whether a window of `count` runs that have run `traced_seconds` (not counting programs
     made meanwhile) in a capture of `capture_seconds` so far has cost its budget: at least
-    :data:`MIN_BUDGET_RUNS` runs, and their tracing's cost is :data:`TRACE_BUDGET_SHARE` of the
-    capture's wall time or more."""
-    if count < MIN_BUDGET_RUNS:
+    `fewest` runs, and their tracing's cost is :data:`TRACE_BUDGET_SHARE` of the capture's
+    wall time or more."""
+    if count < fewest:
         return False
     return TRACED_SLOWDOWN * traced_seconds >= TRACE_BUDGET_SHARE * capture_seconds
 
@@ -371,7 +382,8 @@ def _watch(
     def spent() -> bool:
         count = runs() - base
         ran = run_time.seconds(count) if count else 0.0
-        return window.budget and over_budget(count, ran, time.monotonic() - started)
+        elapsed = time.monotonic() - started
+        return window.budget and over_budget(count, ran, elapsed, trace.budget_runs)
 
     until = Until(trace._done, spent)
     try:

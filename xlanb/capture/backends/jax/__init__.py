@@ -153,6 +153,7 @@ def begin(options: CaptureOptions) -> Token:
             settle=_settle,
             source=options.source,
             making=_making_seconds,
+            known_budget_runs=1,
         )
         token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
         if token.trace is not None and token.trace.window_runs is not None:
@@ -160,7 +161,7 @@ def begin(options: CaptureOptions) -> Token:
                 token.trace.hand_over = _hand_over
             STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
             # a window over its budget may close after its fewest runs
-            fewest = min(device_trace.MIN_BUDGET_RUNS, token.trace.window_runs)
+            fewest = min(token.trace.budget_runs, token.trace.window_runs)
             STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
         if note:
             notes.append(note)

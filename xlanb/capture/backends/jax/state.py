@@ -202,7 +202,8 @@ class JaxState:
     #: ``probe``: the trace's window closes once that run has finished.
     probe_at: int = -1
     probe: Any = None
-    #: The same for the window's fewest runs (:data:`~xlanb.capture.device_trace.MIN_BUDGET_RUNS`):
+    #: The same for the window's fewest runs (``Trace.budget_runs``, and the run after a
+    #: program compiled in the window: :func:`~.hooks.compiles.compile_hook`):
     #: the result's smallest array while its run goes on (:func:`~.hooks.output_probe`), then
     #: :data:`RAN` (the dispatch counter lets it go at the next call once it has run): a
     #: window closed on time or over its budget holds their runs.

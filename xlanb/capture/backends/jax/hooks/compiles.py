@@ -212,6 +212,10 @@ def compile_hook(backend, computation, *args, **kwargs):
                     static_arguments(current, sys._getframe(1)),
                 )
             )
+            if STATE.first_probe is None and STATE.first_probe_at > 0:
+                # the run after this compile's is among the window's fewest: a program's
+                # first run is not like its next ones
+                STATE.first_probe_at = max(STATE.first_probe_at, STATE.sample_count + 2)
             if keep_module and not eager and STATE.on_compile is not None:
                 STATE.on_compile(executable, computation)
         except Exception:  # never let the profiler break a compile
