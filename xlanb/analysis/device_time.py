@@ -284,7 +284,7 @@ def whole_runs_in(frame: pd.DataFrame) -> int:
     if frame.empty or "run_id" not in frame:
         return 0
     frame = program_events(frame)
-    return whole_runs(Columns.of(frame, gpu=False))
+    return whole_runs(frame)
 
 
 def _texts(graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str | int, str]:

@@ -152,7 +152,7 @@ def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], lis
         return [], [], 1.0
     seconds = _own_ns(ops) / 1e9
     total = float(seconds.sum()) or 1.0
-    programs, program_firsts = _codes(pd.factorize(ops.module)[0], pd.factorize(ops.program)[0])
+    programs, program_firsts = _codes(_factorized(ops.module), pd.factorize(ops.program)[0])
     runs = _run_keys(ops, executions)
     first_seconds = _first_run_seconds(ops, programs, runs, seconds)
     groups, group_firsts = _codes(programs, pd.factorize(ops.op)[0])
@@ -183,11 +183,27 @@ def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], lis
 
 def _texts(values: np.ndarray) -> list[str]:
     """`values` as strings (a missing one is ``"nan"``, as ``str`` writes it)."""
-    missing = pd.isna(values)
-    if missing.any():
-        values = values.copy()
-        values[missing] = "nan"
-    return values.tolist()
+    texts = values.tolist()
+    if all(isinstance(value, str) for value in set(texts)):
+        return texts
+    return [str(value) for value in texts]
+
+
+#: Columns with at most this many distinct values are coded by comparing with each.
+FEW_VALUES = 8
+
+
+def _factorized(values: np.ndarray) -> np.ndarray:
+    """``pd.factorize`` codes of `values` (strings or missing: -1), numbered by first
+    appearance; a column of few distinct values (a trace's planes, threads, modules) by
+    comparing with each, which is quicker than hashing every item."""
+    distinct = [value for value in dict.fromkeys(values.tolist()) if isinstance(value, str)]
+    if len(distinct) > FEW_VALUES:
+        return pd.factorize(values)[0]
+    codes = np.full(len(values), -1, dtype=np.int64)
+    for code, value in enumerate(distinct):
+        codes[values == value] = code
+    return codes
 
 
 def _program_ids(programs: np.ndarray) -> list[int | None]:
@@ -280,7 +296,7 @@ def _exclusive_ns(ops: Columns) -> np.ndarray:
     through a stack of the events enclosing the next one."""
     own = ops.duration.copy()
     starts = ops.start
-    lines, _ = _codes(pd.factorize(ops.plane)[0], pd.factorize(ops.line)[0])
+    lines, _ = _codes(_factorized(ops.plane), _factorized(ops.line))
     # by line, then start; outer events first where two start together
     order = np.lexsort((-own, starts, lines))
     order = order[lines[order] >= 0]
@@ -460,21 +476,25 @@ def unwaited_runs(ops: Columns, events: Columns) -> np.ndarray | None:
     """Where every op event of `ops` has JAX's ``run_id`` and the waits of `events` carry it
     too: which op events belong to a run that no wait names (cut, see :func:`_cut_runs`);
     else None."""
-    if not len(ops) or np.isnan(ops.run).any():
+    return _unwaited(ops.run, events.run[events.name == WAIT_SPAN])
+
+
+def _unwaited(op_runs: np.ndarray, wait_runs: np.ndarray) -> np.ndarray | None:
+    """:func:`unwaited_runs` of the op events' run ids and the waits' (NaN where none)."""
+    if not len(op_runs) or np.isnan(op_runs).any():
         return None
-    waited = events.run[events.name == WAIT_SPAN]
-    waited = waited[~np.isnan(waited)]
+    waited = wait_runs[~np.isnan(wait_runs)]
     if not len(waited):
         return None
-    return ~np.isin(ops.run, waited)
+    return ~np.isin(op_runs, waited)
 
 
-def whole_runs(events: Columns) -> int:
-    """The program runs of `events` whose run ids the op events carry, less those no wait
-    names (cut, see :func:`_cut_runs`)."""
-    ops = events.take(events.is_op)
-    unwaited = unwaited_runs(ops, events)
+def whole_runs(frame: pd.DataFrame) -> int:
+    """The program runs of the trace events `frame` whose run ids the op events carry, less
+    those no wait names (cut, see :func:`_cut_runs`)."""
+    runs = frame["run_id"].to_numpy(dtype=float, na_value=np.nan)
+    op_runs = runs[frame["hlo_op"].notna().to_numpy(dtype=bool)]
+    unwaited = _unwaited(op_runs, runs[frame["name"].to_numpy(dtype=object) == WAIT_SPAN])
     if unwaited is not None:
-        ops = ops.take(~unwaited)
-    runs = ops.run[~np.isnan(ops.run)]
-    return len(np.unique(runs))
+        op_runs = op_runs[~unwaited]
+    return len(np.unique(op_runs[~np.isnan(op_runs)]))
