@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -34,7 +34,14 @@ from xlanb.analysis.trace_summary import MAX_OP_SPANS as MAX_OP_SPANS
 from xlanb.analysis.trace_summary import NO_PROGRAM as NO_PROGRAM
 from xlanb.analysis.trace_summary import RUN_GAP_NS as RUN_GAP_NS
 from xlanb.analysis.trace_summary import WAIT_SPAN as WAIT_SPAN
-from xlanb.analysis.trace_summary import Columns, Summary, execution_windows, summary_of, whole_runs
+from xlanb.analysis.trace_summary import (
+    Columns,
+    Summary,
+    _Span,
+    execution_windows,
+    summary_of,
+    whole_runs,
+)
 from xlanb.formats.hlo_text import HloOpSource, hlo_module_name, hlo_op_sources
 from xlanb.graphs.ops import thunk_category
 
@@ -230,16 +237,37 @@ def rows(
             "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
         }
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
-    span_rows = [
-        _span(backend, lane, name, graph_of(module, program) if module else None, start, end)
-        for lane, name, module, program, start, end in summary.spans
-    ]
-    for row, (lane, _name, _module, program, _start, _end) in zip(
-        span_rows, summary.spans, strict=True
-    ):
+    return op_rows, _span_rows(backend, summary.spans, graph_of)
+
+
+def _span_rows(
+    backend: str, spans: Sequence[_Span], graph_of: Callable[[str, int | None], str]
+) -> list[dict[str, Any]]:
+    """``spans`` rows of a :class:`Summary`'s spans, the graph of each program looked up
+    once; a ``device`` span says which of a graph's programs ran (``module_id``)."""
+    graphs: dict[tuple[str, int | None], str | None] = {}
+    span_rows = []
+    for lane, name, module, program, start, end in spans:
+        graph = graphs.get((module, program), _UNKNOWN)
+        if graph is _UNKNOWN:
+            graph = graphs[module, program] = graph_of(module, program) if module else None
+        row = {
+            "backend": backend,
+            "lane": lane,
+            "name": name,
+            "graph": graph,
+            "start": start / 1e9,
+            "seconds": max(end - start, 0.0) / 1e9,
+            "estimated": False,
+        }
         if lane == "device" and program is not None:
-            row["module_id"] = program  # which of a graph's programs ran
-    return op_rows, span_rows
+            row["module_id"] = program
+        span_rows.append(row)
+    return span_rows
+
+
+#: A graph not looked up yet.
+_UNKNOWN = "\0"
 
 
 def summarize(
@@ -365,20 +393,6 @@ def label_runs(executions: list[dict[str, Any]], spans: Sequence[dict[str, Any]]
 
 #: How far a traced run's middle may lie outside its runtime sample (clock rounding).
 RUN_SLACK_S = 20e-6
-
-
-def _span(
-    backend: str, lane: str, name: str, graph: str | None, start_ns: float, end_ns: float
-) -> dict[str, Any]:
-    return {
-        "backend": backend,
-        "lane": lane,
-        "name": name,
-        "graph": graph,
-        "start": float(start_ns) / 1e9,
-        "seconds": max(float(end_ns - start_ns), 0.0) / 1e9,
-        "estimated": False,
-    }
 
 
 def _cell_line(source: HloOpSource | None, cell_filename: str | None) -> int | None:
