@@ -291,30 +291,32 @@ def _own_ns(ops: Columns) -> np.ndarray:
 def _exclusive_ns(ops: Columns) -> np.ndarray:
     """Each op event's own time: its duration less that of the op events nested in it on its
     line (a ``while`` or ``call`` thunk holds the thunks of the computation it runs; summed
-    whole, a loop and its body each took the loop's time). Events that no earlier event of
-    their line still holds are taken as they are; the others, by runs of events one holds,
-    through a stack of the events enclosing the next one."""
+    whole, a loop and its body each took the loop's time). A line where no event starts
+    before an earlier one ended is taken as it is."""
     own = ops.duration.copy()
     starts = ops.start
-    lines, _ = _codes(_factorized(ops.plane), _factorized(ops.line))
-    # by line, then start; outer events first where two start together
-    order = np.lexsort((-own, starts, lines))
-    order = order[lines[order] >= 0]
-    if not len(order):
-        return np.maximum(own, 0.0)
-    ordered_lines = lines[order]
-    ends = starts[order] + own[order]
-    new_line = np.r_[True, ordered_lines[1:] != ordered_lines[:-1]]
-    reach = np.empty(len(order))  # the latest end so far on the line
-    bounds = np.r_[np.flatnonzero(new_line), len(order)]
-    for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
-        reach[first:stop] = np.maximum.accumulate(ends[first:stop])
-    held = ~new_line & (starts[order] < np.r_[-np.inf, reach[:-1]])
-    free = np.r_[np.flatnonzero(~held), len(order)]
+    lines, firsts = _codes(_factorized(ops.plane), _factorized(ops.line))
+    by_start = np.argsort(starts, kind="stable")
+    ordered_lines = lines[by_start]
+    for line in range(len(firsts)):
+        positions = by_start[ordered_lines == line]
+        reach = np.maximum.accumulate(starts[positions] + own[positions])
+        if (starts[positions[1:]] < reach[:-1]).any():
+            _subtract_held(own, starts, positions)
+    return np.maximum(own, 0.0)
+
+
+def _subtract_held(own: np.ndarray, starts: np.ndarray, positions: np.ndarray) -> None:
+    """Subtract from each event of one line (at `positions`) the durations of those nested
+    in it, by runs of events that an earlier event still holds."""
+    # by start, outer events first where two start together
+    order = positions[np.lexsort((-own[positions], starts[positions]))]
+    reach = np.maximum.accumulate(starts[order] + own[order])
+    held = np.flatnonzero(starts[order[1:]] < reach[:-1]) + 1
+    free = np.setdiff1d(np.arange(len(order) + 1), held)
     for first, stop in zip(free[:-1].tolist(), free[1:].tolist(), strict=True):
         if stop - first > 1:
             _subtract_nested(own, starts, order[first:stop])
-    return np.maximum(own, 0.0)
 
 
 def _subtract_nested(own: np.ndarray, starts: np.ndarray, order: np.ndarray) -> None:
