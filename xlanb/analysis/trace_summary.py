@@ -74,18 +74,23 @@ class Columns:
     module: np.ndarray  # HLO module (object)
     program: np.ndarray  # program id, NO_PROGRAM where none (int64)
     run: np.ndarray  # run id, NaN where none (float)
-    line: np.ndarray  # object
-    plane: np.ndarray  # object
+    line: np.ndarray  # the thread's code in line_names (-1: none)
+    plane: np.ndarray  # the plane's code (-1: none)
     name: np.ndarray  # object
     kind: np.ndarray  # object
     on_gpu: np.ndarray  # bool: the event is on a GPU device plane
+    #: The threads' names, by code (not one per event).
+    line_names: list[str]
 
     @classmethod
     def of(cls, frame: pd.DataFrame, gpu: bool) -> Columns:
         """The columns of `frame`; `gpu`: whether any of its planes is a GPU's."""
         op = frame["hlo_op"].to_numpy(dtype=object)
-        plane = frame["plane"].to_numpy(dtype=object)
-        on_gpu = _where(plane, lambda value: value.startswith(GPU_PLANE)) if gpu else None
+        plane, planes = _factorized(frame["plane"].to_numpy(dtype=object))
+        line, line_names = _factorized(frame["line"].to_numpy(dtype=object))
+        on_gpu = np.zeros(len(op), dtype=bool)
+        if gpu:
+            on_gpu = np.isin(plane, _matching(planes, lambda name: name.startswith(GPU_PLANE)))
         return cls(
             start=frame["start_ns"].to_numpy(dtype=float),
             duration=frame["duration_ns"].to_numpy(dtype=float),
@@ -94,36 +99,35 @@ class Columns:
             module=frame["hlo_module"].to_numpy(dtype=object),
             program=frame["program_id"].to_numpy(dtype=np.int64, na_value=NO_PROGRAM),
             run=frame["run_id"].to_numpy(dtype=float, na_value=np.nan),
-            line=frame["line"].to_numpy(dtype=object),
+            line=line,
             plane=plane,
             name=frame["name"].to_numpy(dtype=object),
             kind=frame["kind"].to_numpy(dtype=object),
-            on_gpu=on_gpu if on_gpu is not None else np.zeros(len(op), dtype=bool),
+            on_gpu=on_gpu,
+            line_names=line_names,
         )
 
     def take(self, selected: np.ndarray) -> Columns:
         """The events `selected` (a boolean mask or positions)."""
-        return Columns(**{field.name: getattr(self, field.name)[selected] for field in _FIELDS})
+        taken = {name: getattr(self, name)[selected] for name in _PER_EVENT}
+        return Columns(**taken, line_names=self.line_names)
 
     def __len__(self) -> int:
         return len(self.start)
 
 
-_FIELDS = fields(Columns)
+_PER_EVENT = [field.name for field in fields(Columns) if field.name != "line_names"]
 
 
-def _where(values: np.ndarray, test: Callable[[str], bool]) -> np.ndarray:
-    """Which of `values` (strings or missing) pass `test`, testing each distinct one once."""
-    found = np.zeros(len(values), dtype=bool)
-    for value in set(values.tolist()):
-        if isinstance(value, str) and test(value):
-            found |= values == value
-    return found
+def _matching(names: list[str], test: Callable[[str], bool]) -> list[int]:
+    """The codes of the `names` that pass `test`."""
+    return [code for code, name in enumerate(names) if test(name)]
 
 
 def summary_of(events: Columns, start_ns: float, end_ns: float, gpu: bool) -> Summary:
     """The :class:`Summary` of `events` inside ``[start_ns, end_ns]``."""
-    inside = events.take((events.start + events.duration >= start_ns) & (events.start <= end_ns))
+    selected = (events.start + events.duration >= start_ns) & (events.start <= end_ns)
+    inside = events if selected.all() else events.take(selected)
     ops = inside.take(inside.is_op)
     executions = execution_windows(inside)
     cut = _cut_runs(ops, inside, executions)
@@ -152,7 +156,7 @@ def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], lis
         return [], [], 1.0
     seconds = _own_ns(ops) / 1e9
     total = float(seconds.sum()) or 1.0
-    programs, program_firsts = _codes(_factorized(ops.module), pd.factorize(ops.program)[0])
+    programs, program_firsts = _codes(_factorized(ops.module)[0], pd.factorize(ops.program)[0])
     runs = _run_keys(ops, executions)
     first_seconds = _first_run_seconds(ops, programs, runs, seconds)
     groups, group_firsts = _codes(programs, pd.factorize(ops.op)[0])
@@ -193,17 +197,18 @@ def _texts(values: np.ndarray) -> list[str]:
 FEW_VALUES = 8
 
 
-def _factorized(values: np.ndarray) -> np.ndarray:
-    """``pd.factorize`` codes of `values` (strings or missing: -1), numbered by first
-    appearance; a column of few distinct values (a trace's planes, threads, modules) by
-    comparing with each, which is quicker than hashing every item."""
+def _factorized(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """(``pd.factorize`` codes of `values`, strings or missing: -1, numbered by first
+    appearance; the distinct strings by code): a column of few distinct values (a trace's
+    planes, threads, modules) by comparing with each, quicker than hashing every item."""
     distinct = [value for value in dict.fromkeys(values.tolist()) if isinstance(value, str)]
     if len(distinct) > FEW_VALUES:
-        return pd.factorize(values)[0]
+        codes, uniques = pd.factorize(values)
+        return codes, list(uniques)
     codes = np.full(len(values), -1, dtype=np.int64)
     for code, value in enumerate(distinct):
         codes[values == value] = code
-    return codes
+    return codes, distinct
 
 
 def _program_ids(programs: np.ndarray) -> list[int | None]:
@@ -295,7 +300,7 @@ def _exclusive_ns(ops: Columns) -> np.ndarray:
     before an earlier one ended is taken as it is."""
     own = ops.duration.copy()
     starts = ops.start
-    lines, firsts = _codes(_factorized(ops.plane), _factorized(ops.line))
+    lines, firsts = _codes(ops.plane, ops.line)
     by_start = np.argsort(starts, kind="stable")
     ordered_lines = lines[by_start]
     for line in range(len(firsts)):
@@ -411,7 +416,8 @@ def _host_spans(inside: Columns) -> list[_Span]:
     # thread waiting on donation holds while Python traces the next step does not.
     kinds = inside.kind
     hosts = np.flatnonzero(~inside.is_op & ((kinds == "transfer") | (kinds == "sync_wait")))
-    hosts = hosts[_where(inside.line[hosts], lambda line: bool(MAIN_THREAD.fullmatch(line)))]
+    main = _matching(inside.line_names, lambda line: bool(MAIN_THREAD.fullmatch(line)))
+    hosts = hosts[np.isin(inside.line[hosts], main)]
     starts = inside.start[hosts]
     return list(
         zip(
@@ -432,7 +438,8 @@ def execution_windows(events: Columns) -> np.ndarray:
     launch span or thunk after the previous run's wait, and completes when its own wait ends
     (NaN: the trace ended before it)."""
     waits = events.name == WAIT_SPAN
-    runner = _where(events.line, set(events.line[waits].tolist()).__contains__)
+    runners = np.unique(events.line[waits])
+    runner = np.isin(events.line, runners[runners >= 0])
     on_runners = np.flatnonzero(runner & (events.is_op | waits | (events.name == EXECUTE_SPAN)))
     lines = events.line[on_runners]
     windows: list[np.ndarray] = []
