@@ -28,10 +28,10 @@ from xlanb.analysis.device_time import MEMORY_METRIC as MEMORY_METRIC
 from xlanb.analysis.device_time import RUN_GAP_NS as RUN_GAP_NS
 from xlanb.analysis.device_time import Summary as Summary
 from xlanb.analysis.device_time import _programs as _programs
-from xlanb.analysis.device_time import _unwaited_runs, program_events, summarize
 from xlanb.analysis.device_time import label_runs as label_runs
 from xlanb.analysis.device_time import memory_samples as memory_samples
 from xlanb.analysis.device_time import rows as rows
+from xlanb.analysis.device_time import summarize, whole_runs_in
 from xlanb.capture import workdir
 from xlanb.capture.runtime_stderr import runtime_noise_dropped
 from xlanb.core.schema import WHOLE_TRACE
@@ -527,14 +527,7 @@ def _runs_in(events: Any) -> int:
     a window closed on time holds fewer runs than the calls counted under async dispatch; a
     run the window closed in is not one, as in :func:`_cut_runs`)."""
     frame = getattr(events, "events", None)
-    if frame is None or frame.empty or "run_id" not in frame:
-        return 0
-    frame = program_events(frame)
-    ops = frame[frame["hlo_op"].notna()]
-    unwaited = _unwaited_runs(ops, frame)
-    if unwaited is not None:
-        ops = ops[~unwaited]
-    return int(ops["run_id"].nunique())
+    return 0 if frame is None else whole_runs_in(frame)
 
 
 def _parse(trace: Trace, data: bytes | None) -> Any:
