@@ -45,11 +45,15 @@ _PACKAGE = "tensorflow.profiler"
 _F = FIELD
 
 
-def _build_messages() -> dict[str, type]:
-    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool."""
+def _build_messages(*, event_stats_as_bytes: bool = False) -> dict[str, type]:
+    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool.
+
+    ``event_stats_as_bytes`` declares ``XEvent.stats`` as repeated bytes (same wire format):
+    each stat stays its serialized bytes, decoded by the reader only when it is one it keeps.
+    """
     proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
     _add_space_and_plane(proto)
-    _add_line_and_events(proto)
+    _add_line_and_events(proto, event_stats_as_bytes)
     names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
     return proto.classes(names)
 
@@ -90,10 +94,15 @@ def _add_space_and_plane(proto: ProtoFile) -> None:
         )
 
 
-def _add_line_and_events(proto: ProtoFile) -> None:
+def _add_line_and_events(proto: ProtoFile, event_stats_as_bytes: bool) -> None:
     """``XLine``, ``XEvent``, ``XStat`` and the event and stat metadata."""
     message = proto.message
     rep = _F.LABEL_REPEATED
+    event_stats = (
+        ("stats", 4, _F.TYPE_BYTES, rep)
+        if event_stats_as_bytes
+        else ("stats", 4, _F.TYPE_MESSAGE, rep, "XStat")
+    )
     message(
         "XLine",
         [
@@ -113,7 +122,7 @@ def _add_line_and_events(proto: ProtoFile) -> None:
             ("offset_ps", 2, _F.TYPE_INT64, None, None, 0),
             ("num_occurrences", 5, _F.TYPE_INT64, None, None, 0),
             ("duration_ps", 3, _F.TYPE_INT64),
-            ("stats", 4, _F.TYPE_MESSAGE, rep, "XStat"),
+            event_stats,
         ],
         oneofs=("data",),
     )
@@ -150,6 +159,9 @@ def _add_line_and_events(proto: ProtoFile) -> None:
 _MESSAGES = _build_messages()
 #: The ``tensorflow.profiler.XSpace`` message class (private descriptor pool).
 XSpace: type = _MESSAGES["XSpace"]
+#: What the reader parses: ``XSpace`` with each event's stats left serialized.
+_XSpaceRaw: type = _build_messages(event_stats_as_bytes=True)["XSpace"]
+_XStat: Any = _MESSAGES["XStat"]
 
 # ---------------------------------------------------------------------------------------------
 # Errors and files
@@ -243,10 +255,16 @@ def classify_span(name: str) -> str:
     device), ``trace`` (dispatch, tracing, lazy-graph building), ``marker`` (zero-length or
     ``end:`` bookkeeping events) or ``other``.
     """
+    if name.startswith(_MARKER_PREFIXES):
+        return "marker"
     for kind, pattern in _SPAN_RULES:
         if pattern.search(name):
             return kind
     return "other"
+
+
+#: The names the ``marker`` rule matches (its pattern, as a prefix test).
+_MARKER_PREFIXES = ("end: ", "ThreadpoolListener::")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,7 +433,7 @@ def _parse_space(data: bytes, source: str) -> Any:
         raise XSpaceError(
             source, "gzip data, not an XSpace (a trace.json.gz? read the *.xplane.pb next to it)"
         )
-    space = XSpace()
+    space = _XSpaceRaw()
     try:
         space.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
@@ -479,19 +497,14 @@ class _PlaneMetadata(NamedTuple):
 
 
 def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: bool) -> None:
-    """Append the events of `plane` (one with lines) to `columns`."""
+    """Append the events of `plane` (one with lines) to `columns`. Each field is read with one
+    comprehension over a line's events; skipped events are dropped before any other field is
+    read, and an event's stats (serialized) are decoded only once per distinct stat."""
     meta = _plane_metadata(plane, columns, markers)
     plane_index = len(columns.plane_names)
     columns.plane_names.append(plane.name)
-    stat_names, wanted, meta_stats, skipped = meta
-    n_wanted = len(wanted)
-    no_stats = (None,) * len(_STAT_ORDER)
-    mids, stat_rows, stat_values = columns.mids, columns.stat_rows, columns.stat_values
-    mids_append, offsets_append, durations_append = (
-        mids.append,
-        columns.offsets.append,
-        columns.durations.append,
-    )
+    skipped = meta.skipped
+    decode = _StatDecoder(meta)
     for line in plane.lines:
         events = line.events
         columns.event_count += len(events)
@@ -501,46 +514,76 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         if start is not None and ts < start // 2:
             ts += start
             columns.normalized = True
-        first = len(mids)
-        for ev in events:
-            mid = ev.metadata_id
-            if mid in skipped:
-                continue
-            offset = ev.offset_ps
-            if not offset and ev.num_occurrences:
-                continue  # aggregated event: no time
-            mids_append(mid)
-            offsets_append(offset)
-            durations_append(ev.duration_ps)
-            if wanted:
-                stats = ev.stats
-                if stats:
-                    values = None
-                    found = 0
-                    for stat in stats:
-                        idx = wanted.get(stat.metadata_id)
-                        if idx is not None:
-                            if values is None:
-                                values = list(meta_stats.get(mid, no_stats))
-                            which = stat.WhichOneof("value")
-                            if which == "ref_value":
-                                values[idx] = stat_names.get(stat.ref_value)
-                            elif which is not None:
-                                values[idx] = getattr(stat, which)
-                            found += 1
-                            if found == n_wanted:
-                                break
-                    if values is not None:
-                        stat_rows.append(len(mids) - 1)
-                        stat_values.append(values)
-                        continue
-                if meta_stats and mid in meta_stats:
-                    stat_rows.append(len(mids) - 1)
-                    stat_values.append(list(meta_stats[mid]))
+        kept = [ev for ev in events if ev.metadata_id not in skipped] if skipped else events
+        offsets = [ev.offset_ps for ev in kept]
+        if 0 in offsets:  # aggregated events have no time
+            kept = [ev for ev in kept if ev.offset_ps or not ev.num_occurrences]
+            offsets = [ev.offset_ps for ev in kept]
+        first = len(columns.mids)
+        mids = [ev.metadata_id for ev in kept]
+        columns.mids += mids
+        columns.offsets += offsets
+        columns.durations += [ev.duration_ps for ev in kept]
+        if meta.wanted:
+            decode.line_stats([ev.stats for ev in kept], mids, first, columns)
         columns.line_planes.append(plane_index)
         columns.line_names.append(line.name or line.display_name or str(line.id))
         columns.line_ts.append(ts)
-        columns.line_counts.append(len(mids) - first)
+        columns.line_counts.append(len(mids))
+
+
+class _StatDecoder:
+    """The wanted stat values of events whose stats are serialized ``XStat`` bytes: each
+    distinct stat is decoded once (a plane's ops repeat the same module, program, op names)."""
+
+    def __init__(self, meta: _PlaneMetadata) -> None:
+        self.meta = meta
+        self.no_stats = (None,) * len(_STAT_ORDER)
+        #: stat bytes -> (index in _STAT_ORDER, has a value, value); None when not wanted
+        self.cache: dict[bytes, tuple[int, bool, Any] | None] = {}
+
+    def decode(self, raw: bytes) -> tuple[int, bool, Any] | None:
+        stat = _XStat.FromString(raw)
+        idx = self.meta.wanted.get(stat.metadata_id)
+        if idx is None:
+            hit = None
+        else:
+            which = stat.WhichOneof("value")
+            if which == "ref_value":
+                hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+            else:
+                hit = (idx, which is not None, None if which is None else getattr(stat, which))
+        self.cache[raw] = hit
+        return hit
+
+    def line_stats(
+        self, stat_lists: list[Any], mids: list[int], first: int, columns: _EventColumns
+    ) -> None:
+        """Append the stat rows of one line's kept events (event ``first + i`` has
+        ``stat_lists[i]``): its own wanted stats over its metadata's, as
+        :class:`XSpaceEvents` says."""
+        meta_stats, cache, no_stats = self.meta.meta_stats, self.cache, self.no_stats
+        n_wanted = len(self.meta.wanted)
+        for i, stats in enumerate(stat_lists):
+            values = None
+            if stats:
+                found = 0
+                for raw in stats:
+                    hit = cache[raw] if raw in cache else self.decode(raw)
+                    if hit is None:
+                        continue
+                    if values is None:
+                        values = list(meta_stats.get(mids[i], no_stats))
+                    if hit[1]:
+                        values[hit[0]] = hit[2]
+                    found += 1
+                    if found == n_wanted:
+                        break
+            if values is None and meta_stats and mids[i] in meta_stats:
+                values = list(meta_stats[mids[i]])
+            if values is not None:
+                columns.stat_rows.append(first + i)
+                columns.stat_values.append(values)
 
 
 def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _PlaneMetadata:
@@ -560,7 +603,7 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     for mid, md in plane.event_metadata.items():
         gids[mid] = len(names)
         names.append(md.name or md.display_name)
-        if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
+        if not markers and not len(md.stats) and names[-1].startswith(_MARKER_PREFIXES):
             skipped.add(mid)
         if wanted and len(md.stats):
             base = list(no_stats)
@@ -598,7 +641,7 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
                     continue
                 stats = {
                     stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
-                    for stat in event.stats
+                    for stat in map(_as_stat, event.stats)
                 }
                 in_use = stats.get("bytes_allocated")
                 if not isinstance(in_use, int | float):
@@ -614,6 +657,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
                 )
     rows.sort()
     return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+
+
+def _as_stat(stat: Any) -> Any:
+    """An ``XStat`` message of an event's stat, whether parsed or still serialized."""
+    return _XStat.FromString(stat) if isinstance(stat, bytes) else stat
 
 
 def _events_frame(columns: _EventColumns) -> pd.DataFrame:
@@ -633,13 +681,7 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         + np.asarray(columns.offsets, dtype=np.int64) // 1000
     )
     hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
-    # kind: classify each distinct name once (via the name table), then "op" where hlo_op.
-    kind_table = np.array([*(classify_span(nm) for nm in names), "other"], dtype=object)
-    kinds = kind_table[gid]
-    if columns.stat_rows:
-        rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        has_op = rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]
-        kinds[has_op] = "op"
+    kinds = _kinds(names, gid, hlo_op, columns.stat_rows)
     return pd.DataFrame(
         {
             "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
@@ -656,6 +698,22 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         },
         columns=list(EVENT_COLUMNS),
     )
+
+
+def _kinds(names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]) -> Any:
+    """The ``kind`` column: "op" where ``hlo_op`` is set, else :func:`classify_span` of the
+    name, classified once per distinct name of the events that are not ops."""
+    is_op = np.zeros(len(gid), dtype=bool)
+    if stat_rows:
+        rows = np.asarray(stat_rows, dtype=np.int64)
+        is_op[rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]] = True
+    kind_table = np.full(len(names) + 1, "other", dtype=object)  # index -1: unknown id
+    for g in np.unique(gid[~is_op]).tolist():
+        if g >= 0:
+            kind_table[g] = classify_span(names[g])
+    kinds = kind_table[gid]
+    kinds[is_op] = "op"
+    return kinds
 
 
 def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
