@@ -45,20 +45,21 @@ _PACKAGE = "tensorflow.profiler"
 _F = FIELD
 
 
-def _build_messages(*, event_stats_as_bytes: bool = False) -> dict[str, type]:
+def _build_messages(*, for_reader: bool = False) -> dict[str, type]:
     """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool.
 
-    ``event_stats_as_bytes`` declares ``XEvent.stats`` as repeated bytes (same wire format):
-    each stat stays its serialized bytes, decoded by the reader only when it is one it keeps.
+    ``for_reader`` changes two declarations, not the wire format: ``XEvent.stats`` is
+    repeated bytes (each stat stays serialized, decoded only when the reader keeps it), and
+    the plane's metadata maps are repeated entries (iterated without a Python map view).
     """
     proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
-    _add_space_and_plane(proto)
-    _add_line_and_events(proto, event_stats_as_bytes)
+    _add_space_and_plane(proto, metadata_as_map=not for_reader)
+    _add_line_and_events(proto, event_stats_as_bytes=for_reader)
     names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
     return proto.classes(names)
 
 
-def _add_space_and_plane(proto: ProtoFile) -> None:
+def _add_space_and_plane(proto: ProtoFile, *, metadata_as_map: bool) -> None:
     """``XSpace`` and ``XPlane`` (with its two metadata maps)."""
     message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -87,14 +88,14 @@ def _add_space_and_plane(proto: ProtoFile) -> None:
         ("StatMetadataEntry", "XStatMetadata"),
     ):
         nested = plane.nested_type.add(name=entry)
-        nested.options.map_entry = True
+        nested.options.map_entry = metadata_as_map
         nested.field.add(name="key", number=1, type=_F.TYPE_INT64, label=opt)
         nested.field.add(
             name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=proto.ref(value)
         )
 
 
-def _add_line_and_events(proto: ProtoFile, event_stats_as_bytes: bool) -> None:
+def _add_line_and_events(proto: ProtoFile, *, event_stats_as_bytes: bool) -> None:
     """``XLine``, ``XEvent``, ``XStat`` and the event and stat metadata."""
     message = proto.message
     rep = _F.LABEL_REPEATED
@@ -160,7 +161,7 @@ _MESSAGES = _build_messages()
 #: The ``tensorflow.profiler.XSpace`` message class (private descriptor pool).
 XSpace: type = _MESSAGES["XSpace"]
 #: What the reader parses: ``XSpace`` with each event's stats left serialized.
-_XSpaceRaw: type = _build_messages(event_stats_as_bytes=True)["XSpace"]
+_XSpaceRaw: type = _build_messages(for_reader=True)["XSpace"]
 _XStat: Any = _MESSAGES["XStat"]
 
 # ---------------------------------------------------------------------------------------------
@@ -289,6 +290,7 @@ EVENT_COLUMNS = (
 #: GPU/TPU clients), with the bytes it holds in use after it in the ``bytes_allocated`` stat.
 MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
+_MEMORY_EVENT_NAME_SET = frozenset(MEMORY_EVENT_NAMES)
 
 # Stat name -> events column.
 _STAT_COLUMNS = {
@@ -376,6 +378,14 @@ class XSpaceEvents:
         return list(zip((start / 1e9).tolist(), (end / 1e9).tolist(), strict=True))
 
 
+def _entries(metadata: Any) -> list[tuple[int, Any]]:
+    """``(id, metadata)`` of a plane's metadata map, declared as a map or as repeated entries
+    (:func:`_build_messages`); a repeated id keeps its last entry, as a map does."""
+    if hasattr(metadata, "items"):
+        return list(metadata.items())
+    return list({entry.key: entry.value for entry in metadata}.items())
+
+
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     which = stat.WhichOneof("value")
     if which is None:
@@ -407,7 +417,11 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
         if len(plane.lines):
             _read_plane(plane, columns, start, markers)
     return XSpaceEvents(
-        memory=memory_events(space, start),
+        memory=(
+            memory_events(space, start)
+            if not _MEMORY_EVENT_NAME_SET.isdisjoint(columns.names)
+            else _memory_frame([])
+        ),
         path=source,
         events=_events_frame(columns),
         hostnames=list(space.hostnames),
@@ -451,7 +465,7 @@ def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, 
     plane_stats: dict[str, dict[str, Any]] = {}
     for plane in space.planes:
         if plane.stats:
-            stat_names_of = {k: v.name for k, v in plane.stat_metadata.items()}
+            stat_names_of = {k: v.name for k, v in _entries(plane.stat_metadata)}
             plane_stats.setdefault(plane.name, {}).update(_plane_stats(plane, stat_names_of))
     env = plane_stats.get("Task Environment", {})
     start = env.get("profile_start_time")
@@ -591,7 +605,7 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     index into ``columns.gid_tables``), with the stats the metadata carries."""
     names = columns.names
     no_stats = (None,) * len(_STAT_ORDER)
-    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    stat_names = {k: v.name for k, v in _entries(plane.stat_metadata)}
     wanted = {
         sid: _STAT_ORDER.index(col)
         for sid, name in stat_names.items()
@@ -600,7 +614,7 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     gids: dict[int, int] = {}
     meta_stats: dict[int, tuple[Any, ...]] = {}
     skipped: set[int] = set()
-    for mid, md in plane.event_metadata.items():
+    for mid, md in _entries(plane.event_metadata):
         gids[mid] = len(names)
         names.append(md.name or md.display_name)
         if not markers and not len(md.stats) and names[-1].startswith(_MARKER_PREFIXES):
@@ -627,11 +641,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {
-            mid for mid, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES
+            mid for mid, md in _entries(plane.event_metadata) if md.name in MEMORY_EVENT_NAMES
         }
         if not memory_ids:
             continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        stat_names = {k: v.name for k, v in _entries(plane.stat_metadata)}
         for line in plane.lines:
             ts = line.timestamp_ns
             if start is not None and ts < start // 2:
@@ -655,8 +669,12 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
                         float(peak) if isinstance(peak, int | float) else np.nan,
                     )
                 )
-    rows.sort()
-    return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+    return _memory_frame(rows)
+
+
+def _memory_frame(rows: list[tuple[int, str, float, float]]) -> pd.DataFrame:
+    """The memory events frame (:data:`MEMORY_COLUMNS`) of `rows`, in time order."""
+    return pd.DataFrame(sorted(rows), columns=list(MEMORY_COLUMNS))
 
 
 def _as_stat(stat: Any) -> Any:
