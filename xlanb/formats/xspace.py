@@ -12,6 +12,7 @@ costs, pitfalls) is in the README ("Runtime notes", XSpace traces).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -263,6 +264,9 @@ def classify_span(name: str) -> str:
             return kind
     return "other"
 
+
+#: :func:`classify_span` remembered per name: each cell's trace repeats the runtime's span names.
+_classify_span_cached = functools.lru_cache(maxsize=8192)(classify_span)
 
 #: The names the ``marker`` rule matches (its pattern, as a prefix test).
 _MARKER_PREFIXES = ("end: ", "ThreadpoolListener::")
@@ -546,6 +550,9 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         columns.line_counts.append(len(mids))
 
 
+_UNREAD: Any = object()  # a stat not decoded yet
+
+
 class _StatDecoder:
     """The wanted stat values of events whose stats are serialized ``XStat`` bytes: each
     distinct stat is decoded once (a plane's ops repeat the same module, program, op names)."""
@@ -583,7 +590,9 @@ class _StatDecoder:
             if stats:
                 found = 0
                 for raw in stats:
-                    hit = cache[raw] if raw in cache else self.decode(raw)
+                    hit = cache.get(raw, _UNREAD)
+                    if hit is _UNREAD:
+                        hit = self.decode(raw)
                     if hit is None:
                         continue
                     if values is None:
@@ -611,22 +620,29 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
         for sid, name in stat_names.items()
         if (col := _STAT_COLUMNS.get(name))
     }
-    gids: dict[int, int] = {}
-    meta_stats: dict[int, tuple[Any, ...]] = {}
+    entries = _entries(plane.event_metadata)
+    plane_names = [md.name or md.display_name for _, md in entries]
+    with_stats = [i for i, (_, md) in enumerate(entries) if len(md.stats)]
+    gids = {mid: len(names) + i for i, (mid, _) in enumerate(entries)}
+    names += plane_names
     skipped: set[int] = set()
-    for mid, md in _entries(plane.event_metadata):
-        gids[mid] = len(names)
-        names.append(md.name or md.display_name)
-        if not markers and not len(md.stats) and names[-1].startswith(_MARKER_PREFIXES):
-            skipped.add(mid)
-        if wanted and len(md.stats):
-            base = list(no_stats)
-            for stat in md.stats:
-                idx = wanted.get(stat.metadata_id)
-                if idx is not None:
-                    base[idx] = _stat_value(stat, stat_names)
-            if base != list(no_stats):
-                meta_stats[mid] = tuple(base)
+    if not markers:
+        has_stats = set(with_stats)
+        skipped = {
+            entries[i][0]
+            for i, name in enumerate(plane_names)
+            if name.startswith(_MARKER_PREFIXES) and i not in has_stats
+        }
+    meta_stats: dict[int, tuple[Any, ...]] = {}
+    for i in with_stats if wanted else ():
+        mid, md = entries[i]
+        base = list(no_stats)
+        for stat in md.stats:
+            idx = wanted.get(stat.metadata_id)
+            if idx is not None:
+                base[idx] = _stat_value(stat, stat_names)
+        if base != list(no_stats):
+            meta_stats[mid] = tuple(base)
     columns.gid_tables.append(gids)
     return _PlaneMetadata(stat_names, wanted, meta_stats, skipped)
 
@@ -728,7 +744,7 @@ def _kinds(names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: lis
     kind_table = np.full(len(names) + 1, "other", dtype=object)  # index -1: unknown id
     for g in np.unique(gid[~is_op]).tolist():
         if g >= 0:
-            kind_table[g] = classify_span(names[g])
+            kind_table[g] = _classify_span_cached(names[g])
     kinds = kind_table[gid]
     kinds[is_op] = "op"
     return kinds
@@ -774,10 +790,7 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
             (runs, run, run_na),
             (correlations, correlation, correlation_na),
         ):
-            ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
-            ok_arr = np.asarray(ok, dtype=bool)
-            dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
-            na[rows[ok_arr]] = False
+            _set_ints(values, rows, dest, na)
     return (
         hlo_op,
         hlo_module,
@@ -787,8 +800,29 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     )
 
 
+def _set_ints(values: tuple[Any, ...], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
+    """Put the int64 values of a stat column at `rows` of `dest` (others stay NA in `na`)."""
+    types = set(map(type, values))
+    if types == {type(None)}:
+        return
+    if types == {int}:
+        try:
+            dest[rows] = np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+        else:
+            na[rows] = False
+            return
+    ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
+    ok_arr = np.asarray(ok, dtype=bool)
+    dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
+    na[rows[ok_arr]] = False
+
+
 def _as_str(values: Iterable[Any]) -> list[Any]:
     """Stat values of a string column: bytes decoded, numbers as text, None kept."""
+    if set(map(type, values)) <= {str, type(None)}:
+        return list(values)
     out: list[Any] = []
     for v in values:
         if v is None or isinstance(v, str):
