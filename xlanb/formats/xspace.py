@@ -382,12 +382,12 @@ class XSpaceEvents:
         return list(zip((start / 1e9).tolist(), (end / 1e9).tolist(), strict=True))
 
 
-def _entries(metadata: Any) -> list[tuple[int, Any]]:
-    """``(id, metadata)`` of a plane's metadata map, declared as a map or as repeated entries
+def _by_id(metadata: Any) -> dict[int, Any]:
+    """id -> metadata of a plane's metadata map, declared as a map or as repeated entries
     (:func:`_build_messages`); a repeated id keeps its last entry, as a map does."""
     if hasattr(metadata, "items"):
-        return list(metadata.items())
-    return list({entry.key: entry.value for entry in metadata}.items())
+        return dict(metadata.items())
+    return {entry.key: entry.value for entry in metadata}
 
 
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
@@ -469,7 +469,7 @@ def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, 
     plane_stats: dict[str, dict[str, Any]] = {}
     for plane in space.planes:
         if plane.stats:
-            stat_names_of = {k: v.name for k, v in _entries(plane.stat_metadata)}
+            stat_names_of = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
             plane_stats.setdefault(plane.name, {}).update(_plane_stats(plane, stat_names_of))
     env = plane_stats.get("Task Environment", {})
     start = env.get("profile_start_time")
@@ -614,28 +614,29 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     index into ``columns.gid_tables``), with the stats the metadata carries."""
     names = columns.names
     no_stats = (None,) * len(_STAT_ORDER)
-    stat_names = {k: v.name for k, v in _entries(plane.stat_metadata)}
+    stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
     wanted = {
         sid: _STAT_ORDER.index(col)
         for sid, name in stat_names.items()
         if (col := _STAT_COLUMNS.get(name))
     }
-    entries = _entries(plane.event_metadata)
-    plane_names = [md.name or md.display_name for _, md in entries]
-    with_stats = [i for i, (_, md) in enumerate(entries) if len(md.stats)]
-    gids = {mid: len(names) + i for i, (mid, _) in enumerate(entries)}
+    by_id = _by_id(plane.event_metadata)
+    metadatas = list(by_id.values())
+    plane_names = [md.name or md.display_name for md in metadatas]
+    stat_counts = [len(md.stats) for md in metadatas]
+    gids = dict(zip(by_id, range(len(names), len(names) + len(metadatas)), strict=True))
     names += plane_names
     skipped: set[int] = set()
     if not markers:
-        has_stats = set(with_stats)
         skipped = {
-            entries[i][0]
-            for i, name in enumerate(plane_names)
-            if name.startswith(_MARKER_PREFIXES) and i not in has_stats
+            mid
+            for mid, name, n in zip(by_id, plane_names, stat_counts, strict=True)
+            if not n and name.startswith(_MARKER_PREFIXES)
         }
     meta_stats: dict[int, tuple[Any, ...]] = {}
-    for i in with_stats if wanted else ():
-        mid, md = entries[i]
+    for mid, md, n in zip(by_id, metadatas, stat_counts, strict=True):
+        if not n or not wanted:
+            continue
         base = list(no_stats)
         for stat in md.stats:
             idx = wanted.get(stat.metadata_id)
@@ -657,11 +658,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {
-            mid for mid, md in _entries(plane.event_metadata) if md.name in MEMORY_EVENT_NAMES
+            mid for mid, md in _by_id(plane.event_metadata).items() if md.name in MEMORY_EVENT_NAMES
         }
         if not memory_ids:
             continue
-        stat_names = {k: v.name for k, v in _entries(plane.stat_metadata)}
+        stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
         for line in plane.lines:
             ts = line.timestamp_ns
             if start is not None and ts < start // 2:
