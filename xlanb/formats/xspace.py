@@ -12,6 +12,7 @@ costs, pitfalls) is in the README ("Runtime notes", XSpace traces).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -45,16 +46,21 @@ _PACKAGE = "tensorflow.profiler"
 _F = FIELD
 
 
-def _build_messages() -> dict[str, type]:
-    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool."""
+def _build_messages(*, for_reader: bool = False) -> dict[str, type]:
+    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool.
+
+    ``for_reader`` changes two declarations, not the wire format: ``XEvent.stats`` is
+    repeated bytes (each stat stays serialized, decoded only when the reader keeps it), and
+    the plane's metadata maps are repeated entries (iterated without a Python map view).
+    """
     proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
-    _add_space_and_plane(proto)
-    _add_line_and_events(proto)
+    _add_space_and_plane(proto, metadata_as_map=not for_reader)
+    _add_line_and_events(proto, event_stats_as_bytes=for_reader)
     names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
     return proto.classes(names)
 
 
-def _add_space_and_plane(proto: ProtoFile) -> None:
+def _add_space_and_plane(proto: ProtoFile, *, metadata_as_map: bool) -> None:
     """``XSpace`` and ``XPlane`` (with its two metadata maps)."""
     message = proto.message
     opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
@@ -83,17 +89,22 @@ def _add_space_and_plane(proto: ProtoFile) -> None:
         ("StatMetadataEntry", "XStatMetadata"),
     ):
         nested = plane.nested_type.add(name=entry)
-        nested.options.map_entry = True
+        nested.options.map_entry = metadata_as_map
         nested.field.add(name="key", number=1, type=_F.TYPE_INT64, label=opt)
         nested.field.add(
             name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=proto.ref(value)
         )
 
 
-def _add_line_and_events(proto: ProtoFile) -> None:
+def _add_line_and_events(proto: ProtoFile, *, event_stats_as_bytes: bool) -> None:
     """``XLine``, ``XEvent``, ``XStat`` and the event and stat metadata."""
     message = proto.message
     rep = _F.LABEL_REPEATED
+    event_stats = (
+        ("stats", 4, _F.TYPE_BYTES, rep)
+        if event_stats_as_bytes
+        else ("stats", 4, _F.TYPE_MESSAGE, rep, "XStat")
+    )
     message(
         "XLine",
         [
@@ -113,7 +124,7 @@ def _add_line_and_events(proto: ProtoFile) -> None:
             ("offset_ps", 2, _F.TYPE_INT64, None, None, 0),
             ("num_occurrences", 5, _F.TYPE_INT64, None, None, 0),
             ("duration_ps", 3, _F.TYPE_INT64),
-            ("stats", 4, _F.TYPE_MESSAGE, rep, "XStat"),
+            event_stats,
         ],
         oneofs=("data",),
     )
@@ -150,6 +161,9 @@ def _add_line_and_events(proto: ProtoFile) -> None:
 _MESSAGES = _build_messages()
 #: The ``tensorflow.profiler.XSpace`` message class (private descriptor pool).
 XSpace: type = _MESSAGES["XSpace"]
+#: What the reader parses: ``XSpace`` with each event's stats left serialized.
+_XSpaceRaw: type = _build_messages(for_reader=True)["XSpace"]
+_XStat: Any = _MESSAGES["XStat"]
 
 # ---------------------------------------------------------------------------------------------
 # Errors and files
@@ -243,10 +257,19 @@ def classify_span(name: str) -> str:
     device), ``trace`` (dispatch, tracing, lazy-graph building), ``marker`` (zero-length or
     ``end:`` bookkeeping events) or ``other``.
     """
+    if name.startswith(_MARKER_PREFIXES):
+        return "marker"
     for kind, pattern in _SPAN_RULES:
         if pattern.search(name):
             return kind
     return "other"
+
+
+#: :func:`classify_span` remembered per name: each cell's trace repeats the runtime's span names.
+_classify_span_cached = functools.lru_cache(maxsize=8192)(classify_span)
+
+#: The names the ``marker`` rule matches (its pattern, as a prefix test).
+_MARKER_PREFIXES = ("end: ", "ThreadpoolListener::")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -271,6 +294,7 @@ EVENT_COLUMNS = (
 #: GPU/TPU clients), with the bytes it holds in use after it in the ``bytes_allocated`` stat.
 MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
+_MEMORY_EVENT_NAME_SET = frozenset(MEMORY_EVENT_NAMES)
 
 # Stat name -> events column.
 _STAT_COLUMNS = {
@@ -358,6 +382,14 @@ class XSpaceEvents:
         return list(zip((start / 1e9).tolist(), (end / 1e9).tolist(), strict=True))
 
 
+def _by_id(metadata: Any) -> dict[int, Any]:
+    """id -> metadata of a plane's metadata map, declared as a map or as repeated entries
+    (:func:`_build_messages`); a repeated id keeps its last entry, as a map does."""
+    if hasattr(metadata, "items"):
+        return dict(metadata.items())
+    return {entry.key: entry.value for entry in metadata}
+
+
 def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
     which = stat.WhichOneof("value")
     if which is None:
@@ -389,7 +421,11 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
         if len(plane.lines):
             _read_plane(plane, columns, start, markers)
     return XSpaceEvents(
-        memory=memory_events(space, start),
+        memory=(
+            memory_events(space, start)
+            if not _MEMORY_EVENT_NAME_SET.isdisjoint(columns.names)
+            else _memory_frame([])
+        ),
         path=source,
         events=_events_frame(columns),
         hostnames=list(space.hostnames),
@@ -415,7 +451,7 @@ def _parse_space(data: bytes, source: str) -> Any:
         raise XSpaceError(
             source, "gzip data, not an XSpace (a trace.json.gz? read the *.xplane.pb next to it)"
         )
-    space = XSpace()
+    space = _XSpaceRaw()
     try:
         space.ParseFromString(data)
     except (DecodeError, RuntimeError, ValueError) as exc:
@@ -433,7 +469,7 @@ def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, 
     plane_stats: dict[str, dict[str, Any]] = {}
     for plane in space.planes:
         if plane.stats:
-            stat_names_of = {k: v.name for k, v in plane.stat_metadata.items()}
+            stat_names_of = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
             plane_stats.setdefault(plane.name, {}).update(_plane_stats(plane, stat_names_of))
     env = plane_stats.get("Task Environment", {})
     start = env.get("profile_start_time")
@@ -479,19 +515,14 @@ class _PlaneMetadata(NamedTuple):
 
 
 def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: bool) -> None:
-    """Append the events of `plane` (one with lines) to `columns`."""
+    """Append the events of `plane` (one with lines) to `columns`. Each field is read with one
+    comprehension over a line's events; skipped events are dropped before any other field is
+    read, and an event's stats (serialized) are decoded only once per distinct stat."""
     meta = _plane_metadata(plane, columns, markers)
     plane_index = len(columns.plane_names)
     columns.plane_names.append(plane.name)
-    stat_names, wanted, meta_stats, skipped = meta
-    n_wanted = len(wanted)
-    no_stats = (None,) * len(_STAT_ORDER)
-    mids, stat_rows, stat_values = columns.mids, columns.stat_rows, columns.stat_values
-    mids_append, offsets_append, durations_append = (
-        mids.append,
-        columns.offsets.append,
-        columns.durations.append,
-    )
+    skipped = meta.skipped
+    decode = _StatDecoder(meta)
     for line in plane.lines:
         events = line.events
         columns.event_count += len(events)
@@ -501,46 +532,81 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         if start is not None and ts < start // 2:
             ts += start
             columns.normalized = True
-        first = len(mids)
-        for ev in events:
-            mid = ev.metadata_id
-            if mid in skipped:
-                continue
-            offset = ev.offset_ps
-            if not offset and ev.num_occurrences:
-                continue  # aggregated event: no time
-            mids_append(mid)
-            offsets_append(offset)
-            durations_append(ev.duration_ps)
-            if wanted:
-                stats = ev.stats
-                if stats:
-                    values = None
-                    found = 0
-                    for stat in stats:
-                        idx = wanted.get(stat.metadata_id)
-                        if idx is not None:
-                            if values is None:
-                                values = list(meta_stats.get(mid, no_stats))
-                            which = stat.WhichOneof("value")
-                            if which == "ref_value":
-                                values[idx] = stat_names.get(stat.ref_value)
-                            elif which is not None:
-                                values[idx] = getattr(stat, which)
-                            found += 1
-                            if found == n_wanted:
-                                break
-                    if values is not None:
-                        stat_rows.append(len(mids) - 1)
-                        stat_values.append(values)
-                        continue
-                if meta_stats and mid in meta_stats:
-                    stat_rows.append(len(mids) - 1)
-                    stat_values.append(list(meta_stats[mid]))
+        kept = [ev for ev in events if ev.metadata_id not in skipped] if skipped else events
+        offsets = [ev.offset_ps for ev in kept]
+        if 0 in offsets:  # aggregated events have no time
+            kept = [ev for ev in kept if ev.offset_ps or not ev.num_occurrences]
+            offsets = [ev.offset_ps for ev in kept]
+        first = len(columns.mids)
+        mids = [ev.metadata_id for ev in kept]
+        columns.mids += mids
+        columns.offsets += offsets
+        columns.durations += [ev.duration_ps for ev in kept]
+        if meta.wanted:
+            decode.line_stats([ev.stats for ev in kept], mids, first, columns)
         columns.line_planes.append(plane_index)
         columns.line_names.append(line.name or line.display_name or str(line.id))
         columns.line_ts.append(ts)
-        columns.line_counts.append(len(mids) - first)
+        columns.line_counts.append(len(mids))
+
+
+_UNREAD: Any = object()  # a stat not decoded yet
+
+
+class _StatDecoder:
+    """The wanted stat values of events whose stats are serialized ``XStat`` bytes: each
+    distinct stat is decoded once (a plane's ops repeat the same module, program, op names)."""
+
+    def __init__(self, meta: _PlaneMetadata) -> None:
+        self.meta = meta
+        self.no_stats = (None,) * len(_STAT_ORDER)
+        #: stat bytes -> (index in _STAT_ORDER, has a value, value); None when not wanted
+        self.cache: dict[bytes, tuple[int, bool, Any] | None] = {}
+
+    def decode(self, raw: bytes) -> tuple[int, bool, Any] | None:
+        stat = _XStat.FromString(raw)
+        idx = self.meta.wanted.get(stat.metadata_id)
+        if idx is None:
+            hit = None
+        else:
+            which = stat.WhichOneof("value")
+            if which == "ref_value":
+                hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+            else:
+                hit = (idx, which is not None, None if which is None else getattr(stat, which))
+        self.cache[raw] = hit
+        return hit
+
+    def line_stats(
+        self, stat_lists: list[Any], mids: list[int], first: int, columns: _EventColumns
+    ) -> None:
+        """Append the stat rows of one line's kept events (event ``first + i`` has
+        ``stat_lists[i]``): its own wanted stats over its metadata's, as
+        :class:`XSpaceEvents` says."""
+        meta_stats, cache, no_stats = self.meta.meta_stats, self.cache, self.no_stats
+        n_wanted = len(self.meta.wanted)
+        for i, stats in enumerate(stat_lists):
+            values = None
+            if stats:
+                found = 0
+                for raw in stats:
+                    hit = cache.get(raw, _UNREAD)
+                    if hit is _UNREAD:
+                        hit = self.decode(raw)
+                    if hit is None:
+                        continue
+                    if values is None:
+                        values = list(meta_stats.get(mids[i], no_stats))
+                    if hit[1]:
+                        values[hit[0]] = hit[2]
+                    found += 1
+                    if found == n_wanted:
+                        break
+            if values is None and meta_stats and mids[i] in meta_stats:
+                values = list(meta_stats[mids[i]])
+            if values is not None:
+                columns.stat_rows.append(first + i)
+                columns.stat_values.append(values)
 
 
 def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _PlaneMetadata:
@@ -548,28 +614,36 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     index into ``columns.gid_tables``), with the stats the metadata carries."""
     names = columns.names
     no_stats = (None,) * len(_STAT_ORDER)
-    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
     wanted = {
         sid: _STAT_ORDER.index(col)
         for sid, name in stat_names.items()
         if (col := _STAT_COLUMNS.get(name))
     }
-    gids: dict[int, int] = {}
-    meta_stats: dict[int, tuple[Any, ...]] = {}
+    by_id = _by_id(plane.event_metadata)
+    metadatas = list(by_id.values())
+    plane_names = [md.name or md.display_name for md in metadatas]
+    stat_counts = [len(md.stats) for md in metadatas]
+    gids = dict(zip(by_id, range(len(names), len(names) + len(metadatas)), strict=True))
+    names += plane_names
     skipped: set[int] = set()
-    for mid, md in plane.event_metadata.items():
-        gids[mid] = len(names)
-        names.append(md.name or md.display_name)
-        if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
-            skipped.add(mid)
-        if wanted and len(md.stats):
-            base = list(no_stats)
-            for stat in md.stats:
-                idx = wanted.get(stat.metadata_id)
-                if idx is not None:
-                    base[idx] = _stat_value(stat, stat_names)
-            if base != list(no_stats):
-                meta_stats[mid] = tuple(base)
+    if not markers:
+        skipped = {
+            mid
+            for mid, name, n in zip(by_id, plane_names, stat_counts, strict=True)
+            if not n and name.startswith(_MARKER_PREFIXES)
+        }
+    meta_stats: dict[int, tuple[Any, ...]] = {}
+    for mid, md, n in zip(by_id, metadatas, stat_counts, strict=True):
+        if not n or not wanted:
+            continue
+        base = list(no_stats)
+        for stat in md.stats:
+            idx = wanted.get(stat.metadata_id)
+            if idx is not None:
+                base[idx] = _stat_value(stat, stat_names)
+        if base != list(no_stats):
+            meta_stats[mid] = tuple(base)
     columns.gid_tables.append(gids)
     return _PlaneMetadata(stat_names, wanted, meta_stats, skipped)
 
@@ -584,11 +658,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {
-            mid for mid, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES
+            mid for mid, md in _by_id(plane.event_metadata).items() if md.name in MEMORY_EVENT_NAMES
         }
         if not memory_ids:
             continue
-        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
         for line in plane.lines:
             ts = line.timestamp_ns
             if start is not None and ts < start // 2:
@@ -598,7 +672,7 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
                     continue
                 stats = {
                     stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
-                    for stat in event.stats
+                    for stat in map(_as_stat, event.stats)
                 }
                 in_use = stats.get("bytes_allocated")
                 if not isinstance(in_use, int | float):
@@ -612,8 +686,17 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
                         float(peak) if isinstance(peak, int | float) else np.nan,
                     )
                 )
-    rows.sort()
-    return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+    return _memory_frame(rows)
+
+
+def _memory_frame(rows: list[tuple[int, str, float, float]]) -> pd.DataFrame:
+    """The memory events frame (:data:`MEMORY_COLUMNS`) of `rows`, in time order."""
+    return pd.DataFrame(sorted(rows), columns=list(MEMORY_COLUMNS))
+
+
+def _as_stat(stat: Any) -> Any:
+    """An ``XStat`` message of an event's stat, whether parsed or still serialized."""
+    return _XStat.FromString(stat) if isinstance(stat, bytes) else stat
 
 
 def _events_frame(columns: _EventColumns) -> pd.DataFrame:
@@ -633,13 +716,7 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         + np.asarray(columns.offsets, dtype=np.int64) // 1000
     )
     hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
-    # kind: classify each distinct name once (via the name table), then "op" where hlo_op.
-    kind_table = np.array([*(classify_span(nm) for nm in names), "other"], dtype=object)
-    kinds = kind_table[gid]
-    if columns.stat_rows:
-        rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        has_op = rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]
-        kinds[has_op] = "op"
+    kinds = _kinds(names, gid, hlo_op, columns.stat_rows)
     return pd.DataFrame(
         {
             "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
@@ -656,6 +733,22 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         },
         columns=list(EVENT_COLUMNS),
     )
+
+
+def _kinds(names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]) -> Any:
+    """The ``kind`` column: "op" where ``hlo_op`` is set, else :func:`classify_span` of the
+    name, classified once per distinct name of the events that are not ops."""
+    is_op = np.zeros(len(gid), dtype=bool)
+    if stat_rows:
+        rows = np.asarray(stat_rows, dtype=np.int64)
+        is_op[rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]] = True
+    kind_table = np.full(len(names) + 1, "other", dtype=object)  # index -1: unknown id
+    for g in np.unique(gid[~is_op]).tolist():
+        if g >= 0:
+            kind_table[g] = _classify_span_cached(names[g])
+    kinds = kind_table[gid]
+    kinds[is_op] = "op"
+    return kinds
 
 
 def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
@@ -698,10 +791,7 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
             (runs, run, run_na),
             (correlations, correlation, correlation_na),
         ):
-            ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
-            ok_arr = np.asarray(ok, dtype=bool)
-            dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
-            na[rows[ok_arr]] = False
+            _set_ints(values, rows, dest, na)
     return (
         hlo_op,
         hlo_module,
@@ -711,8 +801,29 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     )
 
 
+def _set_ints(values: tuple[Any, ...], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
+    """Put the int64 values of a stat column at `rows` of `dest` (others stay NA in `na`)."""
+    types = set(map(type, values))
+    if types == {type(None)}:
+        return
+    if types == {int}:
+        try:
+            dest[rows] = np.array(values, dtype=np.int64)
+        except OverflowError:
+            pass
+        else:
+            na[rows] = False
+            return
+    ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
+    ok_arr = np.asarray(ok, dtype=bool)
+    dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
+    na[rows[ok_arr]] = False
+
+
 def _as_str(values: Iterable[Any]) -> list[Any]:
     """Stat values of a string column: bytes decoded, numbers as text, None kept."""
+    if set(map(type, values)) <= {str, type(None)}:
+        return list(values)
     out: list[Any] = []
     for v in values:
         if v is None or isinstance(v, str):

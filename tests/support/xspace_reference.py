@@ -1,0 +1,740 @@
+"""The XSpace reader as it was before the faster one (xlanb.formats.xspace at c694e01).
+
+Kept unchanged as the reference the faster reader must match, event for event
+(tests/unit/test_xspace_reference.py); not used by xlanb itself.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+from google.protobuf.message import DecodeError
+
+from xlanb.formats.proto_schema import FIELD, ProtoFile
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "SPAN_KINDS",
+    "XSpace",
+    "XSpaceError",
+    "XSpaceEvents",
+    "XSpaceNotFoundError",
+    "classify_span",
+    "find_xspace_files",
+    "parse_xspace",
+    "read_xspace",
+]
+
+# ---------------------------------------------------------------------------------------------
+# Message classes from a hand-written descriptor (tsl/profiler/protobuf/xplane.proto).
+
+_PACKAGE = "tensorflow.profiler"
+_F = FIELD
+
+
+def _build_messages() -> dict[str, type]:
+    """The message classes of ``xplane.proto`` (the fields xlanb reads), in a private pool."""
+    proto = ProtoFile("xlanb/xplane.proto", _PACKAGE)
+    _add_space_and_plane(proto)
+    _add_line_and_events(proto)
+    names = ("XSpace", "XPlane", "XLine", "XEvent", "XStat", "XEventMetadata", "XStatMetadata")
+    return proto.classes(names)
+
+
+def _add_space_and_plane(proto: ProtoFile) -> None:
+    """``XSpace`` and ``XPlane`` (with its two metadata maps)."""
+    message = proto.message
+    opt, rep = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
+    message(
+        "XSpace",
+        [
+            ("planes", 1, _F.TYPE_MESSAGE, rep, "XPlane"),
+            ("errors", 2, _F.TYPE_STRING, rep),
+            ("warnings", 3, _F.TYPE_STRING, rep),
+            ("hostnames", 4, _F.TYPE_STRING, rep),
+        ],
+    )
+    plane = message(
+        "XPlane",
+        [
+            ("id", 1, _F.TYPE_INT64),
+            ("name", 2, _F.TYPE_STRING),
+            ("lines", 3, _F.TYPE_MESSAGE, rep, "XLine"),
+            ("event_metadata", 4, _F.TYPE_MESSAGE, rep, "XPlane.EventMetadataEntry"),
+            ("stat_metadata", 5, _F.TYPE_MESSAGE, rep, "XPlane.StatMetadataEntry"),
+            ("stats", 6, _F.TYPE_MESSAGE, rep, "XStat"),
+        ],
+    )
+    for entry, value in (
+        ("EventMetadataEntry", "XEventMetadata"),
+        ("StatMetadataEntry", "XStatMetadata"),
+    ):
+        nested = plane.nested_type.add(name=entry)
+        nested.options.map_entry = True
+        nested.field.add(name="key", number=1, type=_F.TYPE_INT64, label=opt)
+        nested.field.add(
+            name="value", number=2, type=_F.TYPE_MESSAGE, label=opt, type_name=proto.ref(value)
+        )
+
+
+def _add_line_and_events(proto: ProtoFile) -> None:
+    """``XLine``, ``XEvent``, ``XStat`` and the event and stat metadata."""
+    message = proto.message
+    rep = _F.LABEL_REPEATED
+    message(
+        "XLine",
+        [
+            ("id", 1, _F.TYPE_INT64),
+            ("display_id", 10, _F.TYPE_INT64),
+            ("name", 2, _F.TYPE_STRING),
+            ("display_name", 11, _F.TYPE_STRING),
+            ("timestamp_ns", 3, _F.TYPE_INT64),
+            ("duration_ps", 9, _F.TYPE_INT64),
+            ("events", 4, _F.TYPE_MESSAGE, rep, "XEvent"),
+        ],
+    )
+    message(
+        "XEvent",
+        [
+            ("metadata_id", 1, _F.TYPE_INT64),
+            ("offset_ps", 2, _F.TYPE_INT64, None, None, 0),
+            ("num_occurrences", 5, _F.TYPE_INT64, None, None, 0),
+            ("duration_ps", 3, _F.TYPE_INT64),
+            ("stats", 4, _F.TYPE_MESSAGE, rep, "XStat"),
+        ],
+        oneofs=("data",),
+    )
+    message(
+        "XStat",
+        [
+            ("metadata_id", 1, _F.TYPE_INT64),
+            ("double_value", 2, _F.TYPE_DOUBLE, None, None, 0),
+            ("uint64_value", 3, _F.TYPE_UINT64, None, None, 0),
+            ("int64_value", 4, _F.TYPE_INT64, None, None, 0),
+            ("str_value", 5, _F.TYPE_STRING, None, None, 0),
+            ("bytes_value", 6, _F.TYPE_BYTES, None, None, 0),
+            ("ref_value", 7, _F.TYPE_UINT64, None, None, 0),
+        ],
+        oneofs=("value",),
+    )
+    message(
+        "XEventMetadata",
+        [
+            ("id", 1, _F.TYPE_INT64),
+            ("name", 2, _F.TYPE_STRING),
+            ("display_name", 4, _F.TYPE_STRING),
+            ("metadata", 3, _F.TYPE_BYTES),
+            ("stats", 5, _F.TYPE_MESSAGE, rep, "XStat"),
+            ("child_id", 6, _F.TYPE_INT64, rep),
+        ],
+    )
+    message(
+        "XStatMetadata",
+        [("id", 1, _F.TYPE_INT64), ("name", 2, _F.TYPE_STRING), ("description", 3, _F.TYPE_STRING)],
+    )
+
+
+_MESSAGES = _build_messages()
+#: The ``tensorflow.profiler.XSpace`` message class (private descriptor pool).
+XSpace: type = _MESSAGES["XSpace"]
+
+# ---------------------------------------------------------------------------------------------
+# Errors and files
+
+
+class XSpaceError(ValueError):
+    """An XSpace file that cannot be read: missing, empty (0 bytes) or not an XSpace."""
+
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
+        self.path = str(path)
+        self.reason = reason
+        super().__init__(f"{self.path}: {reason}")
+
+
+class XSpaceNotFoundError(XSpaceError, FileNotFoundError):
+    """The XSpace file does not exist."""
+
+
+def find_xspace_files(trace_dir: str | os.PathLike[str]) -> list[Path]:
+    """The ``*.xplane.pb`` files of the newest profiling run under ``trace_dir``.
+
+    ``trace_dir`` is a ``log_dir`` given to ``start_trace`` (files lie under
+    ``plugins/profile/<run>/``), a run directory, or any directory above them. The newest run is
+    the directory of the most recently modified ``*.xplane.pb``; all hosts' files of that run
+    are returned, sorted by name. No file -> ``[]``.
+    """
+    root = Path(trace_dir)
+    if root.is_file():
+        return [root] if root.name.endswith(".xplane.pb") else []
+    files = [p for p in root.rglob("*.xplane.pb") if p.is_file()]
+    if not files:
+        return []
+    newest = max(files, key=lambda p: (p.stat().st_mtime_ns, str(p)))
+    return sorted(p for p in files if p.parent == newest.parent)
+
+
+# ---------------------------------------------------------------------------------------------
+# Classification of host spans
+
+
+#: ``kind`` values of the events table, besides ``"op"`` (an event with ``hlo_op``).
+SPAN_KINDS = ("execute", "compile", "transfer", "sync_wait", "trace", "marker", "other")
+
+# First match wins; matched against the event name. Built from the names observed in JAX 0.10.2
+# and torch_xla 2.9 traces (module docstring).
+_SPAN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("marker", re.compile(r"^(end: |ThreadpoolListener::)")),
+    (
+        "sync_wait",
+        re.compile(
+            r"Wait for (usage|donation) holds|::Await\b|TensorCollectionBarrier|"
+            r"BlockHostUntilReady|block_until_ready|WaitDeviceOps|wait for completion|"
+            r"Synchroni[sz]e",
+            re.I,
+        ),
+    ),
+    (
+        "transfer",
+        re.compile(
+            r"Transfer(To|From)|ToLiteral|BufferFromHostBuffer|CopyToDevice|CopyRawToHost|"
+            r"CopyToHost|copy_array_to_devices|BatchedCopyToDevice|device_put|device_get|"
+            r"\bD2H\b|\bH2D\b",
+            re.I,
+        ),
+    ),
+    ("compile", re.compile(r"compil|^Codegen$|RunBackend|RunHloPasses|^HLO passes", re.I)),
+    (
+        "execute",
+        re.compile(
+            r"(Executable|ComputationClient|Client)::Execute|ExecuteReplicated|ExecuteHelper|"
+            r"ExecuteSharded|ExecuteComputation|^ThunkExecutor::Execute$"
+        ),
+    ),
+    (
+        "trace",
+        re.compile(
+            r"^PjitFunction\(|trace_to_jaxpr|^lower_|ParseArguments|shard_args|SyncTensors|"
+            r"SyncLiveTensors|StepMarker|MarkStep|mark_step|CollectSyncTensors|"
+            r"ExtractIRAndPrepareXlaData|GetTensors|BuildGraph",
+            re.I,
+        ),
+    ),
+)
+
+
+def classify_span(name: str) -> str:
+    """The ``kind`` of a host span (an event without ``hlo_op``) from its name.
+
+    One of :data:`SPAN_KINDS`: ``execute`` (a program launch/run on the host side),
+    ``compile``, ``transfer`` (host<->device copies), ``sync_wait`` (the host blocked on the
+    device), ``trace`` (dispatch, tracing, lazy-graph building), ``marker`` (zero-length or
+    ``end:`` bookkeeping events) or ``other``.
+    """
+    for kind, pattern in _SPAN_RULES:
+        if pattern.search(name):
+            return kind
+    return "other"
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+#: Columns of :attr:`XSpaceEvents.events`, in order.
+EVENT_COLUMNS = (
+    "plane",
+    "line",
+    "name",
+    "start_ns",
+    "duration_ns",
+    "hlo_op",
+    "hlo_module",
+    "program_id",
+    "run_id",
+    "kind",
+    "correlation_id",
+)
+
+#: Events an allocator records on each allocation and free while tracing (tsl's BFC allocator,
+#: GPU/TPU clients), with the bytes it holds in use after it in the ``bytes_allocated`` stat.
+MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
+MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
+
+# Stat name -> events column.
+_STAT_COLUMNS = {
+    "hlo_op": "hlo_op",
+    "hlo_module": "hlo_module",
+    "program_id": "program_id",
+    "run_id": "run_id",
+    "correlation_id": "correlation_id",
+}
+#: The stats read into columns, in the order the reader keeps their values.
+_STAT_ORDER = ("hlo_op", "hlo_module", "program_id", "run_id", "correlation_id")
+
+
+@dataclass
+class XSpaceEvents:
+    """The events of one XSpace, on the epoch-ns clock of ``time.time_ns()``.
+
+    ``events`` has one row per timed XEvent (aggregated events without a time are skipped)::
+
+        plane        str    XPlane name, e.g. "/host:CPU", "/device:GPU:0"
+        line         str    XLine (thread / stream) name, e.g. "python", "tf_XLAEigen/123"
+        name         str    event name (XEventMetadata.name, else display_name)
+        start_ns     int64  absolute epoch ns (see the module docstring on normalization)
+        duration_ns  float  duration in ns (picosecond resolution kept)
+        hlo_op       str | None   HLO instruction (XLA thunk / GPU kernel), else None
+        hlo_module   str | None   HLO module name, e.g. "jit_step", "SyncTensorsGraph.12"
+        program_id   Int64 (NA)   XLA program (executable) id
+        run_id       Int64 (NA)   one execution of the program
+        kind         str    "op" when hlo_op is set, else classify_span(name)
+        correlation_id Int64 (NA) CUPTI's id joining a GPU kernel to its host launch
+
+    Stats are resolved through the plane's stat metadata (``ref_value`` -> the referenced
+    metadata's name) and the event metadata's stats (event stats win).
+    """
+
+    path: str
+    events: pd.DataFrame
+    hostnames: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    #: Plane name -> {stat name: value} (e.g. "/host:metadata" -> {"jax_version": ...}).
+    plane_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``profile_start_time`` / ``profile_stop_time`` of the Task Environment plane (epoch ns).
+    profile_start_ns: int | None = None
+    profile_stop_ns: int | None = None
+    #: True when line timestamps were relative to ``profile_start_ns`` and were shifted.
+    normalized: bool = False
+    #: The allocators' memory events (:func:`memory_events`): ``start_ns``, ``allocator``,
+    #: ``bytes_in_use`` after the event, ``peak_bytes_in_use``; empty when the trace has none
+    #: (XLA:CPU writes none).
+    memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS))
+    #: Every event of the space, those left out (markers, aggregated events) included.
+    event_count: int = 0
+
+    @property
+    def planes(self) -> list[str]:
+        """Names of the planes that hold events."""
+        return list(dict.fromkeys(self.events["plane"]))
+
+    def op_events(self) -> pd.DataFrame:
+        """Rows with an ``hlo_op``: XLA:CPU thunks on host threads, kernels on GPU planes."""
+        return self.events[self.events["hlo_op"].notna()].reset_index(drop=True)
+
+    def host_spans(
+        self, kinds: Iterable[str] | None = None, *, include_markers: bool = False
+    ) -> pd.DataFrame:
+        """Rows without ``hlo_op`` (runtime spans), optionally only the given ``kinds``.
+
+        ``marker`` rows (``end: <op>``, ``ThreadpoolListener::*``) are left out unless
+        ``include_markers``.
+        """
+        ev = self.events
+        mask = ev["hlo_op"].isna()
+        if kinds is not None:
+            mask &= ev["kind"].isin(list(kinds))
+        elif not include_markers:
+            mask &= ev["kind"] != "marker"
+        return ev[mask].reset_index(drop=True)
+
+    def intervals_s(self, frame: pd.DataFrame | None = None) -> list[tuple[float, float]]:
+        """``(start, end)`` in epoch seconds of ``frame``'s rows (default: all events)."""
+        frame = self.events if frame is None else frame
+        start = frame["start_ns"].to_numpy(dtype="float64")
+        end = start + frame["duration_ns"].to_numpy(dtype="float64")
+        return list(zip((start / 1e9).tolist(), (end / 1e9).tolist(), strict=True))
+
+
+def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
+    which = stat.WhichOneof("value")
+    if which is None:
+        return None
+    if which == "ref_value":
+        return stat_names.get(stat.ref_value)
+    return getattr(stat, which)
+
+
+def _plane_stats(plane: Any, stat_names: dict[int, str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for stat in plane.stats:
+        value = _stat_value(stat, stat_names)
+        out[stat_names.get(stat.metadata_id, str(stat.metadata_id))] = value
+    return out
+
+
+def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) -> XSpaceEvents:
+    """:func:`read_xspace` for serialized bytes (e.g. what ``ProfilerSession.stop()`` returns).
+
+    ``source`` names the data in errors; ``markers=False`` leaves ``marker`` events out (two
+    in three events of an XLA:CPU trace, never needed for times: skipping them is cheaper
+    than reading them).
+    """
+    space = _parse_space(data, source)
+    plane_stats, start, stop = _profile_window(space)
+    columns = _EventColumns()
+    for plane in space.planes:
+        if len(plane.lines):
+            _read_plane(plane, columns, start, markers)
+    return XSpaceEvents(
+        memory=memory_events(space, start),
+        path=source,
+        events=_events_frame(columns),
+        hostnames=list(space.hostnames),
+        errors=list(space.errors),
+        warnings=list(space.warnings),
+        plane_stats=plane_stats,
+        profile_start_ns=start,
+        profile_stop_ns=stop,
+        normalized=columns.normalized,
+        event_count=columns.event_count,
+    )
+
+
+def _parse_space(data: bytes, source: str) -> Any:
+    """The XSpace message of `data`, or an :class:`XSpaceError` saying why it is not one."""
+    if not data:
+        raise XSpaceError(
+            source,
+            "empty XSpace (0 bytes). XLA writes an empty file when the "
+            "serialized trace exceeds 2 GB: trace a shorter window",
+        )
+    if data[:2] == b"\x1f\x8b":
+        raise XSpaceError(
+            source, "gzip data, not an XSpace (a trace.json.gz? read the *.xplane.pb next to it)"
+        )
+    space = XSpace()
+    try:
+        space.ParseFromString(data)
+    except (DecodeError, RuntimeError, ValueError) as exc:
+        raise XSpaceError(source, f"not an XSpace protobuf ({exc})") from exc
+    if not len(space.planes):
+        raise XSpaceError(source, "not an XSpace: no planes")
+    if any(not plane.name for plane in space.planes):
+        raise XSpaceError(source, "not an XSpace: a plane without a name")
+    return space
+
+
+def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, int | None]:
+    """Each plane's stats, and the profile's start and stop (epoch ns, from the ``Task
+    Environment`` plane; None where absent)."""
+    plane_stats: dict[str, dict[str, Any]] = {}
+    for plane in space.planes:
+        if plane.stats:
+            stat_names_of = {k: v.name for k, v in plane.stat_metadata.items()}
+            plane_stats.setdefault(plane.name, {}).update(_plane_stats(plane, stat_names_of))
+    env = plane_stats.get("Task Environment", {})
+    start = env.get("profile_start_time")
+    stop = env.get("profile_stop_time")
+    start = int(start) if isinstance(start, int) and start > 0 else None
+    stop = int(stop) if isinstance(stop, int) and stop > 0 else None
+    return plane_stats, start, stop
+
+
+@dataclass
+class _EventColumns:
+    """The events read so far as flat lists. Hot loop: per event only three appends (+ stats
+    for events that carry some); names, absolute times and the sparse stat columns are
+    assembled with numpy afterwards (:func:`_events_frame`)."""
+
+    names: list[str] = field(default_factory=list)  # global name table
+    line_planes: list[int] = field(default_factory=list)  # per line: index into plane_names
+    line_names: list[str] = field(default_factory=list)
+    line_ts: list[int] = field(default_factory=list)
+    line_counts: list[int] = field(default_factory=list)
+    plane_names: list[str] = field(default_factory=list)
+    #: per plane: metadata id -> index into names
+    gid_tables: list[dict[int, int]] = field(default_factory=list)
+    mids: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    durations: list[int] = field(default_factory=list)
+    stat_rows: list[int] = field(default_factory=list)  # event index of each stat_values entry
+    stat_values: list[list[Any]] = field(default_factory=list)
+    normalized: bool = False
+    event_count: int = 0
+
+
+class _PlaneMetadata(NamedTuple):
+    """What the event loop needs from a plane's metadata."""
+
+    stat_names: dict[int, str]
+    #: stat metadata id -> index in _STAT_ORDER
+    wanted: dict[int, int]
+    #: event metadata id -> the stat values its metadata carries
+    meta_stats: dict[int, tuple[Any, ...]]
+    #: event metadata ids left out (markers, with ``markers=False``)
+    skipped: set[int]
+
+
+def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: bool) -> None:
+    """Append the events of `plane` (one with lines) to `columns`."""
+    meta = _plane_metadata(plane, columns, markers)
+    plane_index = len(columns.plane_names)
+    columns.plane_names.append(plane.name)
+    stat_names, wanted, meta_stats, skipped = meta
+    n_wanted = len(wanted)
+    no_stats = (None,) * len(_STAT_ORDER)
+    mids, stat_rows, stat_values = columns.mids, columns.stat_rows, columns.stat_values
+    mids_append, offsets_append, durations_append = (
+        mids.append,
+        columns.offsets.append,
+        columns.durations.append,
+    )
+    for line in plane.lines:
+        events = line.events
+        columns.event_count += len(events)
+        if not len(events):
+            continue
+        ts = line.timestamp_ns
+        if start is not None and ts < start // 2:
+            ts += start
+            columns.normalized = True
+        first = len(mids)
+        for ev in events:
+            mid = ev.metadata_id
+            if mid in skipped:
+                continue
+            offset = ev.offset_ps
+            if not offset and ev.num_occurrences:
+                continue  # aggregated event: no time
+            mids_append(mid)
+            offsets_append(offset)
+            durations_append(ev.duration_ps)
+            if wanted:
+                stats = ev.stats
+                if stats:
+                    values = None
+                    found = 0
+                    for stat in stats:
+                        idx = wanted.get(stat.metadata_id)
+                        if idx is not None:
+                            if values is None:
+                                values = list(meta_stats.get(mid, no_stats))
+                            which = stat.WhichOneof("value")
+                            if which == "ref_value":
+                                values[idx] = stat_names.get(stat.ref_value)
+                            elif which is not None:
+                                values[idx] = getattr(stat, which)
+                            found += 1
+                            if found == n_wanted:
+                                break
+                    if values is not None:
+                        stat_rows.append(len(mids) - 1)
+                        stat_values.append(values)
+                        continue
+                if meta_stats and mid in meta_stats:
+                    stat_rows.append(len(mids) - 1)
+                    stat_values.append(list(meta_stats[mid]))
+        columns.line_planes.append(plane_index)
+        columns.line_names.append(line.name or line.display_name or str(line.id))
+        columns.line_ts.append(ts)
+        columns.line_counts.append(len(mids) - first)
+
+
+def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _PlaneMetadata:
+    """Read `plane`'s event metadata: each event name goes into the global name table (its
+    index into ``columns.gid_tables``), with the stats the metadata carries."""
+    names = columns.names
+    no_stats = (None,) * len(_STAT_ORDER)
+    stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+    wanted = {
+        sid: _STAT_ORDER.index(col)
+        for sid, name in stat_names.items()
+        if (col := _STAT_COLUMNS.get(name))
+    }
+    gids: dict[int, int] = {}
+    meta_stats: dict[int, tuple[Any, ...]] = {}
+    skipped: set[int] = set()
+    for mid, md in plane.event_metadata.items():
+        gids[mid] = len(names)
+        names.append(md.name or md.display_name)
+        if not markers and classify_span(names[-1]) == "marker" and not len(md.stats):
+            skipped.add(mid)
+        if wanted and len(md.stats):
+            base = list(no_stats)
+            for stat in md.stats:
+                idx = wanted.get(stat.metadata_id)
+                if idx is not None:
+                    base[idx] = _stat_value(stat, stat_names)
+            if base != list(no_stats):
+                meta_stats[mid] = tuple(base)
+    columns.gid_tables.append(gids)
+    return _PlaneMetadata(stat_names, wanted, meta_stats, skipped)
+
+
+def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
+    """The ``MemoryAllocation``/``MemoryDeallocation`` events of a parsed XSpace (GPU/TPU
+    allocators; none on XLA:CPU), in time order: when (epoch ns, line timestamps relative to
+    `start` shifted as for the events), which allocator, the bytes it holds in use after the
+    event (``bytes_allocated``) and its peak so far (``peak_bytes_in_use``), by the
+    allocator's stat names (tsl ``bfc_allocator.cc``); checked on an H100 trace (JAX 0.11.2:
+    allocator ``GPU_0_bfc``), not yet on a TPU's."""
+    rows: list[tuple[int, str, float, float]] = []
+    for plane in space.planes:
+        memory_ids = {
+            mid for mid, md in plane.event_metadata.items() if md.name in MEMORY_EVENT_NAMES
+        }
+        if not memory_ids:
+            continue
+        stat_names = {k: v.name for k, v in plane.stat_metadata.items()}
+        for line in plane.lines:
+            ts = line.timestamp_ns
+            if start is not None and ts < start // 2:
+                ts += start
+            for event in line.events:
+                if event.metadata_id not in memory_ids:
+                    continue
+                stats = {
+                    stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
+                    for stat in event.stats
+                }
+                in_use = stats.get("bytes_allocated")
+                if not isinstance(in_use, int | float):
+                    continue
+                peak = stats.get("peak_bytes_in_use")
+                rows.append(
+                    (
+                        ts + event.offset_ps // 1000,
+                        str(stats.get("allocator_name") or line.name or plane.name),
+                        float(in_use),
+                        float(peak) if isinstance(peak, int | float) else np.nan,
+                    )
+                )
+    rows.sort()
+    return pd.DataFrame(rows, columns=list(MEMORY_COLUMNS))
+
+
+def _events_frame(columns: _EventColumns) -> pd.DataFrame:
+    """The events table (:data:`EVENT_COLUMNS`) of the columns read from the planes."""
+    n = len(columns.mids)
+    counts = np.asarray(columns.line_counts, dtype=np.int64)
+    plane_of_event = np.repeat(np.asarray(columns.line_planes, dtype=np.int64), counts)
+    gid = _name_indices(columns, plane_of_event)
+    names = columns.names
+    missing = np.flatnonzero(gid < 0)
+    name_table = np.array([*names, ""], dtype=object)
+    name_col = name_table[gid]  # -1 -> "" placeholder, fixed below
+    for i in missing:
+        name_col[i] = str(columns.mids[i])
+    starts = (
+        np.repeat(np.asarray(columns.line_ts, dtype=np.int64), counts)
+        + np.asarray(columns.offsets, dtype=np.int64) // 1000
+    )
+    hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
+    # kind: classify each distinct name once (via the name table), then "op" where hlo_op.
+    kind_table = np.array([*(classify_span(nm) for nm in names), "other"], dtype=object)
+    kinds = kind_table[gid]
+    if columns.stat_rows:
+        rows = np.asarray(columns.stat_rows, dtype=np.int64)
+        has_op = rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]
+        kinds[has_op] = "op"
+    return pd.DataFrame(
+        {
+            "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
+            "line": np.repeat(np.asarray(columns.line_names, dtype=object), counts),
+            "name": name_col,
+            "start_ns": starts,
+            "duration_ns": np.asarray(columns.durations, dtype=np.float64) / 1000.0,
+            "hlo_op": hlo_op,
+            "hlo_module": hlo_module,
+            "program_id": program_id,
+            "run_id": run_id,
+            "kind": kinds,
+            "correlation_id": correlation_id,
+        },
+        columns=list(EVENT_COLUMNS),
+    )
+
+
+def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
+    """Per event, the index of its name in ``columns.names`` (metadata id -> global name
+    index, per plane); -1 for an id its plane does not know."""
+    mids_arr = np.asarray(columns.mids, dtype=np.int64)
+    gid = np.full(len(columns.mids), -1, dtype=np.int64)
+    for p, table in enumerate(columns.gid_tables):
+        sel = np.flatnonzero(plane_of_event == p)
+        if not len(sel) or not table:
+            continue
+        keys = np.fromiter(table.keys(), dtype=np.int64, count=len(table))
+        vals = np.fromiter(table.values(), dtype=np.int64, count=len(table))
+        order = np.argsort(keys)
+        keys, vals = keys[order], vals[order]
+        pos = np.clip(np.searchsorted(keys, mids_arr[sel]), 0, len(keys) - 1)
+        hit = keys[pos] == mids_arr[sel]
+        gid[sel[hit]] = vals[pos[hit]]
+    return gid
+
+
+def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
+    """The sparse stat columns of `n` events: ``hlo_op``, ``hlo_module`` (objects, None where
+    absent), ``program_id``, ``run_id``, ``correlation_id`` (nullable integers)."""
+    hlo_op = np.full(n, None, dtype=object)
+    hlo_module = np.full(n, None, dtype=object)
+    program = np.zeros(n, dtype=np.int64)
+    program_na = np.ones(n, dtype=bool)
+    run = np.zeros(n, dtype=np.int64)
+    run_na = np.ones(n, dtype=bool)
+    correlation = np.zeros(n, dtype=np.int64)
+    correlation_na = np.ones(n, dtype=bool)
+    if columns.stat_rows:
+        rows = np.asarray(columns.stat_rows, dtype=np.int64)
+        ops, modules, programs, runs, correlations = zip(*columns.stat_values, strict=True)
+        hlo_op[rows] = _as_str(ops)
+        hlo_module[rows] = _as_str(modules)
+        for values, dest, na in (
+            (programs, program, program_na),
+            (runs, run, run_na),
+            (correlations, correlation, correlation_na),
+        ):
+            ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
+            ok_arr = np.asarray(ok, dtype=bool)
+            dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
+            na[rows[ok_arr]] = False
+    return (
+        hlo_op,
+        hlo_module,
+        pd.arrays.IntegerArray(program, program_na),
+        pd.arrays.IntegerArray(run, run_na),
+        pd.arrays.IntegerArray(correlation, correlation_na),
+    )
+
+
+def _as_str(values: Iterable[Any]) -> list[Any]:
+    """Stat values of a string column: bytes decoded, numbers as text, None kept."""
+    out: list[Any] = []
+    for v in values:
+        if v is None or isinstance(v, str):
+            out.append(v)
+        elif isinstance(v, bytes):
+            out.append(v.decode("utf-8", "replace"))
+        else:
+            out.append(str(v))
+    return out
+
+
+def read_xspace(path: str | os.PathLike[str], *, markers: bool = True) -> XSpaceEvents:
+    """Read one ``*.xplane.pb`` (or the newest one under a trace directory).
+
+    Raises :class:`XSpaceError` naming the file when it is missing
+    (:class:`XSpaceNotFoundError`, also a ``FileNotFoundError``), empty (0 bytes: XLA writes
+    that for traces over 2 GB, never an empty success) or not an XSpace.
+    """
+    p = Path(path)
+    if p.is_dir():
+        files = find_xspace_files(p)
+        if not files:
+            raise XSpaceNotFoundError(p, "no *.xplane.pb under this directory")
+        p = files[0]
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError as exc:
+        raise XSpaceNotFoundError(p, "no such XSpace file") from exc
+    except OSError as exc:
+        raise XSpaceError(p, f"cannot read ({exc})") from exc
+    return parse_xspace(data, source=str(p), markers=markers)
