@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 
 import xlanb.graphs.dot as dot
@@ -14,6 +12,7 @@ import xlanb.graphs.hlo as hlo
 import xlanb.graphs.ir as ir
 import xlanb.graphs.stablehlo as stablehlo
 import xlanb.graphs.torchscript as torchscript
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 
@@ -66,21 +65,6 @@ def parse(text: str, kind: str | None = None) -> Graph:
         raise ValueError(f"unknown graph kind {kind!r}; one of {', '.join(KINDS)}")
     with no_cyclic_gc():
         return _PARSERS[kind](text)
-
-
-@contextlib.contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """The cyclic garbage collector off for a while. A parse makes an object or more per
-    instruction and no garbage cycles; in a process holding many objects (a notebook with
-    torch or JAX imported) the collections those allocations trigger, each scanning all the
-    objects kept so far, would cost more than the parse itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 #: Parsed graphs kept by :func:`parse_once` (the newest first out of the way last): a cell's

@@ -7,15 +7,13 @@ What it is read into is on :func:`load_metrics_file`.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.core.profile import Profile
 from xlanb.formats.metrics_report import Report, StepColumns, parse_metrics_file
 from xlanb.offline.assemble import frame_from_columns, new_profile, with_file_findings
@@ -45,23 +43,9 @@ def load_metrics_file(text: str, path: str | os.PathLike) -> Profile:
     The text is read by :func:`xlanb.formats.metrics_report.parse_metrics_file`; this module
     builds the Profile from its columns.
     """
-    with _no_cyclic_gc():
+    with no_cyclic_gc():
         columns, last_report = parse_metrics_file(text, path)
         return _profile(columns, last_report, path)
-
-
-@contextlib.contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """The parse makes ~100,000 short-lived tuples and no cycles; in a process that holds
-    many objects (torch imported), the collections they trigger would cost more than the
-    parse itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 # -- the Profile -------------------------------------------------------------------------------

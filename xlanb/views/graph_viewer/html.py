@@ -13,10 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph
 from xlanb.graphs.overlay import overlay_graph
-from xlanb.graphs.parse import no_cyclic_gc, parse_once
+from xlanb.graphs.parse import parse_once
 from xlanb.views.escape import escape
 from xlanb.views.graph_viewer.patch import PagePayloads, payload_patch, worth_patching
 from xlanb.views.graph_viewer.payload import (
