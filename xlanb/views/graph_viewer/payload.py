@@ -504,16 +504,28 @@ _parts_lock = threading.Lock()
 def graph_part(graph: Graph) -> GraphPart:
     """The :class:`GraphPart` of `graph`, built once (by the read-ahead thread while the
     cell ran, :mod:`xlanb.graphs.prepared`, or by the first payload of the graph)."""
-    nodes = graph.nodes
     found = _found_part(graph)
     if found is not None:
         return found
-    big = len(nodes) > BIG_NODES
-    strings = _Strings()
+    part = _built_part(graph, _Strings())
+    nodes = graph.nodes
+    with _parts_lock:
+        _parts[id(nodes)] = (weakref.ref(nodes), part)
+        _parts.move_to_end(id(nodes))
+        while len(_parts) > PARTS_KEPT:
+            _parts.popitem(last=False)
+    return part
+
+
+def _built_part(graph: Graph, strings: _Strings) -> GraphPart:
+    """`graph`'s :class:`GraphPart`, its strings interned into `strings` (kept by the part)."""
+    nodes = graph.nodes
     node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
     scope_index = {scope_id: i for i, scope_id in enumerate(graph.scopes["id"].tolist())}
     columns, flops, nbytes = _node_columns(graph, strings, scope_index)
-    part = GraphPart(
+    edges = _flat_edges(graph.edges, node_index)
+    big = len(nodes) > BIG_NODES
+    return GraphPart(
         tuple(strings.table),
         strings.index,
         node_index,
@@ -521,15 +533,9 @@ def graph_part(graph: Graph) -> GraphPart:
         columns,
         flops,
         nbytes,
-        _flat_edges(graph.edges, node_index),
+        edges,
         big,
     )
-    with _parts_lock:
-        _parts[id(nodes)] = (weakref.ref(nodes), part)
-        _parts.move_to_end(id(nodes))
-        while len(_parts) > PARTS_KEPT:
-            _parts.popitem(last=False)
-    return part
 
 
 def _found_part(graph: Graph) -> GraphPart | None:
@@ -595,19 +601,15 @@ def payload(
         measured = graph.measured
     graph = graph.with_fallbacks(fallback_ops)
     nodes, scopes = graph.nodes, graph.scopes
-    if start_strings is None:
+    if start_strings is None:  # the graph's own part, built once; its strings go on
         part = graph_part(graph)
-        strings = _Strings(start=None)
+        strings = _Strings()
         strings.table, strings.index = list(part.strings), dict(part.string_index)
-        node_index, scope_index = part.node_index, part.scope_index
-        columns, flops, nbytes = dict(part.columns), part.flops, part.nbytes
-        flat_edges = part.edges
-    else:
+    else:  # strings indexed as the payload this one patches
         strings = _Strings(start=start_strings)
-        node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
-        scope_index = {scope_id: i for i, scope_id in enumerate(scopes["id"].tolist())}
-        columns, flops, nbytes = _node_columns(graph, strings, scope_index)
-        flat_edges = _flat_edges(graph.edges, node_index)
+        part = _built_part(graph, strings)
+    node_index, scope_index, flat_edges = part.node_index, part.scope_index, part.edges
+    columns, flops, nbytes = dict(part.columns), part.flops, part.nbytes
     if diff_status is not None:
         columns["diff"] = diff_status
     if peers is not None:
