@@ -33,7 +33,7 @@ from xlanb.views.summary import (
     TOP_OP_RUNS,
     account_line,
     account_parts,
-    cell_code,
+    cell_codes,
     finding_cost,
     format_seconds,
     headline,
@@ -353,8 +353,7 @@ def _left_the_device(profile: Profile) -> str:
     fallbacks = profile.fallbacks
     columns = _with_rank(fallbacks, ["op", "count", "kind", "cell_line", "code", "backend"])
     left = {c: fallbacks[c].tolist() for c in columns if c not in ("kind", "code")}
-    lines = profile.source.splitlines()
-    left["code"] = [cell_code(lines, n) for n in left["cell_line"]]
+    left["code"] = cell_codes(profile, left["cell_line"])
     left["kind"] = [host_kind(cause) for cause in fallbacks["cause"].tolist()]
     return "<div class='xlanb-title'>Left the device</div>" + table(
         left, columns, highlight=[kind == ALARM_KIND for kind in left["kind"]]
@@ -510,8 +509,8 @@ def _live_arrays(profile: Profile) -> str:
         rows["created_at"] = [made[i] if not pd.isna(made[i]) else "" for i in left]
         columns.append("created_at")
         if "cell_line" in live.columns:
-            lines, cell_lines = profile.source.splitlines(), live["cell_line"].tolist()
-            rows["code"] = [cell_code(lines, cell_lines[i]) for i in left]
+            cell_lines = live["cell_line"].tolist()
+            rows["code"] = cell_codes(profile, (cell_lines[i] for i in left))
             columns.append("code")
     return line + _section(
         "Left alive by the cell", int(sum(rows["count"])), table(rows, [*columns, "backend"])

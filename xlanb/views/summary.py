@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
@@ -306,8 +307,13 @@ def runs_words(runs: Any, first: Any, count: Any, seconds: Any) -> str:
 
 def with_code(profile: Profile, frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with a ``code`` column: the text of its ``cell_line`` in the profiled cell."""
+    return frame.assign(code=cell_codes(profile, frame["cell_line"].tolist()))
+
+
+def cell_codes(profile: Profile, cell_lines: Iterable[Any]) -> list[str]:
+    """The text of each of `cell_lines` in the profiled cell ("" where it has none)."""
     lines = profile.source.splitlines()
-    return frame.assign(code=[cell_code(lines, n) for n in frame["cell_line"]])
+    return [cell_code(lines, n) for n in cell_lines]
 
 
 def cell_code(lines: list[str], cell_line: Any) -> str:
