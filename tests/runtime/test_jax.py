@@ -957,24 +957,27 @@ def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, mo
     assert len(drawn) == (waits["seconds"] > 0).sum() and min(drawn) > 0
 
 
-def test_a_recompiling_transformer_cell_shows_in_under_300_kb(run, shell):
-    """A 6-layer transformer step compiled for 4 shapes, 160 runs: the cell's output (summary,
-    graph viewers, charts with their SVG twins) stays under 300 kB and holds no graph text (it
-    was 1.4 MB: every HLO and StableHLO text in full, every traced op and wait a bar)."""
+def test_a_recompiling_transformer_cell_shows_in_bounded_bytes(run, shell):
+    """A 6-layer transformer step compiled for 4 shapes, 160 runs: the cell's output holds no
+    graph text and stays bounded (it was 1.4 MB: every HLO and StableHLO text in full, every
+    traced op and wait a bar): the summary with its graph viewers under 200 kB, and with every
+    run traced (``--trace-runs 0``, the most a cell can draw; a window's runs depend on the
+    machine's speed) the charts too, all under 480 kB. The default window's output is a figure
+    in `bench/cell_output.py` (target 300 kB)."""
     from xlanb.views.charts import ROW_BARS, RUN_OPS
     from xlanb.views.notebook import charts
 
-    run(TRANSFORMER_CELL)
+    run(TRANSFORMER_CELL.replace("-q --var", "-q --trace-runs 0 --var", 1))
     prof = shell.user_ns["big_cell"]
     assert len(prof.compiles[prof.compiles["graph"] == "jit(tc_step)"]) == 4
+    assert (prof.spans[prof.spans["lane"] == "device"]["graph"] == "jit(tc_step)").sum() == 160
     shown = prof._repr_html_()
     bundles = [chart._repr_mimebundle_() for chart in charts(prof)]
-    size = len(shown) + sum(len(json.dumps(bundle)) for bundle in bundles)
     parts = {"summary": len(shown)} | {
         chart.title: len(json.dumps(bundle))
         for chart, bundle in zip(charts(prof), bundles, strict=True)
     }
-    assert size < 300_000, parts
+    assert parts["summary"] < 200_000 and sum(parts.values()) < 480_000, parts
     assert "HloModule" not in shown and "stablehlo." not in shown
     drawn = packed_graphs(shown)
     assert drawn and all(graph["title"].startswith("jax jit(tc_step)") for graph in drawn)
