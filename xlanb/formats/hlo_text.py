@@ -67,8 +67,8 @@ def parsed_ops(text: str) -> ParsedOps:
             continue
         file, number = _SOURCE_FILE.search(line), _SOURCE_LINE.search(line)
         direct = (unquote(f'"{file["file"]}"'), int(number["line"])) if file and number else None
-        stack = _STACK_ID.search(line) if direct is None and frames_of is not None else None
-        callee = _CALLS.search(line) if direct is None else None
+        stack = _STACK_ID.search(line) if frames_of is not None else None
+        callee = _CALLS.search(line) if direct is None and stack is None else None
         if direct is None and stack is None and callee is None:
             continue
         op_name = _OP_NAME.search(line)
@@ -88,9 +88,10 @@ def parsed_ops(text: str) -> ParsedOps:
 @functools.lru_cache(maxsize=SOURCES_KEPT)
 def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, HloOpSource]:
     """Instruction name -> where it came from, per the ``metadata`` of an HLO module's text:
-    ``source_file``/``source_line`` (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX) or
-    ``stack_frame_id`` into the module's stack-frame tables (JAX). The place is the innermost
-    frame outside installed libraries (the model's line); ``cell_line`` is the stack's frame in
+    ``stack_frame_id`` into the module's stack-frame tables (JAX; torch_xla's, written in from
+    its proto by :mod:`xlanb.formats.hlo_proto`), else ``source_file``/``source_line``
+    (torch_xla with ``XLA_HLO_DEBUG=1``, older JAX). The place is the innermost frame outside
+    installed libraries (the model's line); ``cell_line`` is the stack's frame in
     the cell (`cell_filename`), the call that ran it. A fusion or call without a location of
     its own takes the first located instruction of the computation it calls. Computed once per
     text and cell (the text itself is read once for every cell): the dict is shared, read it
@@ -103,14 +104,17 @@ def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, Hlo
     # many instructions share a stack frame
     picked: dict[int, tuple[tuple[str, int] | None, int | None]] = {}
     for name, computation, direct, stack, op_name, callee in parsed.instructions:
-        located, in_cell = direct, None
-        if direct is not None and cell_filename and direct[0] == cell_filename:
-            in_cell = direct[1]
-        if located is None and stack is not None and frames_of is not None:
+        located, in_cell = None, None
+        if stack is not None and frames_of is not None:
+            # a stack (JAX; torch_xla's proto) names the model's line past a library's
             if stack not in picked:
                 frames = frames_of(stack)
                 picked[stack] = (user_frame(frames, None), cell_frame_line(frames, cell_filename))
             located, in_cell = picked[stack]
+        if located is None and direct is not None:
+            located = direct
+            if cell_filename and direct[0] == cell_filename:
+                in_cell = direct[1]
         if located is not None:
             source = HloOpSource(located[0], located[1], op_name, in_cell)
             sources[name] = source

@@ -34,6 +34,7 @@ from xlanb.capture.backends.base import (
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
 from xlanb.formats.compile_causes import CompileHistory
 from xlanb.formats.counters import counter_rows, fallback_rows, metric_row
+from xlanb.formats.hlo_proto import dumped_module_stacks, with_stack_frames
 from xlanb.formats.hlo_text import count_hlo_instructions
 from xlanb.formats.pt_xla_debug import AnalysisBlock, parse_analysis
 from xlanb.formats.python_frames import user_code_frame
@@ -138,7 +139,9 @@ def debug_switches(workdir: str, deep: bool = False) -> dict[str, str]:
         "XLA_FLAGS": f"--xla_dump_to={dump_dir} --xla_dump_hlo_as_text",
     }
     if deep:
+        # the module's proto keeps each op's whole Python stack; its text, the innermost frame
         switches.update(XLA_IR_DEBUG="1", XLA_HLO_DEBUG="1")
+        switches["XLA_FLAGS"] += " --xla_dump_hlo_as_proto"
     return switches
 
 
@@ -708,12 +711,20 @@ def _dump_modules(
                 name.module_id,
                 name.module,
                 _read(os.path.join(dump_dir, filename)),
-                _read(optimized) if optimized else "",
+                _read_optimized(optimized) if optimized else "",
                 _read(assignment) if assignment and os.path.exists(assignment) else "",
             )
         )
     modules.sort(key=lambda m: m.module_id)
     return modules
+
+
+def _read_optimized(path: str) -> str:
+    """The optimized module's text at `path`, with the Python stacks of its ops that its
+    proto beside it records (``--deep``: :func:`xlanb.formats.hlo_proto.with_stack_frames`)."""
+    text = _read(path)
+    stacks = dumped_module_stacks(path.removesuffix(".txt") + ".hlo.pb")
+    return with_stack_frames(text, stacks) if stacks is not None else text
 
 
 def _read(path: str) -> str:
