@@ -61,3 +61,7 @@ def test_ops_name_their_line_graph_and_runs_not_a_hash(run, shell, monkeypatch):
     assert f"(op_step at In[{number}] line 12" in top_ops and " runs, first " in top_ops
     for graph in set(ops["graph"]):
         assert graph not in top_ops
+    # the compiles name their graphs so too
+    assert list(prof.compiles["program"]) == [expected[graph] for graph in graphs]
+    compiles = summary_text(prof).split("  compiles:")[1]
+    assert all(expected[graph] in compiles and graph not in compiles for graph in graphs)

@@ -302,6 +302,15 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             _LIVE,
         ),
         _c(
+            "program",
+            "str",
+            "",
+            "a readable name of the graph: the function and line that cut it, "
+            "`train_step at In[1] line 12` (`#2` for the next graph cut there); torch_xla, "
+            "whose `graph` is a hash",
+            ("torch_xla",),
+        ),
+        _c(
             "trace_seconds",
             "float64",
             "s",

@@ -36,6 +36,7 @@ from xlanb.views.summary import (
     cell_codes,
     finding_cost,
     format_seconds,
+    graph_names,
     headline,
     host_kind,
     rows_of,
@@ -247,8 +248,9 @@ def _executions_by_graph(profile: Profile) -> dict[str, list[Any]]:
     keys = _with_rank(executions, ["backend", "graph"])
     key_values = [executions[key].tolist() for key in keys]
     graph_at = keys.index("graph")
+    names = graph_names(profile)
     key_values[graph_at] = [
-        "(unknown)" if pd.isna(graph) else graph for graph in key_values[graph_at]
+        "(unknown)" if pd.isna(graph) else names.get(graph, graph) for graph in key_values[graph_at]
     ]
     groups: dict[tuple[Any, ...], list[int]] = {}
     for row, key in enumerate(zip(*key_values, strict=True)):
@@ -381,7 +383,9 @@ def _compiles(profile: Profile) -> str:
         if "cache_hit" in profile.compiles.columns
         else [False] * len(profile.compiles)
     )
+    names = graph_names(profile)
     compiles = with_code(profile, profile.compiles).assign(
+        graph=[names.get(graph, graph) for graph in profile.compiles["graph"]],
         seconds=[
             format_seconds(s) + (" (read from the persistent cache)" if hit else "")
             for s, hit in zip(profile.compiles["seconds"], hits, strict=True)
@@ -415,7 +419,14 @@ def _compiles(profile: Profile) -> str:
             ),
             sortable=True,
             code_columns=("code", "diff"),
-            clipped_columns={"graph": 8, "cause": 16, "code": 14, "trigger": 9, "seconds": 8},
+            clipped_columns={
+                # a hash to its first characters; a program's name (torch_xla) to its function
+                "graph": 16 if names else 8,
+                "cause": 16,
+                "code": 14,
+                "trigger": 9,
+                "seconds": 8,
+            },
         )
         + "</div>",
         open_=len(compiles) <= 8,

@@ -323,6 +323,18 @@ def cell_code(lines: list[str], cell_line: Any) -> str:
     return lines[int(cell_line) - 1].strip()
 
 
+def graph_names(profile: Profile) -> dict[str, str]:
+    """Graph -> its readable name where it has one (torch_xla: the function and line that cut
+    the graph, for its hash), from the compiles' and the ops' ``program``."""
+    names: dict[str, str] = {}
+    for frame in (profile.ops, profile.compiles):
+        if "program" in frame.columns and "graph" in frame.columns:
+            for graph, program in zip(frame["graph"], frame["program"], strict=True):
+                if isinstance(graph, str) and isinstance(program, str) and program:
+                    names[graph] = program
+    return names
+
+
 def rows_of(frame: pd.DataFrame, columns: list[str]) -> list[SimpleNamespace]:
     """The rows of `frame` as objects with an attribute per column of `columns` it has
     (Python values): what ``itertuples`` gives, without a namedtuple class per call."""
@@ -374,9 +386,11 @@ def summary_text(profile: Profile) -> str:
             )
     if not profile.compiles.empty:
         lines.append("  compiles:")
+        names = graph_names(profile)
         for row in rows_of(profile.compiles.head(20), ["graph", "seconds", "cell_line", "cause"]):
             line = f" line {row.cell_line}" if not pd.isna(row.cell_line) else ""
             graph = row.graph if isinstance(row.graph, str) else "(graph unknown)"
+            graph = names.get(graph, graph)
             cause = row.cause if isinstance(row.cause, str) else "(cause unknown)"
             lines.append(f"    {graph} {format_seconds(row.seconds)}{line}: {cause}")
     lines.extend("  note: " + note for note in profile.notes)

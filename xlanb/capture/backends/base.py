@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import linecache
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -153,32 +154,40 @@ def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
         op["code"] = linecache.getline(filename, line).strip()
 
 
+def program_names(
+    options: CaptureOptions, graph_places: Mapping[str, tuple[str, str, int]]
+) -> dict[str, str]:
+    """A readable name of each graph in `graph_places` (graph -> function, file, line of the
+    user's code that cut it, in compile order; torch_xla's graph id is a hash):
+    ``train_step at In[1] line 11``, graphs cut at one place numbered in compile order from
+    the second (``#2``)."""
+    names: dict[str, str] = {}
+    cut_at: Counter[tuple[str, str, int]] = Counter()
+    for graph, place in graph_places.items():  # in compile order
+        function, filename, line = place
+        where = _place(filename, line, options)
+        name = where if function == "<module>" else f"{function} at {where}"
+        cut_at[place] += 1
+        names[graph] = name if cut_at[place] == 1 else f"{name} #{cut_at[place]}"
+    return names
+
+
 def name_programs(
     ops: list[dict[str, Any]],
     capture: Capture,
     options: CaptureOptions,
     graph_places: Mapping[str, tuple[str, str, int]],
 ) -> None:
-    """Give each op its ``program``, a readable name of its graph (torch_xla's graph id is a
-    hash): the function and line of the user's code that cut it (`graph_places`: graph ->
-    function, file, line, in compile order), ``train_step at In[1] line 11``, graphs cut at
-    one place numbered in compile order from the second (``#2``); and, where its HLO metadata
-    has no line of the cell, ``cell_line``: the cell's line that ran its graph."""
+    """Give each op its ``program`` (:func:`program_names`), and, where its HLO metadata has
+    no line of the cell, ``cell_line``: the cell's line that ran its graph."""
     cell_lines = {
         row["graph"]: row["cell_line"]
         for row in (*capture.rows.get("compiles", []), *capture.rows.get("executions", []))
         if row.get("graph") and row.get("cell_line") is not None
     }
-    by_place: dict[tuple[str, str, int], list[str]] = {}
-    for graph, place in graph_places.items():  # in compile order
-        by_place.setdefault(place, []).append(graph)
+    names = program_names(options, graph_places)
     for op in ops:
-        place = graph_places.get(op["graph"])
-        if place is not None:
-            function, filename, line = place
-            where = _place(filename, line, options)
-            name = where if function == "<module>" else f"{function} at {where}"
-            order = by_place[place].index(op["graph"]) + 1
-            op["program"] = name if order == 1 else f"{name} #{order}"
+        if op["graph"] in names:
+            op["program"] = names[op["graph"]]
         if op.get("cell_line") is None:
             op["cell_line"] = cell_lines.get(op["graph"])

@@ -29,6 +29,7 @@ from xlanb.capture.backends.base import (
     location_fields,
     name_op_places,
     name_programs,
+    program_names,
     read_place_of,
 )
 from xlanb.formats.buffer_assignment import temporaries_from_text, temporary_rows
@@ -504,6 +505,10 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
     _add_compiles(
         capture, options, compile_count, in_cell.get("CompileTime", []), compile_blocks, modules
     )
+    names = program_names(options, _STATE.graph_places)
+    for row in capture.rows.get("compiles", []):
+        if row.get("graph") in names:
+            row["program"] = names[row["graph"]]
     _add_executions(
         capture, token, metrics, in_cell.get("ExecuteTime", []), execute_blocks, options
     )
