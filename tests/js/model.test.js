@@ -89,3 +89,17 @@ test("numbers, durations and shares as the panel shows them", () => {
   assert.equal(XlanbGraph.fmtSeconds(3.7312), "3.73 s");
   assert.equal(XlanbGraph.fmtShare(0.984), "98.4%");
 });
+
+test("a source reads as people know it: a notebook cell, a library from its install dir", () => {
+  const { fmtSource } = XlanbGraph;
+  assert.equal(fmtSource("/tmp/ipykernel_4123/2876345.py", 12), "notebook cell, line 12");
+  assert.equal(fmtSource("<ipython-input-3-d181fddf38b2>", 9), "notebook cell, line 9");
+  assert.equal(
+    fmtSource("/opt/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", 134),
+    "torch/nn/modules/linear.py:134");
+  assert.equal(fmtSource("/usr/lib/python3/dist-packages/flax/linen/linear.py", 7),
+    "flax/linen/linear.py:7");
+  assert.equal(fmtSource("/home/me/train.py", 40), "/home/me/train.py:40");
+  assert.equal(fmtSource("/home/me/train.py", 0), "/home/me/train.py");
+  assert.equal(fmtSource("", 3), "");
+});

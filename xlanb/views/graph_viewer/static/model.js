@@ -218,6 +218,19 @@
     return (p >= 10 ? p.toFixed(1) : p >= 0.1 ? p.toFixed(2) : p.toPrecision(1)) + "%";
   }
 
+  /** Where an op came from as people know it (xlanb.formats.python_frames.place_name, less
+   * the cell numbers): a notebook cell's file (ipykernel's temporary file, IPython's
+   * <ipython-input-...>) as "notebook cell, line N", an installed library's file from its
+   * install directory (torch/nn/modules/linear.py:134), anything else file:line. */
+  function fmtSource(file, line) {
+    if (!file) return "";
+    if (/^<ipython-input|ipykernel_\d+[/\\]\d+\.py$/.test(file)) {
+      return "notebook cell" + (line ? ", line " + line : "");
+    }
+    var installed = /[/\\](?:site|dist)-packages[/\\](.+)$/.exec(file);
+    return (installed ? installed[1] : file) + (line ? ":" + line : "");
+  }
+
   // ---- the viewer: declared here, its methods added by layout.js, render.js and ui.js -------
   function Viewer(el, data, options) { this.start(el, data, options); }
 
@@ -231,4 +244,5 @@
   ns.fmt = fmt;
   ns.fmtSeconds = fmtSeconds;
   ns.fmtShare = fmtShare;
+  ns.fmtSource = fmtSource;
 })(typeof globalThis !== "undefined" ? globalThis : this);

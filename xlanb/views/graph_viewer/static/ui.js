@@ -7,7 +7,8 @@
   "use strict";
   var ns = root.XlanbGraph;
   if (ns.complete) return;
-  var Model = ns.Model, fmt = ns.fmt, fmtSeconds = ns.fmtSeconds, fmtShare = ns.fmtShare;
+  var Model = ns.Model, fmt = ns.fmt, fmtSeconds = ns.fmtSeconds, fmtShare = ns.fmtShare,
+    fmtSource = ns.fmtSource;
   var HEADER = ns.GEOMETRY.HEADER, DIFF_STATES = ns.DIFF_STATES, palette = ns.palette;
   var V = ns.Viewer.prototype;
 
@@ -318,7 +319,7 @@
         var v = st.ref[i];
         var measured = m.timeOf(v);
         tip = m.name[v] + " = " + m.op[v] + (m.shape[v] ? " " + m.shape[v] : "") +
-          (m.file[v] ? "\n" + m.file[v] + (m.line[v] ? ":" + m.line[v] : "") : "") +
+          (m.file[v] ? "\n" + fmtSource(m.file[v], m.line[v]) : "") +
           (measured ? "\n" + m.measured.label + " " + fmtSeconds(measured.seconds) +
             (measured.share !== null ? " (" + fmtShare(measured.share) + ")" : "") : "");
       } else {
@@ -421,7 +422,7 @@
     var line = info.source_file ? info.source_line : t && t.line;
     [row("name", info.name), row("op", info.op), row("shape", info.shape),
       row("scope", info.scope), row("op_name", info.op_name),
-      row("source", file ? file + (line ? ":" + line : "") +
+      row("source", file ? fmtSource(file, line) +
         (info.source_function ? " (" + info.source_function + ")" : "") : "", "source"),
       t ? row(m.measured.label, fmtSeconds(t.seconds) + (t.share !== null ? " (" + fmtShare(t.share) +
         " of device time)" : ""), "device-time") : null,
