@@ -29,6 +29,14 @@ TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "runtime", "e2e", "xla")
 
 
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "trace_seconds: keeps the trace window's seconds on, WINDOW_SECONDS and "
+        "FIRST_WINDOW_SECONDS (tests/conftest.py)",
+    )
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark each test with its folder's tier, before `-m` selects by markers."""
@@ -38,15 +46,36 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(getattr(pytest.mark, parts[0]))
 
 
-@pytest.fixture(autouse=True)
-def _trace_window_by_runs(request, monkeypatch):
-    """The trace window's budget of the cell's time closes it after a number of runs that
-    depends on the machine's load: tests count traced runs, so it is off unless a test is
-    marked ``trace_budget`` (the tests of the budget itself)."""
-    if request.node.get_closest_marker("trace_budget") is None:
-        from tests.support.helpers import trace_without_budget
+@pytest.fixture(scope="session", autouse=True)
+def _trace_windows_by_runs_in_the_session():
+    """The trace window's budget of the cell's time and its seconds close it after a number
+    of runs that depends on the machine's speed and load, and tests count traced runs (steps,
+    ops, bars, bytes drawn): both are off for the whole session, the profiles that module
+    and session fixtures make included. Yields the settings xlanb ships with."""
+    from tests.support import helpers
 
-        trace_without_budget(monkeypatch)
+    shipped = helpers.trace_window_settings()
+    with pytest.MonkeyPatch.context() as patch:
+        helpers.trace_without_budget(patch)
+        helpers.trace_without_seconds(patch)
+        yield shipped
+
+
+@pytest.fixture(autouse=True)
+def _trace_window_by_runs(request, monkeypatch, _trace_windows_by_runs_in_the_session):
+    """A test marked ``trace_budget`` has the window's budget back, one marked
+    ``trace_seconds`` its seconds (the tests of each, with bounds that hold on a slow
+    machine); each test's windows are sized from its own cells' traces, whichever tests ran
+    before it in the process."""
+    from tests.support import helpers
+    from xlanb.capture import device_trace
+
+    shipped = _trace_windows_by_runs_in_the_session
+    for marker, names in helpers.TRACE_WINDOW_SETTINGS.items():
+        if request.node.get_closest_marker(marker) is not None:
+            for name in names:
+                monkeypatch.setattr(device_trace, name, shipped[name])
+    helpers.trace_sizes_forgotten(monkeypatch)
 
 
 @pytest.fixture(scope="session")

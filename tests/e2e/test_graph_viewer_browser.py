@@ -55,7 +55,7 @@ def open_page(page, tmp_path: Path, html: str, name: str = "graph.html") -> None
     path = tmp_path / name
     path.write_text(html, encoding="utf-8")
     page.goto(path.as_uri())
-    page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+    page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=60_000)
 
 
 def node_index(page, name: str, which: int = 0) -> int:
@@ -310,7 +310,7 @@ def test_measured_device_time_colours_the_sort_hottest(page, run, shell, tmp_pat
     path.write_text("<!DOCTYPE html><meta charset=utf-8><body>" + prof._repr_html_(), "utf-8")
     page.goto(path.as_uri())
     page.click("summary:has-text('Graph viewer')")
-    page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+    page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=60_000)
     viewer = page.locator(".xlanb-graph").first
     assert viewer.get_attribute("data-kind") == "hlo"
     # device time is the colouring it opens with, its legend a scale of seconds
@@ -350,7 +350,7 @@ def test_measured_device_time_colours_the_sort_hottest(page, run, shell, tmp_pat
     try:
         prof.to_html(tmp_path / "report.html")
         page.goto((tmp_path / "report.html").as_uri())
-        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=60_000)
         assert "xg-dark" in (page.locator(".xlanb-graph").first.get_attribute("class") or "")
         page.click("[data-action=hottest]")
         assert field(page, "cell-line") == f"{int(top['cell_line'])}: y = jnp.sort(x)"
@@ -427,7 +427,7 @@ def open_cell_output_then_report(page, prof, stem):
         page.goto(path.as_uri())
         if kind == "cell":
             page.click("summary:has-text('Graph viewer')")
-        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=15_000)
+        page.wait_for_selector(".xlanb-graph[data-ready=true]", timeout=60_000)
         yield kind
 
 
@@ -484,7 +484,7 @@ for rows in (4, 6):
         viewer = views.locator(".xg-view:not([hidden]) .xlanb-graph")
         viewer.wait_for(state="visible")
         page.wait_for_function(
-            "(el) => el.dataset.ready === 'true'", arg=viewer.element_handle(), timeout=15_000
+            "(el) => el.dataset.ready === 'true'", arg=viewer.element_handle(), timeout=60_000
         )
         assert f"(compile {second})" in viewer.inner_text()
         summary = viewer.locator("[data-role=summary]").inner_text()

@@ -53,7 +53,7 @@ def open_html(page, tmp_path: Path, html: str, viewers: int = 1) -> None:
     page.goto(path.as_uri())
     page.wait_for_function(
         f"document.querySelectorAll('.xlanb-graph[data-ready=true]').length === {viewers}",
-        timeout=15_000,
+        timeout=60_000,
     )
 
 

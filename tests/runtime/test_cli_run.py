@@ -91,8 +91,18 @@ def test_run_script_exception_propagates_after_the_report(tmp_path):
     assert prof.failed and prof.error == "KeyError: 'missing key'"
 
 
+#: A script that runs until the progress line has been written twice (capsys's stderr holds
+#: what was written), however late a loaded machine wakes the progress thread.
+UNTIL_TWO_PROGRESS_LINES = """\
+import sys, time
+deadline = time.monotonic() + 60
+while sys.stderr.getvalue().count("xlanb run: job.py") < 2 and time.monotonic() < deadline:
+    time.sleep(0.05)
+"""
+
+
 def test_run_prints_a_progress_line(tmp_path, capsys):
-    script = _script(tmp_path, "import time\ntime.sleep(0.7)\n")
+    script = _script(tmp_path, UNTIL_TWO_PROGRESS_LINES)
     cli.main(["run", "-o", str(tmp_path / "r.html"), "--progress-every", "0.2", str(script)])
     err = capsys.readouterr().err
     lines = [line for line in err.splitlines() if line.startswith("xlanb run: job.py")]

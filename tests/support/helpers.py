@@ -233,6 +233,22 @@ def trace_stop_times() -> Iterator[list[float]]:
         device_trace.Trace.stop_early = stop_early
 
 
+#: The trace window's settings that close it on the machine's time, by the marker that keeps
+#: them on in a test (tests/conftest.py turns them off for the others).
+TRACE_WINDOW_SETTINGS = {
+    "trace_budget": ("TRACE_BUDGET_SHARE",),
+    "trace_seconds": ("WINDOW_SECONDS", "FIRST_WINDOW_SECONDS"),
+}
+
+
+def trace_window_settings() -> dict[str, float]:
+    """The current values of :data:`TRACE_WINDOW_SETTINGS` in xlanb's device trace module."""
+    from xlanb.capture import device_trace
+
+    names = [name for group in TRACE_WINDOW_SETTINGS.values() for name in group]
+    return {name: getattr(device_trace, name) for name in names}
+
+
 def trace_without_budget(monkeypatch: Any) -> None:
     """Turn off the trace window's budget of the cell's time for a test of what traced runs
     give (steps, ops by line): its few runs are then all traced, whatever the machine's load."""
@@ -241,6 +257,33 @@ def trace_without_budget(monkeypatch: Any) -> None:
     from xlanb.capture import device_trace
 
     monkeypatch.setattr(device_trace, "TRACE_BUDGET_SHARE", math.inf)
+
+
+#: Seconds no test lasts: a window's time limit that never closes it (not ``math.inf``: the
+#: watchdog takes an infinite deadline for "no run seen yet" and would restart its clock of
+#: the runs' time at every poll, so that the budget is never spent).
+NO_WINDOW_SECONDS = 1e9
+
+
+def trace_without_seconds(monkeypatch: Any) -> None:
+    """Turn off the trace window's seconds (:data:`~xlanb.capture.device_trace.WINDOW_SECONDS`
+    from the first run, and :data:`~xlanb.capture.device_trace.FIRST_WINDOW_SECONDS` of runs
+    on a cell's first trace): the window then closes on its count of runs alone (or its
+    events per run, known from an earlier trace of the same cell), and holds the same runs
+    on a slow or loaded machine as on a fast one."""
+    from xlanb.capture import device_trace
+
+    monkeypatch.setattr(device_trace, "WINDOW_SECONDS", NO_WINDOW_SECONDS)
+    monkeypatch.setattr(device_trace, "FIRST_WINDOW_SECONDS", NO_WINDOW_SECONDS)
+
+
+def trace_sizes_forgotten(monkeypatch: Any) -> None:
+    """Forget the events per run that earlier traces measured (they size the window of a cell
+    run again): a test's windows then depend on its own cells only, not on which tests ran
+    before it in the process."""
+    from xlanb.capture import device_trace
+
+    monkeypatch.setattr(device_trace._STATE, "events_per_run", {})
 
 
 def deep_mlp_profile(name: str, calls: int) -> Any:

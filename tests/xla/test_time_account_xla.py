@@ -205,6 +205,7 @@ def test_on_torch_xla_2_7_the_trace_is_off_and_it_is_said_once(run, shell, monke
     assert {"hlo", "hlo_optimized"} <= set(first.graphs["kind"])
 
 
+@pytest.mark.trace_seconds
 def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     """Big runs (hundreds of thunks, tens of ms each) in a cell never traced before: the
     whole cell was traced (under 50 runs and 10 s) before a trace had measured its runs; now
