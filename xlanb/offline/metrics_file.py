@@ -255,6 +255,22 @@ def _exact_samples(backend: str, table: pd.DataFrame) -> pd.DataFrame:
     return frame_from_columns("samples", columns)
 
 
+def _late_seconds_carried_back(counts: np.ndarray, seconds: pd.Series) -> np.ndarray:
+    """Each step's compile seconds, with those of a step that compiled nothing added to the
+    last step before it that did: the runtime can write a record between counting a compile
+    and adding its time (seen on torch_xla 2.7 under load), and the time belongs to that
+    compile. Seconds before any compile stay where they are."""
+    carried = seconds.to_numpy(dtype=float).copy()
+    last = -1
+    for step, count in enumerate(counts):
+        if count > 0:
+            last = step
+        elif last >= 0 and carried[step] > 0:
+            carried[last] += carried[step]
+            carried[step] = 0.0
+    return carried
+
+
 def _step_events(backend: str, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Compile rows (``seconds`` exact when a step compiled once, else the step's mean with
     ``seconds_estimated``) and one executions row per step that executed."""
@@ -263,7 +279,7 @@ def _step_events(backend: str, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
         (table["compiles"] if timed else table["uncached_compiles"]).to_numpy(), MAX_COMPILE_ROWS
     )
     rows = np.repeat(np.arange(len(table)), counts)
-    seconds = table["compile_seconds"].to_numpy()
+    seconds = _late_seconds_carried_back(table["compiles"].to_numpy(), table["compile_seconds"])
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = seconds / counts if timed else np.full(len(table), np.nan)
     compiles = {
