@@ -443,7 +443,9 @@ def _add_nodes(
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
-    add_edges = builder.edges.extend  # builder.add_edge, without a call per edge
+    edges: list[tuple[str, str, int, str]] = []
+    edge_sources: list[int] = []  # node indexes of each edge's ends, known here
+    edge_targets: list[int] = []
     for computation in computations:
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
@@ -462,16 +464,21 @@ def _add_nodes(
                         f"{computation.name}",
                         instruction.text,
                     ) from None
-                add_edges(
+                edges += [
                     (names[operand], target, position, "data")
                     for position, operand in enumerate(instruction.operands)
-                )
+                ]
+                edge_sources += sources
+                edge_targets += [node] * len(sources)
                 operands[node] = sources
                 for source in sources:
                     users.setdefault(source, []).append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
-                    builder.add_edge(names[predecessor], target, -1, "control")
+                    edges.append((names[predecessor], target, -1, "control"))
+                    edge_sources.append(nodes[predecessor])
+                    edge_targets.append(node)
+    builder.add_resolved_edges(edges, edge_sources, edge_targets)
     return operands, users
 
 
