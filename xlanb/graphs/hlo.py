@@ -156,6 +156,7 @@ def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTa
     finally:
         _metadata_cache.clear()
         _attributes_cache.clear()
+        _tail_cache.clear()
 
 
 def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
@@ -214,10 +215,11 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     if simple is None:
         return _general_instruction(raw, lineno)
     root, name, shape_text, op, arguments, tail = simple.groups()
-    metadata: dict[str, str] = _NO_METADATA
-    if "metadata={" in tail:
-        metadata, tail = _metadata(tail)
-    attrs = _attributes(tail) if tail else {}
+    read = _tail_cache.get(tail)
+    if read is None:
+        read = _read_tail(tail)
+    metadata, tail_attrs, calls, control = read
+    attrs = dict(tail_attrs)
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
@@ -238,7 +240,42 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
-    return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
+    return _finish(
+        name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw, calls, control
+    )
+
+
+def _read_tail(tail: str) -> _Tail:
+    """What an instruction's tail (after its operands) holds: its metadata, its attributes
+    (read-only: each instruction takes a copy), the computations it calls and its control
+    predecessors. Equal tails are read once while one text is read."""
+    metadata: dict[str, str] = _NO_METADATA
+    rest = tail
+    if "metadata={" in tail:
+        metadata, rest = _metadata(tail)
+    attrs = _attributes(rest) if rest else {}
+    if len(_tail_cache) > _METADATA_KEPT:
+        _tail_cache.clear()
+    read = _tail_cache[tail] = (metadata, attrs, *_calls(attrs))
+    return read
+
+
+#: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
+_Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
+_tail_cache: dict[str, _Tail] = {}
+
+
+def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (attribute, computation) pairs an instruction calls, and its control predecessors."""
+    calls: list[tuple[str, str]] = []
+    control: list[str] = []
+    if attrs and not _CALL_KEYS.isdisjoint(attrs):
+        for key in _CALL_KEYS_ORDERED:
+            if key in attrs:
+                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
+        if "control-predecessors" in attrs:
+            control = _CALLED.findall(attrs["control-predecessors"])
+    return calls, control
 
 
 #: The metadata of an instruction without any (shared: read-only).
@@ -311,15 +348,10 @@ def _finish(
     root: str | None,
     lineno: int,
     raw: str,
+    calls: list[tuple[str, str]],
+    control: list[str],
 ) -> _Instruction:
-    calls: list[tuple[str, str]] = []
-    control: list[str] = []
-    if attrs and not _CALL_KEYS.isdisjoint(attrs):
-        for key in _CALL_KEYS_ORDERED:
-            if key in attrs:
-                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
-        if "control-predecessors" in attrs:
-            control = _CALLED.findall(attrs["control-predecessors"])
+    """The instruction; ``calls`` and ``control`` may be shared with others (read-only)."""
     if "op_type" in metadata:
         attrs["op_type"] = metadata["op_type"]
     parameter = -1
@@ -386,8 +418,20 @@ def _general_instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(name[1])
             elements.append(int(name[2]) if name[2] else -1)
+    calls, control = _calls(attrs)
     return _finish(
-        match[2], op, shape_text, operands, elements, attrs, metadata, match[1], lineno, raw
+        match[2],
+        op,
+        shape_text,
+        operands,
+        elements,
+        attrs,
+        metadata,
+        match[1],
+        lineno,
+        raw,
+        calls,
+        control,
     )
 
 
