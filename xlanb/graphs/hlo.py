@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlanb.formats.jax_text import STACK_TABLES, StackTables
@@ -20,7 +21,7 @@ from xlanb.formats.text import closing, key_values, split_top, unquote
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph, GraphBuilder
 from xlanb.graphs.scopes import group_by_op_name
-from xlanb.graphs.shapes import hlo_shape
+from xlanb.graphs.shapes import dtype_of, hlo_shape
 
 KIND = "hlo"
 
@@ -443,47 +444,36 @@ def _add_nodes(
     tables: StackTables,
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
-    counts: dict[tuple[int, str], int] = {}
-    for computation in computations:
-        for instruction in computation.instructions:
-            key = (computation.module, instruction.name)
-            counts[key] = counts.get(key, 0) + 1
-    prefix_modules = len(modules) > 1
-    ids: dict[int, dict[str, str]] = {}
+    ids = _node_ids(modules, computations)
+    origins: dict[int, tuple[str, str, int | None, str]] = {}  # by id() of a metadata dict
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
-    add_node = builder.add_node
+    add_row = builder.add_node_row
     for computation in computations:
-        names = ids[id(computation)] = {}
+        names = ids[id(computation)]
         for instruction in computation.instructions:
-            name = instruction.name
-            node_id = name
-            if counts[(computation.module, name)] > 1:
-                node_id = f"{computation.name}/{name}"
-            if prefix_modules:
-                node_id = f"{modules[computation.module][0]}/{node_id}"
-            names[name] = node_id
             meta = instruction.metadata
-            file, line, function = "", None, ""
-            if meta:
-                file = meta.get("source_file", "")
-                source_line = meta.get("source_line", "")
-                if source_line.isdigit():
-                    line = int(source_line)
-                if not file and meta.get("stack_frame_id", "").isdigit():
-                    file, line, function = innermost(int(meta["stack_frame_id"]))
-            instruction.node = add_node(
-                node_id,
-                name=name,
-                op=instruction.op,
-                shape=instruction.shape,
-                op_name=meta.get("op_name", "") if meta else "",
-                source_file=file,
-                source_line=line,
-                source_function=function,
-                attrs=instruction.attrs,
-                text=instruction.text,
-                line=instruction.line,
-                output=instruction.root,
+            origin = origins.get(id(meta))
+            if origin is None:
+                origin = origins[id(meta)] = _source(meta, innermost)
+            op_name, file, line, function = origin
+            shape = instruction.shape
+            instruction.node = add_row(
+                {
+                    "id": names[instruction.name],
+                    "name": instruction.name,
+                    "op": instruction.op,
+                    "shape": shape,
+                    "dtype": dtype_of(shape),
+                    "scope": "",
+                    "op_name": op_name,
+                    "source_file": file,
+                    "source_line": line,
+                    "source_function": function,
+                    "attrs": instruction.attrs,
+                    "text": instruction.text,
+                    "line": instruction.line,
+                    "output": instruction.root,
+                }
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
@@ -524,6 +514,46 @@ def _add_nodes(
                     edge_targets.append(node)
     builder.add_resolved_edges(edges, edge_sources, edge_targets)
     return operands, users
+
+
+def _node_ids(
+    modules: list[tuple[str, int]], computations: list[_Computation]
+) -> dict[int, dict[str, str]]:
+    """Per computation (by ``id()``), each instruction name's node id: the name, prefixed by
+    its computation's where the name is not unique in its module, and by its module's when
+    the text holds several."""
+    counts: dict[tuple[int, str], int] = {}
+    names = [i.name for c in computations for i in c.instructions]
+    if len(set(names)) < len(names):
+        for computation in computations:
+            for instruction in computation.instructions:
+                key = (computation.module, instruction.name)
+                counts[key] = counts.get(key, 0) + 1
+    ids: dict[int, dict[str, str]] = {}
+    for computation in computations:
+        module = computation.module
+        prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
+        ids[id(computation)] = {
+            i.name: prefix
+            + (f"{computation.name}/{i.name}" if counts.get((module, i.name), 1) > 1 else i.name)
+            for i in computation.instructions
+        }
+    return ids
+
+
+def _source(
+    meta: dict[str, str], innermost: Callable[[int], tuple[str, int | None, str]]
+) -> tuple[str, str, int | None, str]:
+    """(op_name, source file, line, function) that metadata names."""
+    if not meta:
+        return "", "", None, ""
+    file, line, function = meta.get("source_file", ""), None, ""
+    source_line = meta.get("source_line", "")
+    if source_line.isdigit():
+        line = int(source_line)
+    if not file and meta.get("stack_frame_id", "").isdigit():
+        file, line, function = innermost(int(meta["stack_frame_id"]))
+    return meta.get("op_name", ""), file, line, function
 
 
 # -- scopes -------------------------------------------------------------------------------
