@@ -34,6 +34,8 @@ _METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}
 #: Operands that are all plain names (``%a, %b``): split on ``", "`` without a match each.
 _PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+#: The common metadata body, JAX's: an op_name without escapes, and maybe a stack frame id.
+_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=([^\s}"]+))?')
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
 _NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
@@ -303,10 +305,17 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
     if metadata is None:
         if len(_metadata_cache) > _METADATA_KEPT:
             _metadata_cache.clear()
-        metadata = _metadata_cache[body] = {
-            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-            for k, v in _FIELD.findall(body)
-        }
+        common = _COMMON_METADATA.fullmatch(body)
+        if common is not None:
+            metadata = {"op_name": common[1]}
+            if common[2] is not None:
+                metadata["stack_frame_id"] = common[2]
+        else:
+            metadata = {
+                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+                for k, v in _FIELD.findall(body)
+            }
+        _metadata_cache[body] = metadata
     return metadata, tail[:start] + tail[end:]
 
 
