@@ -225,12 +225,14 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     attrs = dict(tail_attrs)
     operands: list[str] = []
     elements: list[int] = []
+    parameter = -1
     if op == "parameter":
-        attrs["parameter"] = arguments.strip()
+        number = attrs["parameter"] = arguments.strip()
+        parameter = int(number) if number.isdigit() else -1
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    elif _PLAIN_OPERANDS.fullmatch(arguments):
-        operands = [operand.lstrip("%") for operand in arguments.split(", ")]
+    elif _PLAIN_OPERANDS.fullmatch(arguments):  # a "%" only starts a name
+        operands = arguments.replace("%", "").split(", ")
         elements = [-1] * len(operands)
     else:
         if "/*" in arguments:
@@ -243,8 +245,23 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
-    return _finish(
-        name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw, calls, control
+    if "op_type" in metadata:
+        attrs["op_type"] = metadata["op_type"]
+    shape = hlo_shape(shape_text)
+    return _Instruction(
+        name,
+        op,
+        shape,
+        operands,
+        attrs,
+        metadata,
+        calls,
+        control,
+        bool(root),
+        lineno,
+        raw.strip(),
+        parameter,
+        elements=elements,
     )
 
 
