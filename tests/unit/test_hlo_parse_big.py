@@ -2,7 +2,8 @@
 object kept so far) and leaves the collector as it found it; the fast metadata path reads
 the same fields as the general one where quotes, braces and attribute order get in its way;
 a module grown from a recorded one (its computations repeated) parses to as many nodes,
-edges and ops per copy as the recorded one."""
+edges and ops per copy as the recorded one; instructions whose tails are read once keep
+their own attributes, and nothing read is kept after the parse."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from xlanb.graphs import parse
+from xlanb.graphs import hlo, parse
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RECORDED = (
@@ -101,3 +102,34 @@ def test_a_grown_module_scales_per_copy() -> None:
     assert len(grown.edges) == 6 * len(one.edges)
     assert (grown.nodes["op"].value_counts() == 6 * one.nodes["op"].value_counts()).all()
     assert grown.nodes["flops"].sum() >= 6 * one.nodes["flops"].sum() * (1 - 1e-12)
+
+
+SHARED_TAILS = """HloModule m
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+
+ENTRY main {
+  a = f32[4] parameter(0), metadata={op_name="jit(f)/in"}
+  b = f32[4] parameter(1), metadata={op_name="jit(f)/in"}
+  z = f32[] constant(0)
+  r1 = f32[] reduce(a, z), dimensions={0}, to_apply=add, metadata={op_name="jit(f)/sum"}
+  r2 = f32[] reduce(b, z), dimensions={0}, to_apply=add, metadata={op_name="jit(f)/sum"}
+  ROOT t = (f32[], f32[]) tuple(r1, r2)
+}
+"""
+
+
+def test_instructions_with_one_tail_read_once_keep_their_own_attributes() -> None:
+    nodes = parse(SHARED_TAILS, "hlo").nodes.set_index("name")
+    assert nodes.loc["a", "attrs"] == {"parameter": "0"}
+    assert nodes.loc["b", "attrs"] == {"parameter": "1"}
+    assert nodes.loc["r1", "attrs"] == {"dimensions": "{0}", "to_apply": "add"}
+    assert nodes.loc["r1", "attrs"] is not nodes.loc["r2", "attrs"]
+    assert (
+        list(nodes.loc[["a", "b", "r1", "r2"], "op_name"]) == ["jit(f)/in"] * 2 + ["jit(f)/sum"] * 2
+    )
+    assert not hlo._tail_cache and not hlo._metadata_cache  # nothing kept after a parse

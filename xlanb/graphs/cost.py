@@ -48,6 +48,15 @@ def estimate(
 
 
 @functools.lru_cache(maxsize=4096)
+def reads_attributes(op: str) -> bool:
+    """Whether :func:`estimate` of ``op`` reads its attributes (contractions, convolutions,
+    custom calls); the others' estimate is a function of the op, its shape and its first
+    operand's shape."""
+    name = base_op(op)
+    return name in CONTRACTIONS or name in CONVOLUTIONS or name in CUSTOM_CALLS
+
+
+@functools.lru_cache(maxsize=4096)
 def _shape_cost(shape: str) -> tuple[float, float, float]:
     """(bytes of all leaves, elements of the first, bytes of the first) of a result shape."""
     found = leaves(shape)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from xlanb.formats.jax_text import STACK_TABLES, StackTables
@@ -20,7 +21,7 @@ from xlanb.formats.text import closing, key_values, split_top, unquote
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph, GraphBuilder
 from xlanb.graphs.scopes import group_by_op_name
-from xlanb.graphs.shapes import hlo_shape
+from xlanb.graphs.shapes import dtype_of, hlo_shape
 
 KIND = "hlo"
 
@@ -33,6 +34,8 @@ _METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}
 #: Operands that are all plain names (``%a, %b``): split on ``", "`` without a match each.
 _PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+#: The common metadata body, JAX's: an op_name without escapes, and maybe a stack frame id.
+_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=([^\s}"]+))?')
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
 _NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
@@ -156,6 +159,7 @@ def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTa
     finally:
         _metadata_cache.clear()
         _attributes_cache.clear()
+        _tail_cache.clear()
 
 
 def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
@@ -214,18 +218,21 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     if simple is None:
         return _general_instruction(raw, lineno)
     root, name, shape_text, op, arguments, tail = simple.groups()
-    metadata: dict[str, str] = _NO_METADATA
-    if "metadata={" in tail:
-        metadata, tail = _metadata(tail)
-    attrs = _attributes(tail) if tail else {}
+    read = _tail_cache.get(tail)
+    if read is None:
+        read = _read_tail(tail)
+    metadata, tail_attrs, calls, control = read
+    attrs = dict(tail_attrs)
     operands: list[str] = []
     elements: list[int] = []
+    parameter = -1
     if op == "parameter":
-        attrs["parameter"] = arguments.strip()
+        number = attrs["parameter"] = arguments.strip()
+        parameter = int(number) if number.isdigit() else -1
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    elif _PLAIN_OPERANDS.fullmatch(arguments):
-        operands = [operand.lstrip("%") for operand in arguments.split(", ")]
+    elif _PLAIN_OPERANDS.fullmatch(arguments):  # a "%" only starts a name
+        operands = arguments.replace("%", "").split(", ")
         elements = [-1] * len(operands)
     else:
         if "/*" in arguments:
@@ -238,7 +245,57 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
-    return _finish(name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw)
+    if "op_type" in metadata:
+        attrs["op_type"] = metadata["op_type"]
+    shape = hlo_shape(shape_text)
+    return _Instruction(
+        name,
+        op,
+        shape,
+        operands,
+        attrs,
+        metadata,
+        calls,
+        control,
+        bool(root),
+        lineno,
+        raw.strip(),
+        parameter,
+        elements=elements,
+    )
+
+
+def _read_tail(tail: str) -> _Tail:
+    """What an instruction's tail (after its operands) holds: its metadata, its attributes
+    (read-only: each instruction takes a copy), the computations it calls and its control
+    predecessors. Equal tails are read once while one text is read."""
+    metadata: dict[str, str] = _NO_METADATA
+    rest = tail
+    if "metadata={" in tail:
+        metadata, rest = _metadata(tail)
+    attrs = _attributes(rest) if rest else {}
+    if len(_tail_cache) > _METADATA_KEPT:
+        _tail_cache.clear()
+    read = _tail_cache[tail] = (metadata, attrs, *_calls(attrs))
+    return read
+
+
+#: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
+_Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
+_tail_cache: dict[str, _Tail] = {}
+
+
+def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (attribute, computation) pairs an instruction calls, and its control predecessors."""
+    calls: list[tuple[str, str]] = []
+    control: list[str] = []
+    if attrs and not _CALL_KEYS.isdisjoint(attrs):
+        for key in _CALL_KEYS_ORDERED:
+            if key in attrs:
+                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
+        if "control-predecessors" in attrs:
+            control = _CALLED.findall(attrs["control-predecessors"])
+    return calls, control
 
 
 #: The metadata of an instruction without any (shared: read-only).
@@ -265,10 +322,17 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
     if metadata is None:
         if len(_metadata_cache) > _METADATA_KEPT:
             _metadata_cache.clear()
-        metadata = _metadata_cache[body] = {
-            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-            for k, v in _FIELD.findall(body)
-        }
+        common = _COMMON_METADATA.fullmatch(body)
+        if common is not None:
+            metadata = {"op_name": common[1]}
+            if common[2] is not None:
+                metadata["stack_frame_id"] = common[2]
+        else:
+            metadata = {
+                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+                for k, v in _FIELD.findall(body)
+            }
+        _metadata_cache[body] = metadata
     return metadata, tail[:start] + tail[end:]
 
 
@@ -311,15 +375,10 @@ def _finish(
     root: str | None,
     lineno: int,
     raw: str,
+    calls: list[tuple[str, str]],
+    control: list[str],
 ) -> _Instruction:
-    calls: list[tuple[str, str]] = []
-    control: list[str] = []
-    if attrs and not _CALL_KEYS.isdisjoint(attrs):
-        for key in _CALL_KEYS_ORDERED:
-            if key in attrs:
-                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
-        if "control-predecessors" in attrs:
-            control = _CALLED.findall(attrs["control-predecessors"])
+    """The instruction; ``calls`` and ``control`` may be shared with others (read-only)."""
     if "op_type" in metadata:
         attrs["op_type"] = metadata["op_type"]
     parameter = -1
@@ -386,8 +445,20 @@ def _general_instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(name[1])
             elements.append(int(name[2]) if name[2] else -1)
+    calls, control = _calls(attrs)
     return _finish(
-        match[2], op, shape_text, operands, elements, attrs, metadata, match[1], lineno, raw
+        match[2],
+        op,
+        shape_text,
+        operands,
+        elements,
+        attrs,
+        metadata,
+        match[1],
+        lineno,
+        raw,
+        calls,
+        control,
     )
 
 
@@ -399,51 +470,42 @@ def _add_nodes(
     tables: StackTables,
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
-    counts: dict[tuple[int, str], int] = {}
-    for computation in computations:
-        for instruction in computation.instructions:
-            key = (computation.module, instruction.name)
-            counts[key] = counts.get(key, 0) + 1
-    prefix_modules = len(modules) > 1
-    ids: dict[int, dict[str, str]] = {}
+    ids = _node_ids(modules, computations)
+    origins: dict[int, tuple[str, str, int | None, str]] = {}  # by id() of a metadata dict
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
-    add_node = builder.add_node
+    add_row = builder.add_node_row
     for computation in computations:
-        names = ids[id(computation)] = {}
+        names = ids[id(computation)]
         for instruction in computation.instructions:
-            name = instruction.name
-            node_id = name
-            if counts[(computation.module, name)] > 1:
-                node_id = f"{computation.name}/{name}"
-            if prefix_modules:
-                node_id = f"{modules[computation.module][0]}/{node_id}"
-            names[name] = node_id
             meta = instruction.metadata
-            file, line, function = "", None, ""
-            if meta:
-                file = meta.get("source_file", "")
-                source_line = meta.get("source_line", "")
-                if source_line.isdigit():
-                    line = int(source_line)
-                if not file and meta.get("stack_frame_id", "").isdigit():
-                    file, line, function = innermost(int(meta["stack_frame_id"]))
-            instruction.node = add_node(
-                node_id,
-                name=name,
-                op=instruction.op,
-                shape=instruction.shape,
-                op_name=meta.get("op_name", "") if meta else "",
-                source_file=file,
-                source_line=line,
-                source_function=function,
-                attrs=instruction.attrs,
-                text=instruction.text,
-                line=instruction.line,
-                output=instruction.root,
+            origin = origins.get(id(meta))
+            if origin is None:
+                origin = origins[id(meta)] = _source(meta, innermost)
+            op_name, file, line, function = origin
+            shape = instruction.shape
+            instruction.node = add_row(
+                {
+                    "id": names[instruction.name],
+                    "name": instruction.name,
+                    "op": instruction.op,
+                    "shape": shape,
+                    "dtype": dtype_of(shape),
+                    "scope": "",
+                    "op_name": op_name,
+                    "source_file": file,
+                    "source_line": line,
+                    "source_function": function,
+                    "attrs": instruction.attrs,
+                    "text": instruction.text,
+                    "line": instruction.line,
+                    "output": instruction.root,
+                }
             )
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
-    add_edges = builder.edges.extend  # builder.add_edge, without a call per edge
+    edges: list[tuple[str, str, int, str]] = []
+    edge_sources: list[int] = []  # node indexes of each edge's ends, known here
+    edge_targets: list[int] = []
     for computation in computations:
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
@@ -462,17 +524,62 @@ def _add_nodes(
                         f"{computation.name}",
                         instruction.text,
                     ) from None
-                add_edges(
+                edges += [
                     (names[operand], target, position, "data")
                     for position, operand in enumerate(instruction.operands)
-                )
+                ]
+                edge_sources += sources
+                edge_targets += [node] * len(sources)
                 operands[node] = sources
                 for source in sources:
                     users.setdefault(source, []).append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
-                    builder.add_edge(names[predecessor], target, -1, "control")
+                    edges.append((names[predecessor], target, -1, "control"))
+                    edge_sources.append(nodes[predecessor])
+                    edge_targets.append(node)
+    builder.add_resolved_edges(edges, edge_sources, edge_targets)
     return operands, users
+
+
+def _node_ids(
+    modules: list[tuple[str, int]], computations: list[_Computation]
+) -> dict[int, dict[str, str]]:
+    """Per computation (by ``id()``), each instruction name's node id: the name, prefixed by
+    its computation's where the name is not unique in its module, and by its module's when
+    the text holds several."""
+    counts: dict[tuple[int, str], int] = {}
+    names = [i.name for c in computations for i in c.instructions]
+    if len(set(names)) < len(names):
+        for computation in computations:
+            for instruction in computation.instructions:
+                key = (computation.module, instruction.name)
+                counts[key] = counts.get(key, 0) + 1
+    ids: dict[int, dict[str, str]] = {}
+    for computation in computations:
+        module = computation.module
+        prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
+        ids[id(computation)] = {
+            i.name: prefix
+            + (f"{computation.name}/{i.name}" if counts.get((module, i.name), 1) > 1 else i.name)
+            for i in computation.instructions
+        }
+    return ids
+
+
+def _source(
+    meta: dict[str, str], innermost: Callable[[int], tuple[str, int | None, str]]
+) -> tuple[str, str, int | None, str]:
+    """(op_name, source file, line, function) that metadata names."""
+    if not meta:
+        return "", "", None, ""
+    file, line, function = meta.get("source_file", ""), None, ""
+    source_line = meta.get("source_line", "")
+    if source_line.isdigit():
+        line = int(source_line)
+    if not file and meta.get("stack_frame_id", "").isdigit():
+        file, line, function = innermost(int(meta["stack_frame_id"]))
+    return meta.get("op_name", ""), file, line, function
 
 
 # -- scopes -------------------------------------------------------------------------------

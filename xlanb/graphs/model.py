@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from xlanb.core.files import write_atomically
 from xlanb.core.seams import implementation
-from xlanb.graphs.cost import estimate
+from xlanb.graphs.cost import estimate, reads_attributes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.ops import base_op
 from xlanb.graphs.scopes import group_crowds
@@ -220,6 +222,46 @@ _DTYPES = {
 }
 
 
+def _mark_costs(nodes: list[dict[str, Any]], operand_shapes: list[list[str]]) -> None:
+    """Each node's ``fallback``, ``flops`` and ``bytes``; computed once per distinct op and
+    target (fallback) and per distinct op, shape and first operand's shape (costs of the ops
+    whose estimate reads no attribute)."""
+    fallbacks: dict[tuple[str, str | None, str | None, str | None], bool] = {}
+    costs: dict[tuple[str, str, str | None], tuple[float, float]] = {}
+    for node, shapes in zip(nodes, operand_shapes, strict=True):
+        op, attrs, shape = node["op"], node["attrs"], node["shape"]
+        get = attrs.get
+        target = (op, get("custom_call_target"), get("call_target_name"), get("is_host_transfer"))
+        fallback = fallbacks.get(target)
+        if fallback is None:
+            fallback = fallbacks[target] = is_host_callback(op, attrs)
+        node["fallback"] = fallback
+        if reads_attributes(op):
+            node["flops"], node["bytes"] = estimate(op, shape, attrs, shapes)
+            continue
+        key = (op, shape, shapes[0] if shapes else None)
+        cost = costs.get(key)
+        if cost is None:
+            cost = costs[key] = estimate(op, shape, attrs, shapes)
+        node["flops"], node["bytes"] = cost
+
+
+def _node_frame(nodes: list[dict[str, Any]]) -> pd.DataFrame:
+    """The nodes frame, each column made once in its dtype (no inference)."""
+    columns = zip(*map(operator.itemgetter(*NODE_COLUMNS), nodes), strict=True)
+    data: dict[str, Any] = {}
+    for column, values in zip(NODE_COLUMNS, columns, strict=True):
+        dtype = _DTYPES.get(column, "object")
+        if dtype == "object":
+            data[column] = array = np.empty(len(values), dtype=object)
+            array[:] = values
+        elif dtype == "Int64":
+            data[column] = pd.array(values, dtype=dtype)
+        else:
+            data[column] = np.array(values, dtype=dtype)
+    return pd.DataFrame(data, copy=False)
+
+
 class GraphBuilder:
     """Collects nodes, edges and scopes while a parser reads; :meth:`build` makes the Graph."""
 
@@ -275,8 +317,28 @@ class GraphBuilder:
         )
         return len(self.nodes) - 1
 
+    def add_node_row(self, row: dict[str, Any]) -> int:
+        """:meth:`add_node` of a row that holds every column :meth:`add_node` fills (a
+        parser's hot path: no keyword arguments)."""
+        node_id = row["id"]
+        if node_id in self.index:
+            raise ParseError(self.kind, row["line"], f"{row['name']} is defined twice", row["text"])
+        self.index[node_id] = len(self.nodes)
+        self.nodes.append(row)
+        return len(self.nodes) - 1
+
     def add_edge(self, source: str, target: str, operand: int = 0, kind: str = "data") -> None:
         self.edges.append((source, target, operand, kind))
+
+    def add_resolved_edges(
+        self, edges: list[tuple[str, str, int, str]], sources: list[int], targets: list[int]
+    ) -> None:
+        """Add edges whose ends' node indexes the parser knows (``sources``, ``targets``):
+        :meth:`edge_ends` does not look them up again."""
+        if len(self._sources) == len(self.edges):
+            self._sources += sources
+            self._targets += targets
+        self.edges += edges
 
     def edge_ends(self) -> tuple[list[int], list[int]]:
         """The node indexes of each edge's source and target (-1: no such node yet), looked
@@ -326,19 +388,10 @@ class GraphBuilder:
                 while len(shapes) <= operand:
                     shapes.append("")
                 shapes[operand] = nodes[s]["shape"]
-        for node, shapes in zip(nodes, operand_shapes, strict=True):
-            node["fallback"] = is_host_callback(node["op"], node["attrs"])
-            node["flops"], node["bytes"] = estimate(
-                node["op"], node["shape"], node["attrs"], shapes
-            )
+        _mark_costs(nodes, operand_shapes)
         scopes = self._scopes_parents_first()
         self._roll_up(scopes)
-        node_frame = (
-            pd.DataFrame({column: [node[column] for node in nodes] for column in NODE_COLUMNS})
-            if nodes
-            else _empty(NODE_COLUMNS)
-        )
-        node_frame = node_frame.astype({c: t for c, t in _DTYPES.items() if c in NODE_COLUMNS})
+        node_frame = _node_frame(nodes) if nodes else _empty(NODE_COLUMNS)
         edge_frame = (
             pd.DataFrame(
                 {column: [edge[i] for edge in self.edges] for i, column in enumerate(EDGE_COLUMNS)}

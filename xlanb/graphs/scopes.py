@@ -96,13 +96,16 @@ def group_by_op_name(
             found = [paths[o] for o in operands.get(index, ()) if o in inside and paths[o]]
             paths[index] = _common(found) if found else ()  # type: ignore[arg-type]
     resolved: dict[int, tuple[str, ...]] = {i: p or () for i, p in paths.items()}
-    prefix = len(_common(list(resolved.values())))
+    prefix = len(_common(list(set(resolved.values()))))  # each distinct path once
     root = _Trie()
     for index in members:
         node = root
         node.total += 1
         for part in resolved[index][prefix:]:
-            node = node.children.setdefault(part, _Trie())
+            child = node.children.get(part)
+            if child is None:
+                child = node.children[part] = _Trie()
+            node = child
             node.total += 1
         node.members.append(index)
     _emit(builder, root, base, base, "")
