@@ -4,6 +4,7 @@ Jupyter kernel."""
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import socket
 import time
@@ -252,17 +253,13 @@ def trace_window_settings() -> dict[str, float]:
 def trace_without_budget(monkeypatch: Any) -> None:
     """Turn off the trace window's budget of the cell's time for a test of what traced runs
     give (steps, ops by line): its few runs are then all traced, whatever the machine's load."""
-    import math
-
     from xlanb.capture import device_trace
 
     monkeypatch.setattr(device_trace, "TRACE_BUDGET_SHARE", math.inf)
 
 
-#: Seconds no test lasts: a window's time limit that never closes it (not ``math.inf``: the
-#: watchdog takes an infinite deadline for "no run seen yet" and would restart its clock of
-#: the runs' time at every poll, so that the budget is never spent).
-NO_WINDOW_SECONDS = 1e9
+#: A window's time limit that never closes it.
+NO_WINDOW_SECONDS = math.inf
 
 
 def trace_without_seconds(monkeypatch: Any) -> None:

@@ -387,12 +387,13 @@ def _watch(
 
     until = Until(trace._done, spent)
     try:
-        deadline = math.inf
+        deadline, first_run_seen = math.inf, False
         while not trace._done.wait(POLL_SECONDS):
             count = runs() - base
             now = time.monotonic()
-            if count and deadline == math.inf:
-                deadline = now + seconds
+            if count and not first_run_seen:
+                # a flag, not an infinite deadline: a window of infinite seconds has one too
+                deadline, first_run_seen = now + seconds, True
                 run_time.first_run()
                 if unknown_runs:
                     until.deadline = run_time.wall_deadline()
