@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 from google.protobuf.message import DecodeError
 
+from xlanb.formats.hlo_text import INSTRUCTION_LINE
 from xlanb.formats.proto_schema import FIELD, ProtoFile
 
 
@@ -115,7 +116,6 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-_INSTRUCTION_NAME = re.compile(r"\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
 #: ``metadata={...}``, its quoted values holding any character.
 _METADATA = re.compile(r'metadata=\{[^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}"]*)*\}')
 
@@ -129,7 +129,7 @@ def with_stack_frames(text: str, stacks: ModuleStacks) -> str:
     head, _, body = text.partition("\n")
     lines = body.split("\n")
     for position, line in enumerate(lines):
-        found = _INSTRUCTION_NAME.match(line)
+        found = INSTRUCTION_LINE.match(line)
         frame = stacks.frame_of.get(found["name"]) if found else None
         if frame is not None:
             lines[position] = _with_frame(line, frame)

@@ -11,12 +11,13 @@ from xlanb.formats.jax_text import _STACK_ID, stack_tables
 from xlanb.formats.python_frames import cell_frame_line, user_frame
 from xlanb.formats.text import unquote
 
-_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
+#: An instruction's line of a module's text, its `name` (``  ROOT %dot.1 = f32[...] ...``).
+INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
 
 
 def count_hlo_instructions(text: str) -> int:
     """Instructions in an HLO module text (every computation, fused ones included)."""
-    return sum(1 for line in text.splitlines() if _INSTRUCTION.match(line))
+    return sum(1 for line in text.splitlines() if INSTRUCTION_LINE.match(line))
 
 
 class HloOpSource(NamedTuple):
@@ -59,7 +60,7 @@ def parsed_ops(text: str) -> ParsedOps:
     instructions = []
     computation = ""
     for line in text.splitlines():
-        instruction = _INSTRUCTION.match(line)
+        instruction = INSTRUCTION_LINE.match(line)
         if instruction is None:
             header = _COMPUTATION.match(line)
             if header is not None:

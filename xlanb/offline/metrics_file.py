@@ -255,12 +255,12 @@ def _exact_samples(backend: str, table: pd.DataFrame) -> pd.DataFrame:
     return frame_from_columns("samples", columns)
 
 
-def _late_seconds_carried_back(counts: np.ndarray, seconds: pd.Series) -> np.ndarray:
+def _late_seconds_carried_back(counts: np.ndarray, seconds: np.ndarray) -> np.ndarray:
     """Each step's compile seconds, with those of a step that compiled nothing added to the
     last step before it that did: the runtime can write a record between counting a compile
     and adding its time (seen on torch_xla 2.7 under load), and the time belongs to that
     compile. Seconds before any compile stay where they are."""
-    carried = seconds.to_numpy(dtype=float).copy()
+    carried = seconds.astype(float)  # a copy
     last = -1
     for step, count in enumerate(counts):
         if count > 0:
@@ -279,7 +279,9 @@ def _step_events(backend: str, table: pd.DataFrame) -> tuple[pd.DataFrame, pd.Da
         (table["compiles"] if timed else table["uncached_compiles"]).to_numpy(), MAX_COMPILE_ROWS
     )
     rows = np.repeat(np.arange(len(table)), counts)
-    seconds = _late_seconds_carried_back(table["compiles"].to_numpy(), table["compile_seconds"])
+    seconds = _late_seconds_carried_back(
+        table["compiles"].to_numpy(), table["compile_seconds"].to_numpy()
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         shares = seconds / counts if timed else np.full(len(table), np.nan)
     compiles = {

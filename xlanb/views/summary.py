@@ -329,9 +329,8 @@ def graph_names(profile: Profile) -> dict[str, str]:
     names: dict[str, str] = {}
     for frame in (profile.ops, profile.compiles):
         if "program" in frame.columns and "graph" in frame.columns:
-            for graph, program in zip(frame["graph"], frame["program"], strict=True):
-                if isinstance(graph, str) and isinstance(program, str) and program:
-                    names[graph] = program
+            named = frame[frame["program"].notna() & frame["graph"].notna()]
+            names.update(zip(named["graph"], named["program"], strict=True))
     return names
 
 
