@@ -5,10 +5,11 @@ the kernel: XLA's own kernels are named after a fusion (``.N`` written ``_N``; i
 fusions share the first one's kernel), library calls by cuBLAS/cuDNN (``sm90_xmma_gemm...``),
 copies ``memcpy*`` and memsets ``Memset``. The optimized HLO's entry computation lists the
 instructions in the order they run, so each run's kernels are aligned, in order, with that
-list (a small edit-distance alignment): a fusion kernel goes to a fusion of its name (else of
-its family), a library kernel to a custom call (several kernels of one call stay on it), a
-copy to a copy. A kernel that cannot be placed is ``command_buffer_N (unattributed)``, never
-another op's.
+list (an edit-distance alignment, a row of its table at a time in numpy; greedy in order for
+runs too long for the table; kept for the next capture's runs): a fusion kernel goes to a
+fusion of its name (else of its family), a library kernel to a custom call (several kernels of
+one call stay on it), a copy to a copy. A kernel that cannot be placed is
+``command_buffer_N (unattributed)``, never another op's.
 """
 
 from __future__ import annotations
@@ -38,8 +39,17 @@ _NO_KERNEL = frozenset(
     {"parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "iota"}
 )
 
-# alignment costs: a kernel no instruction takes costs more than any placement
-_SKIP_COMMAND, _SKIP_KERNEL, _FAMILY, _MEMSET, _EXTEND = 1.0, 10.0, 0.3, 0.2, 0.1
+# alignment costs, whole numbers so that sums are exact: a kernel no instruction takes costs
+# more than any placement
+_SKIP_COMMAND, _SKIP_KERNEL, _FAMILY, _MEMSET, _EXTEND = 10.0, 100.0, 3.0, 2.0, 1.0
+#: Above this many kernel x command cells a run is placed greedily (:func:`_align_greedy`):
+#: the alignment's tables would not fit in memory.
+ALIGN_CELLS = 4_000_000
+#: How far ahead of its last placement a greedy kernel looks for its command.
+_GREEDY_LOOKAHEAD = 64
+#: Alignments kept across captures: a steady cell's runs launch the kernels an earlier
+#: capture's runs of the same program did.
+_ALIGNED_KEPT = 64
 
 
 class Command(NamedTuple):
@@ -97,84 +107,131 @@ def _kernel_kind(name: str, hlo_op: str, families: set[str]) -> str:
     return "xla" if family(name) in families else "library"
 
 
-def _match_cost(kind: str, name: str, hlo_op: str, command: Command) -> float:
-    """The cost of kernel (`kind`, `name`, `hlo_op`) being the first of `command`'s."""
-    if kind == "anchored":
-        return 0.0 if hlo_op == command.name else math.inf
-    if kind == "xla":
-        if command.opcode != "fusion":
-            return math.inf
-        if command.name.replace(".", "_") == name:
-            return 0.0
-        return _FAMILY if family(command.name) == family(name) else math.inf
-    if kind == "copy":
-        return 0.0 if command.opcode == "copy" else math.inf
-    if kind == "memset":
-        return _MEMSET if command.opcode in ("custom-call", "fusion") else math.inf
-    return 0.0 if command.opcode == "custom-call" else math.inf
+class _Costs(NamedTuple):
+    """What aligning one run's kernels with a program's commands costs, as arrays."""
+
+    #: [i, j]: kernel i being the first (or only) kernel of command j.
+    match: np.ndarray
+    #: [i, j]: kernel i being one more kernel of command j (a library call runs several).
+    extend: np.ndarray
 
 
-def _extend_cost(kind: str, command: Command) -> float:
-    """The cost of one more kernel of `kind` for `command` (a library call runs several)."""
-    if command.opcode == "custom-call" and kind in ("library", "memset"):
-        return _EXTEND
-    return math.inf
+def _costs(kernels: Sequence[tuple[str, str]], commands: Sequence[Command]) -> _Costs:
+    opcodes = np.array([command.opcode for command in commands], dtype=object)
+    fusion, copy = opcodes == "fusion", opcodes == "copy"
+    custom_call = opcodes == "custom-call"
+    families = {family(command.name) for command in commands if command.opcode == "fusion"}
+    codes: dict[str, int] = {}
+
+    def coded(names: Sequence[str]) -> np.ndarray:
+        return np.fromiter((codes.setdefault(name, len(codes)) for name in names), np.int64)
+
+    names = coded([command.name for command in commands])
+    kernel_names = coded([command.name.replace(".", "_") for command in commands])
+    command_families = coded([family(command.name) for command in commands])
+    n, m = len(kernels), len(commands)
+    match = np.full((n, m), math.inf)
+    extend = np.full((n, m), math.inf)
+    kinds = np.array([_kernel_kind(name, op, families) for name, op in kernels], dtype=object)
+    for kind in ("anchored", "xla", "copy", "memset", "library"):
+        rows = np.flatnonzero(kinds == kind)
+        if not len(rows):
+            continue
+        picked = [kernels[i] for i in rows]
+        if kind == "anchored":
+            ops = coded([op for _, op in picked])[:, None]
+            match[rows] = np.where(names[None, :] == ops, 0.0, math.inf)
+        elif kind == "xla":
+            exact = kernel_names[None, :] == coded([name for name, _ in picked])[:, None]
+            same = command_families[None, :] == coded([family(name) for name, _ in picked])[:, None]
+            match[rows] = np.where(fusion & exact, 0.0, np.where(fusion & same, _FAMILY, math.inf))
+        elif kind == "copy":
+            match[rows] = np.where(copy, 0.0, math.inf)
+        elif kind == "memset":
+            match[rows] = np.where(custom_call | fusion, _MEMSET, math.inf)
+            extend[rows] = np.where(custom_call, _EXTEND, math.inf)
+        else:
+            match[rows] = np.where(custom_call, 0.0, math.inf)
+            extend[rows] = np.where(custom_call, _EXTEND, math.inf)
+    return _Costs(match, extend)
 
 
 def align(kernels: Sequence[tuple[str, str]], commands: Sequence[Command]) -> list[int]:
     """For each kernel (name, hlo_op) of one run, in run order, the index of the command it
-    belongs to, or -1: the cheapest in-order alignment."""
-    families = {family(command.name) for command in commands if command.opcode == "fusion"}
-    kinds = [_kernel_kind(name, op, families) for name, op in kernels]
-    n, m = len(kernels), len(commands)
-    # free[i, j]: i kernels and j commands used, command j-1 took no kernel i-1;
-    # held[i, j]: kernel i-1 went to command j-1 (which may take more)
+    belongs to, or -1: the cheapest in-order alignment (greedy past :data:`ALIGN_CELLS`)."""
+    if not kernels:
+        return []
+    if len(kernels) * (len(commands) + 1) > ALIGN_CELLS:
+        return _align_greedy(_costs(kernels, commands))
+    return list(_aligned(tuple(kernels), tuple(commands)))
+
+
+@functools.lru_cache(maxsize=_ALIGNED_KEPT)
+def _aligned(kernels: tuple, commands: tuple) -> tuple[int, ...]:
+    return tuple(_align_tables(_costs(kernels, commands)))
+
+
+def _align_tables(costs: _Costs) -> list[int]:
+    """The dynamic programme, a row (kernel) at a time in numpy.
+
+    free[i, j]: i kernels and j commands used, command j-1 took no kernel i-1; held[i, j]:
+    kernel i-1 went to command j-1 (which may take more). Along a row, skipping commands adds
+    up: best[j] = min over k <= j of (a[k] + SKIP * (j - k)), a running minimum."""
+    match, extend = costs
+    n, m = match.shape
     free = np.full((n + 1, m + 1), math.inf)
     held = np.full((n + 1, m + 1), math.inf)
-    free[0, 0] = 0.0
+    steps = np.arange(m + 1) * _SKIP_COMMAND
+    base = np.full(m + 1, math.inf)
+    base[0] = 0.0
     for i in range(n + 1):
-        for j in range(m + 1):
-            best = min(free[i, j], held[i, j])
-            if j < m:  # command j launched nothing here
-                free[i, j + 1] = min(free[i, j + 1], best + _SKIP_COMMAND)
-            if i == n:
-                continue
-            kind, (name, op) = kinds[i], kernels[i]
-            free[i + 1, j] = min(free[i + 1, j], best + _SKIP_KERNEL)
-            if j < m:
-                cost = _match_cost(kind, name, op, commands[j])
-                held[i + 1, j + 1] = min(held[i + 1, j + 1], best + cost)
-            if j > 0 and held[i, j] < math.inf:
-                extended = held[i, j] + _extend_cost(kind, commands[j - 1])
-                held[i + 1, j] = min(held[i + 1, j], extended)
-    return _trace_back(free, held, kinds, kernels, commands)
+        best = np.minimum.accumulate(np.minimum(base, held[i]) - steps) + steps
+        free[i] = base
+        free[i, 1:] = np.minimum(base[1:], best[:-1] + _SKIP_COMMAND)
+        if i == n:
+            break
+        base = best + _SKIP_KERNEL
+        held[i + 1, 1:] = np.minimum(best[:-1] + match[i], held[i, 1:] + extend[i])
+    return _trace_back(free, held, match)
 
 
-def _trace_back(
-    free: np.ndarray,
-    held: np.ndarray,
-    kinds: list[str],
-    kernels: Sequence[tuple[str, str]],
-    commands: Sequence[Command],
-) -> list[int]:
-    n, m = len(kernels), len(commands)
+def _trace_back(free: np.ndarray, held: np.ndarray, match: np.ndarray) -> list[int]:
+    n, m = match.shape
     placed = [-1] * n
     i, j, in_held = n, m, bool(held[n, m] < free[n, m])
     while i > 0 or j > 0:
         here = held[i, j] if in_held else free[i, j]
         if in_held:
-            kind, (name, op) = kinds[i - 1], kernels[i - 1]
             placed[i - 1] = j - 1
             before = min(free[i - 1, j - 1], held[i - 1, j - 1])
-            if math.isclose(before + _match_cost(kind, name, op, commands[j - 1]), here):
+            if before + match[i - 1, j - 1] == here:
                 i, j, in_held = i - 1, j - 1, bool(held[i - 1, j - 1] <= free[i - 1, j - 1])
             else:  # extended command j-1
                 i, in_held = i - 1, True
             continue
-        if j > 0 and math.isclose(min(free[i, j - 1], held[i, j - 1]) + _SKIP_COMMAND, here):
+        if j > 0 and min(free[i, j - 1], held[i, j - 1]) + _SKIP_COMMAND == here:
             j, in_held = j - 1, bool(held[i, j - 1] <= free[i, j - 1])
         else:  # kernel i-1 placed nowhere
             i, in_held = i - 1, bool(held[i - 1, j] <= free[i - 1, j])
+    return placed
+
+
+def _align_greedy(costs: _Costs) -> list[int]:
+    """In order, each kernel on the cheapest command among the next
+    :data:`_GREEDY_LOOKAHEAD` (the nearest of equals), else one more kernel of the command
+    before it, else nowhere: a run too long for the tables."""
+    match, extend = costs
+    n, m = match.shape
+    placed = [-1] * n
+    j = 0  # the first command not yet taken
+    for i in range(n):
+        window = match[i, j : j + _GREEDY_LOOKAHEAD]
+        if j > 0 and placed[i - 1] == j - 1 and extend[i, j - 1] < math.inf:
+            placed[i] = j - 1
+        elif len(window) and window.min() < math.inf:
+            j += int(window.argmin())
+            placed[i] = j
+            j += 1
     return placed
 
 
