@@ -6,7 +6,8 @@ live capture would, from what the runtime gives after the window: JAX's calls (l
 the host's execute spans, XLA:GPU) and torch_xla's ExecuteTime samples (taken as each run's
 launch to completion: the trace's thunk executor spans on XLA:CPU, the host's execute span
 to the run's last kernel on XLA:GPU). Printed per trace: the estimated device seconds of the
-untraced runs against their measured seconds; for the samples, with the one-at-a-time rule
+untraced runs against their measured seconds (for the calls, also where the cell waited for
+its last run, so that the runs fit before its end: ``drained``); for the samples, with the one-at-a-time rule
 (a run starts no earlier than the run before it ended) and without it (each sample scaled).
 
     .venv/bin/python bench/after_window.py
@@ -44,12 +45,22 @@ def from_calls(name: str, path: Path, traced_count: int) -> str:
         _end(runs[traced_count - 1]),
         FAR,
     )
+    # the cell waited for its last run (block_until_ready): every run ended by then
+    fitted = device_time.after_window_from_calls(
+        "jax",
+        device_time.traced_runs(runs[:traced_count]),
+        [(key, launched) for launched in launches],
+        _end(runs[traced_count - 1]),
+        _end(runs[-1]),
+        drained=True,
+    )
     measured = sum(s["seconds"] for s in runs[traced_count:])
     guess = sum(s["seconds"] for s in estimated)
+    fit = sum(s["seconds"] for s in fitted)
     return (
         f"{name:<34} calls    {traced_count:>2} traced, {len(runs) - traced_count:>2} after: "
         f"estimated {guess * 1e3:8.3f} ms, measured {measured * 1e3:8.3f} ms "
-        f"({guess / measured:.3f})"
+        f"({guess / measured:.3f}; ending with the cell's wait {fit / measured:.3f})"
     )
 
 

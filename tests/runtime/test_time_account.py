@@ -567,6 +567,12 @@ def test_the_trace_covers_the_first_runs_and_the_rest_is_accounted_from_them(run
         assert estimated["seconds"].sum() == pytest.approx(untraced * mean, rel=1e-6)
     text = repr(prof)
     assert "device trace: first" in text and "partly estimated" in text
+    # every step is a step, those after the window estimated: the cell waited for its last
+    # run, so every estimated run fits before its end
+    steps = prof.step_times
+    assert len(steps) == 40 and len(estimated) == untraced
+    assert list(steps["estimated"]) == [False] * len(measured) + [True] * untraced
+    assert f"{untraced} estimated after the trace's window" in text
     # the same loop traced whole: every run measured
     whole = profile_mm_loop(run, shell, "whole", 40, "--trace-runs 0")
     assert (whole.spans["lane"] == "trace").sum() == 1
@@ -878,3 +884,32 @@ def test_a_compile_after_the_first_run_does_not_use_up_a_first_window(run, shell
         first_window = device_trace.FIRST_WINDOW_SECONDS
         assert window_end >= shell.user_ns["tw_started"] + first_window + compiled, window
     assert_adds_up(prof)
+
+
+def test_a_long_loops_steps_after_the_window_are_drawn_pale_as_means_of_a_few(run, shell):
+    """450 steps, a few traced: every step is a row, and the chart draws at most MAX_STEP_BARS
+    bars (each the mean of 3 steps here), those of estimated steps pale; its SVG twin too."""
+    from xlanb.views.step_chart import ESTIMATED_OPACITY, MAX_STEP_BARS, step_figure
+    from xlanb.views.svg import figure_svg
+
+    run("ta_add = jax.jit(lambda a: a * 0.5 + 1.0)\nta_add(ta_big).block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --trace-runs 5 --var long_loop\nout = ta_big\n"
+        "for _ in range(450):\n    out = ta_add(out)\nout.block_until_ready()"
+    )
+    prof = shell.user_ns["long_loop"]
+    steps = prof.step_times
+    # the window holds at least its 5 runs (and those queued before its stop)
+    assert len(steps) == 450 and 5 <= (~steps["estimated"]).sum() < 450
+    figure = step_figure(prof)
+    steady = [trace for trace in figure["data"] if trace["meta"] == "steady"]
+    per_bar = -(-int((steps["phase"] == "steady").sum()) // MAX_STEP_BARS)
+    assert per_bar == 3
+    for trace in steady:
+        assert len(trace["x"]) == 150 and trace["x"][-1] == "447-449"
+        assert trace["marker"]["opacity"][-1] == ESTIMATED_OPACITY
+        assert trace["marker"]["opacity"][0] == 1.0
+    steady_note = [a["text"] for a in figure["layout"]["annotations"] if "steady" in a["text"]]
+    assert "a bar is the mean of 3" in steady_note[0]
+    svg = figure_svg(figure)
+    assert svg.count("<rect") >= 150 and f'fill-opacity="{ESTIMATED_OPACITY:g}"' in svg

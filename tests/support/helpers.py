@@ -205,11 +205,12 @@ def union_seconds(spans: Any, prof: Any) -> float:
 
 
 def assert_one_at_a_time(spans: Any) -> None:
-    """A device runs its programs in turn: `spans` never overlap."""
+    """A device runs its programs in turn: `spans` never overlap (to the 0.24 µs that float64
+    epoch seconds resolve: back-to-back spans share an end and a start)."""
     spans = spans.sort_values("start")
     starts = spans["start"].to_numpy()
     ends = starts + spans["seconds"].to_numpy()
-    assert (starts[1:] >= ends[:-1] - 1e-9).all(), spans
+    assert (starts[1:] >= ends[:-1] - 5e-7).all(), spans
 
 
 @contextmanager

@@ -65,21 +65,37 @@ def test_untraced_gpu_calls_are_queued_after_the_window_at_the_traced_mean():
     calls = [(key, launched) for launched in launches]
     assert max(launches) < window_end
     mean = (runs[0]["seconds"] + runs[1]["seconds"]) / 2
+    graphs = {key: "jit(train_step)"}
     estimated = device_time.after_window_from_calls(
-        "jax", device_time.traced_runs(traced), calls, window_end, window_end + 1.0
+        "jax", device_time.traced_runs(traced), calls, window_end, window_end + 1.0, (), graphs
     )
-    # back to back runs of one program: one span of 3 runs from the window's end
-    assert len(estimated) == 1
-    span = estimated[0]
-    assert span["lane"] == "device" and span["estimated"] and span["graph"] is None
-    assert span["name"] == "jit_train_step" and span["start"] == window_end
-    assert span["seconds"] == pytest.approx(3 * mean, rel=1e-12)
+    # back to back runs from the window's end, a span each: steps of the program's graph
+    assert len(estimated) == 3
+    assert all(s["lane"] == "device" and s["estimated"] for s in estimated)
+    assert {s["graph"] for s in estimated} == {"jit(train_step)"}
+    assert {s["name"] for s in estimated} == {"jit_train_step"}
+    assert estimated[0]["start"] == window_end
+    for before, after in zip(estimated, estimated[1:], strict=False):
+        assert after["start"] == pytest.approx(_end(before), abs=1e-9)
+    assert [s["seconds"] for s in estimated] == [pytest.approx(mean, rel=1e-12)] * 3
     # a capture that ended in the third: clipped at its end
     capture_end = window_end + 2.5 * mean
     clipped = device_time.after_window_from_calls(
         "jax", device_time.traced_runs(traced), calls, window_end, capture_end
     )
-    assert [(s["start"], s["seconds"]) for s in clipped] == [(window_end, capture_end - window_end)]
+    assert [s["seconds"] for s in clipped] == [
+        pytest.approx(mean, rel=1e-12),
+        pytest.approx(mean, rel=1e-12),
+        pytest.approx(capture_end - clipped[2]["start"], rel=1e-12),
+    ]
+    assert _end(clipped[-1]) == pytest.approx(capture_end, abs=1e-9)
+    # ... unless the cell waited for its last run: then all 3 ran before its end, shortened
+    drained = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(traced), calls, window_end, capture_end, drained=True
+    )
+    assert len(drained) == 3 and _end(drained[-1]) <= capture_end
+    # (epoch seconds in float64 keep ~0.2 µs)
+    assert sum(s["seconds"] for s in drained) == pytest.approx(2.5 * mean, abs=1e-6)
     # one that ended before the window's end holds none of them
     assert not device_time.after_window_from_calls(
         "jax", device_time.traced_runs(traced), calls, window_end, window_end
@@ -97,7 +113,8 @@ def test_a_run_called_after_the_queue_drained_starts_at_its_call():
         "jax", device_time.traced_runs(traced), calls, window_end, late + 1.0
     )
     assert [(s["start"], s["seconds"]) for s in estimated] == [
-        (window_end, pytest.approx(2 * mean, rel=1e-12)),
+        (window_end, pytest.approx(mean, rel=1e-12)),
+        (pytest.approx(window_end + mean, abs=1e-9), pytest.approx(mean, rel=1e-12)),
         (late, pytest.approx(mean, rel=1e-12)),
     ]
     # calls past the dispatch samples' cap: spread after the last call, each the mean
@@ -133,12 +150,17 @@ def test_a_cut_cpu_run_and_the_queued_calls_after_it_are_estimated_from_the_whol
     mean = sum(span["seconds"] for span in runs) / len(runs)
     traced = device_time.traced_runs(runs)
     estimated = device_time.after_window_from_calls("jax", traced, calls, window_end, 1e12)
-    assert [(s["name"], s["start"]) for s in estimated] == [("jit_mm", window_end)]
-    assert estimated[0]["seconds"] == pytest.approx(info["queued_calls"] * mean, rel=1e-12)
+    assert len(estimated) == info["queued_calls"]
+    assert {s["name"] for s in estimated} == {"jit_mm"} and estimated[0]["start"] == window_end
+    assert sum(s["seconds"] for s in estimated) == pytest.approx(
+        info["queued_calls"] * mean, rel=1e-12
+    )
     # the capture ended soon after the trace stopped: the estimate ends there too
     capture_end = info["after_stop_ns"] / 1e9
     clipped = device_time.after_window_from_calls("jax", traced, calls, window_end, capture_end)
-    assert [(s["start"], s["seconds"]) for s in clipped] == [(window_end, capture_end - window_end)]
+    assert clipped[0]["start"] == window_end
+    assert _end(clipped[-1]) == pytest.approx(capture_end, abs=1e-9)
+    assert sum(s["seconds"] for s in clipped) == pytest.approx(capture_end - window_end, abs=1e-9)
 
 
 def _timed_runs(case: str) -> tuple[list[dict], list[tuple[float, float]]]:

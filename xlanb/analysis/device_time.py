@@ -445,6 +445,8 @@ def after_window_from_calls(
     window_end: float,
     capture_end: float,
     unsampled: Sequence[tuple[str, int]] = (),
+    graphs: Mapping[str, str] | None = None,
+    drained: bool = False,
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs a trace's window did not hold, from the calls
     that launched them (JAX).
@@ -455,8 +457,12 @@ def after_window_from_calls(
         program's first calls are its traced runs (under async dispatch some called before
         the window closed ran after it); the rest are queued one run at a time (a device
         runs its programs in turn), each for its program's mean traced device time, none
-        before its call or `window_end`, clipped at `capture_end`. Back-to-back runs of one
-        program are one span, with no ``graph`` (they are not steps).
+        before its call or `window_end`, clipped at `capture_end`: a span each, of the
+        program's ``graph`` in `graphs` (program key -> graph), so the steps after the
+        window are steps too; a run starting after `capture_end` has none.
+      drained: the capture's last run had ended by `capture_end` (the cell waited for it),
+        so every run fits before it: where the traced mean (traced runs are slower) would
+        queue the runs past it, each is shortened alike until they fit.
       unsampled: (program key, calls) the calls leave out; spread after the queued runs.
     Programs with no traced run get none (unknown)."""
     durations: dict[str, list[float]] = {}
@@ -478,24 +484,22 @@ def after_window_from_calls(
         keys = [key for key, _ in picked]
         called = np.fromiter((launched for _, launched in picked), float)
         run_seconds = np.fromiter((means[key] for key in keys), float)
-        # end_i = max(called_i, end_i-1) + seconds_i, from the window's end, in closed form
-        done = np.cumsum(run_seconds)
-        ends = done + np.maximum(np.maximum.accumulate(called - (done - run_seconds)), window_end)
+        ends = _queue_ends(called, run_seconds, window_end)
+        if drained and ends[-1] > capture_end:
+            run_seconds = run_seconds * _fitting_share(called, run_seconds, window_end, capture_end)
+            ends = _queue_ends(called, run_seconds, window_end)
         starts = ends - run_seconds
         inside = starts < capture_end
-        ends = np.minimum(ends, capture_end)
-        codes = np.unique(keys, return_inverse=True)[1]
-        # one span per stretch of back-to-back runs of one program
-        follows = np.r_[False, (called[1:] <= ends[:-1]) & (codes[1:] == codes[:-1])]
-        first = np.flatnonzero(~follows & inside)
-        last = np.r_[first[1:] - 1, np.flatnonzero(inside)[-1]] if len(first) else first
-        for a, b in zip(first.tolist(), last.tolist(), strict=True):
-            # the runs' own seconds, not a difference of epoch times (float64 keeps ~0.2 µs)
-            held = min(float(run_seconds[a : b + 1].sum()), capture_end - starts[a])
-            spans.append(_estimated(backend, names[keys[a]], starts[a], held))
+        # the runs' own seconds, not a difference of epoch times, unless clipped
+        held = np.where(ends <= capture_end, run_seconds, capture_end - starts)
+        graph_of = graphs or {}
+        for index in np.flatnonzero(inside).tolist():
+            span = _estimated(backend, names[keys[index]], starts[index], held[index])
+            span["graph"] = graph_of.get(keys[index])
+            spans.append(span)
         last_call = max(float(called.max()), window_end)
         if inside.any():
-            queue_end = float(ends[inside][-1])
+            queue_end = float(np.minimum(ends, capture_end)[inside][-1])
     missing = [(key, count) for key, count in unsampled if key in means and count > 0]
     spans += spread_spans(
         backend,
@@ -506,6 +510,27 @@ def after_window_from_calls(
         sum(count * means[key] for key, count in missing),
     )
     return spans
+
+
+def _queue_ends(called: np.ndarray, run_seconds: np.ndarray, window_end: float) -> np.ndarray:
+    """When each queued run ends: end_i = max(called_i, end_i-1) + seconds_i, from
+    `window_end`, in closed form."""
+    done = np.cumsum(run_seconds)
+    return done + np.maximum(np.maximum.accumulate(called - (done - run_seconds)), window_end)
+
+
+def _fitting_share(
+    called: np.ndarray, run_seconds: np.ndarray, window_end: float, capture_end: float
+) -> float:
+    """The largest share of `run_seconds` (to 1e-9) whose queue ends by `capture_end`."""
+    low, high = 0.0, 1.0
+    for _ in range(30):
+        middle = (low + high) / 2
+        if _queue_ends(called, run_seconds * middle, window_end)[-1] <= capture_end:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 #: The names of estimated spans from the runtime's execute-time samples.

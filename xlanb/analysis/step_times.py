@@ -24,8 +24,9 @@ MIN_STEPS = 3
 
 
 def step_frame(profile: Profile) -> pd.DataFrame:
-    """``backend, step, start, seconds, python, compile, device, transfer, sync_wait, phase``:
-    one row per step of the cell's loop (empty without one)."""
+    """``backend, step, start, seconds, python, compile, device, transfer, sync_wait, phase,
+    estimated``: one row per step of the cell's loop (empty without one); a step whose run
+    came after the device trace's window is ``estimated``."""
     spans = profile.spans
     if spans.empty or not profile.wall_seconds:
         return make_frame("step_times", [])
@@ -41,6 +42,7 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     graph = runs["sum"].idxmax()
     step_runs = device[device["graph"] == graph].sort_values("start")
     ends = (step_runs["start"] + step_runs["seconds"]).to_numpy(dtype=float)
+    estimated = step_runs["estimated"].fillna(False).to_numpy(dtype=bool)
     starts = np.concatenate([[min(float(profile.started_at), ends[0])], ends[:-1]])
     intervals = lane_intervals(profile)
     backend = str(step_runs["backend"].iloc[0])
@@ -48,8 +50,8 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     bounds = np.maximum.accumulate(np.concatenate([starts[:1], ends]))
     starts, ends = bounds[:-1], bounds[1:]
     rows = []
-    for index, (start, end, buckets) in enumerate(
-        zip(starts, ends, accounts_between(bounds, **intervals), strict=True)
+    for index, (start, end, buckets, guessed) in enumerate(
+        zip(starts, ends, accounts_between(bounds, **intervals), estimated.tolist(), strict=True)
     ):
         rows.append(
             {
@@ -63,6 +65,7 @@ def step_frame(profile: Profile) -> pd.DataFrame:
                 "device": buckets["device"],
                 "transfer": buckets["transfer"],
                 "sync_wait": buckets["sync_wait"],
+                "estimated": guessed,
             }
         )
     # warm-up: the steps a compile finished in (step 0 also holds what finished before it)

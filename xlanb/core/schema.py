@@ -795,6 +795,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "`warm-up` (a compile finished in the step) or `steady`",
             ("time_account",),
         ),
+        _c(
+            "estimated",
+            "bool",
+            "",
+            "the step's run is estimated, not measured: it ran after the device trace's "
+            "window (its span is `estimated`)",
+            ("time_account",),
+        ),
         _rank(),
     ),
     "breakdown": (

@@ -17,7 +17,7 @@ from xlanb.views.charts import INK, LANE_COLORS, _axis_style, _base_layout
 from xlanb.views.summary import time_unit
 
 #: Columns of ``step_times`` that are not buckets; every other float column is one.
-NOT_BUCKETS = ("backend", "step", "graph", "start", "seconds", "phase", "rank")
+NOT_BUCKETS = ("backend", "step", "graph", "start", "seconds", "phase", "estimated", "rank")
 #: Colours of buckets the timeline has no lane for.
 EXTRA_COLORS = {"python": "#9e9e9e", "other": "#bcaaa4"}
 #: Share of the width the warm-up steps' axis takes when there are steady steps too.
@@ -55,6 +55,11 @@ def step_figure(profile: Profile) -> dict[str, Any] | None:
     step_labels = np.array([str(step) for step in steps["step"].tolist()], dtype=object)
     bucket_values = {bucket: steps[bucket].to_numpy(dtype=float) for bucket in buckets}
     bucket_values = {b: np.where(np.isnan(v), 0.0, v) for b, v in bucket_values.items()}
+    guessed = (
+        steps["estimated"].fillna(False).to_numpy(dtype=bool)
+        if "estimated" in steps
+        else np.zeros(len(steps), dtype=bool)
+    )
     panels = [(name, rows) for name, rows in (("warm-up", warm), ("steady", ~warm)) if rows.any()]
     data: list[dict[str, Any]] = []
     layout = _base_layout(height_px=300)
@@ -77,9 +82,9 @@ def step_figure(profile: Profile) -> dict[str, Any] | None:
             domain = [0.0, 1.0]
         else:
             domain = [0.0, WARMUP_SHARE] if position == 0 else [WARMUP_SHARE + 0.08, 1.0]
-        labels = step_labels[rows].tolist()
+        labels, panel_values, pale, per_bar = _bars(step_labels, bucket_values, guessed, rows)
         for index, bucket in enumerate(buckets):
-            values = bucket_values[bucket][rows] * factor
+            values = panel_values[bucket] * factor
             data.append(
                 {
                     "type": "bar",
@@ -90,7 +95,7 @@ def step_figure(profile: Profile) -> dict[str, Any] | None:
                     "yaxis": y_name,
                     "x": labels,
                     "y": np.round(values, 6).tolist(),
-                    "marker": {"color": _bucket_color(bucket, index)},
+                    "marker": _marker(_bucket_color(bucket, index), pale),
                     "meta": phase,
                     "hovertemplate": f"{phase} step %{{x}}<br>{bucket} %{{y:.4g}} {unit}"
                     "<extra></extra>",
@@ -105,7 +110,9 @@ def step_figure(profile: Profile) -> dict[str, Any] | None:
         layout["annotations"].append(
             {
                 "text": f"{phase}: {len(seconds)} step{'s' * (len(seconds) != 1)}, "
-                f"{total * total_factor:.3g} {total_unit}",
+                f"{total * total_factor:.3g} {total_unit}"
+                + (f" ({int(guessed[rows].sum())} estimated, pale)" if guessed[rows].any() else "")
+                + (f"; a bar is the mean of {per_bar}" if per_bar > 1 else ""),
                 "xref": "paper",
                 "yref": "paper",
                 "x": domain[0],
@@ -117,3 +124,39 @@ def step_figure(profile: Profile) -> dict[str, Any] | None:
             }
         )
     return {"data": data, "layout": layout}
+
+
+#: Bars a panel draws at most: past it, a bar is the mean of consecutive steps.
+MAX_STEP_BARS = 200
+#: Opacity of the bars of estimated steps (after the device trace's window).
+ESTIMATED_OPACITY = 0.4
+
+
+def _marker(color: str, estimated: np.ndarray) -> dict[str, Any]:
+    """A bar trace's marker: estimated steps pale."""
+    if not estimated.any():
+        return {"color": color}
+    return {"color": color, "opacity": np.where(estimated, ESTIMATED_OPACITY, 1.0).tolist()}
+
+
+def _bars(
+    labels: np.ndarray, values: dict[str, np.ndarray], estimated: np.ndarray, rows: np.ndarray
+) -> tuple[list[str], dict[str, np.ndarray], np.ndarray, int]:
+    """(labels, values per bucket, which bars are pale, steps per bar) of one panel's steps
+    `rows`: a bar a step, or past :data:`MAX_STEP_BARS` the mean of each run of consecutive
+    steps (labelled ``first-last``; pale where most of its steps are estimated)."""
+    picked = np.flatnonzero(rows)
+    per_bar = max(1, -(-len(picked) // MAX_STEP_BARS))
+    if per_bar == 1:
+        return (
+            labels[picked].tolist(),
+            {b: v[picked] for b, v in values.items()},
+            estimated[picked],
+            1,
+        )
+    starts = np.arange(0, len(picked), per_bar)
+    counts = np.diff(np.r_[starts, len(picked)])
+    firsts, lasts = labels[picked[starts]], labels[picked[starts + counts - 1]]
+    means = {b: np.add.reduceat(v[picked], starts) / counts for b, v in values.items()}
+    pale = np.add.reduceat(estimated[picked].astype(float), starts) / counts > 0.5
+    return [f"{a}-{b}" for a, b in zip(firsts, lasts, strict=True)], means, pale, per_bar

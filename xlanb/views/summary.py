@@ -164,8 +164,9 @@ def trace_coverage(profile: Profile) -> str:
 
 
 def steps_line(profile: Profile) -> str:
-    """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15%``
-    ("" when the cell ran no loop, or no step of it ran without compiling)."""
+    """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15% · 50
+    estimated after the trace's window`` ("" when the cell ran no loop, or no step of it ran
+    without compiling)."""
     steps = profile.step_times
     if steps.empty:
         return ""
@@ -190,7 +191,10 @@ def steps_line(profile: Profile) -> str:
     )
     mix = " · ".join(f"{bucket} {percent(share)}" for share, bucket in shares if share >= 0.005)
     parts.append(f"{int(steady.sum())} steady, median {format_seconds(median)}: {mix}")
-    traced = " in the trace's window" if profile.shown.traced_window else ""
+    guessed = int(steps["estimated"].fillna(False).sum()) if "estimated" in steps else 0
+    if guessed:
+        parts.append(f"{guessed} estimated after the trace's window")
+    traced = " in the trace's window" if profile.shown.traced_window and not guessed else ""
     return f"steps{traced}: " + " · ".join(parts)
 
 

@@ -17,6 +17,7 @@ def _vertical_bars_svg(
 ) -> list[str]:
     """Grouped vertical bars with their values written above them."""
     categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
+    position_of = {category: position for position, category in enumerate(categories)}
     y_max = max((y for t in bars for y in t["y"]), default=1.0) or 1.0
     step = (right - left) / max(len(categories), 1)
     width = step * 0.8 / len(bars)
@@ -27,7 +28,7 @@ def _vertical_bars_svg(
     for index, trace in enumerate(bars):
         color = trace["marker"]["color"]
         for category, value in zip(trace["x"], trace["y"], strict=True):
-            x = left + categories.index(category) * step + step * 0.1 + index * width
+            x = left + position_of[category] * step + step * 0.1 + index * width
             height = value / y_max * (bottom - top - 12)
             parts.append(
                 f'<rect x="{x:.1f}" y="{bottom - height:.1f}" width="{width:.1f}" '
@@ -50,6 +51,7 @@ def _stacked_bars_svg(
 ) -> list[str]:
     """Vertical bars stacked per category (each trace one segment), the total above each."""
     categories = list(dict.fromkeys(c for t in bars for c in t["x"]))
+    position_of = {category: position for position, category in enumerate(categories)}
     totals = dict.fromkeys(categories, 0.0)
     for trace in bars:
         for category, value in zip(trace["x"], trace["y"], strict=True):
@@ -64,13 +66,15 @@ def _stacked_bars_svg(
     stacked = dict.fromkeys(categories, 0.0)
     for trace in bars:
         color = trace["marker"]["color"]
-        for category, value in zip(trace["x"], trace["y"], strict=True):
-            x = left + categories.index(category) * step + step * 0.1
+        opacities = trace["marker"].get("opacity") or [1.0] * len(trace["x"])
+        for category, value, opacity in zip(trace["x"], trace["y"], opacities, strict=True):
+            x = left + position_of[category] * step + step * 0.1
             y = bottom - (stacked[category] + value) * scale
             stacked[category] += value
+            faded = f' fill-opacity="{opacity:g}"' if opacity < 1.0 else ""
             parts.append(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{step * 0.8:.1f}" '
-                f'height="{value * scale:.1f}" fill="{color}"/>'
+                f'height="{value * scale:.1f}" fill="{color}"{faded}/>'
             )
     for position, category in enumerate(categories):
         x = left + (position + 0.5) * step

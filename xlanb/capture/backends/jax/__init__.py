@@ -271,6 +271,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
             trace_events,
             (token.started_at, ended_at),
             token.trace if trace_events is not None else None,
+            drained=QUEUED_AT_END not in token.notes,
         )
     finally:
         AHEAD.drop()  # reads no row took (a nested capture's rows took them first)

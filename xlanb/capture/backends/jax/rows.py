@@ -76,10 +76,11 @@ def fill(
     trace_events: Any,
     window: tuple[float, float],
     trace: device_trace.Trace | None = None,
+    drained: bool = False,
 ) -> None:
     """Add the rows of one capture to `capture` (`trace_events`: the device trace's events,
     None without a trace, and `trace` the trace they come from; `window`: the capture's
-    wall-clock start and end)."""
+    wall-clock start and end; `drained`: its last run had ended by then)."""
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
     if trace_events is not None:
@@ -91,7 +92,9 @@ def fill(
             )
             if trace.stopped_at is not None:
                 capture.rows["spans"].extend(
-                    _untraced_runs(taken, capture.rows["spans"], trace.stopped_at, window[1])
+                    _untraced_runs(
+                        taken, capture.rows["spans"], trace.stopped_at, window[1], drained
+                    )
                 )
     executions = _execution_rows(taken.calls)
     for row in executions:
@@ -467,7 +470,11 @@ def _ran_programs_graphs(
 
 
 def _untraced_runs(
-    taken: Taken, spans: list[dict[str, Any]], stopped_at: float, ended_at: float
+    taken: Taken,
+    spans: list[dict[str, Any]],
+    stopped_at: float,
+    ended_at: float,
+    drained: bool,
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs the trace's window did not hold
     (:func:`xlanb.analysis.device_time.after_window_from_calls`): the capture's calls by
@@ -483,8 +490,20 @@ def _untraced_runs(
         (_program_key(hooks.function_name(call.function)[0]), call.count - sampled[call.function])
         for call in taken.calls
     ]
+    graphs = {
+        _program_key(str(span["name"])): span["graph"]
+        for span in spans
+        if span["lane"] == "device" and not span["estimated"] and span.get("graph")
+    }
     return device_time.after_window_from_calls(
-        NAME, device_time.traced_runs(spans), calls, stopped_at, ended_at, unsampled
+        NAME,
+        device_time.traced_runs(spans),
+        calls,
+        stopped_at,
+        ended_at,
+        unsampled,
+        graphs,
+        drained,
     )
 
 
