@@ -222,3 +222,35 @@ def test_a_first_text_clearly_over_the_viewer_budget_is_not_packed(run, shell, m
         graph = prof.graph(0, kind=kind)
         assert graph_html.packed_for_script(payload(graph)) and least_packed_size(graph)
         assert len(original(payload(graph))) >= least_packed_size(graph)
+
+
+def test_the_first_programs_stablehlo_is_parsed_while_xla_compiles_it(run, shell, monkeypatch):
+    """The StableHLO text exists before XLA compiles it: its parse for the viewer starts on
+    the worker then, not after the compile (XLA holds no Python lock while it compiles). The
+    compile here waits (10 s at most) for that parse to start: it used to start after."""
+    from jax._src import compiler
+
+    graph_parse = sys.modules["xlanb.graphs.parse"]
+    original_parse, original_compile = graph_parse.parse, compiler.compile_or_get_cached
+    started, compiling, seen = threading.Event(), [False], []
+
+    def parse(text, kind=None):
+        if str(kind) == "stablehlo":
+            seen.append((threading.current_thread().name, compiling[0]))
+            started.set()
+        return original_parse(text, kind)
+
+    def compile_after_the_parse_started(*args, **kwargs):
+        compiling[0] = True
+        try:
+            started.wait(10.0)
+            return original_compile(*args, **kwargs)
+        finally:
+            compiling[0] = False
+
+    monkeypatch.setattr(graph_parse, "parse", parse)
+    monkeypatch.setattr(compiler, "compile_or_get_cached", compile_after_the_parse_started)
+    run(SETUP)
+    run(CELL.format(var="ra_early", scale="1.375"))
+    assert seen == [("xlanb-read-ahead", True)]
+    assert shell.user_ns["ra_early"].graph(0, kind="stablehlo").nodes.shape[0] > 0

@@ -141,7 +141,8 @@ def begin(options: CaptureOptions) -> Token:
         STATE.clear()
         notes.extend(hooks.switch_on())
     token = STATE.open(options.graphs, notes)
-    STATE.on_compile, AHEAD.parse_first = AHEAD.submit, options.shown
+    STATE.before_compile, STATE.on_compile = AHEAD.before_compile, AHEAD.submit
+    AHEAD.parse_first = options.shown
     AHEAD.cell_filename = options.cell_filename
     token.live = hooks.live_arrays()
     hooks.explain_enter()

@@ -87,18 +87,30 @@ class _Ahead:
         #: The cell's file name, as its code's frames name it (what the op sources match).
         self.cell_filename: str | None = None
 
-    def submit(self, executable: Any, computation: Any) -> None:
-        """Read `executable` (and `computation`, its StableHLO module) ahead. A program is
-        taken only once the worker runs (a thread that cannot start: read at the end)."""
+    def before_compile(self, computation: Any) -> str | None:
+        """The StableHLO text of `computation`, a program about to be compiled, printed here
+        (an MLIR module is read on the thread that made it); the first program's is parsed
+        for the viewer on the worker while XLA compiles (which holds no Python lock)."""
+        with self.lock:
+            if self.submitted >= PROGRAMS_AHEAD:
+                return None
+            parse = self.parse_first and self.submitted == 0
+        stablehlo = stablehlo_text(computation)
+        if parse:
+            self._start_worker()
+            self.jobs.put(lambda: _parse_stablehlo(stablehlo))
+        return stablehlo
+
+    def submit(self, executable: Any, computation: Any, stablehlo: str | None = None) -> None:
+        """Read `executable` (and `computation`, its StableHLO module, whose text
+        :meth:`before_compile` may have printed) ahead. A program is taken only once the
+        worker runs (a thread that cannot start: read at the end)."""
         with self.lock:
             if self.submitted >= PROGRAMS_AHEAD or id(executable) in self.futures:
                 return
-            if self.worker is None:
-                worker = threading.Thread(target=self._work, name="xlanb-read-ahead", daemon=True)
-                worker.start()
-                self.worker = worker
-        # printed here: an MLIR module is read on the thread that made it
-        stablehlo = stablehlo_text(computation) if computation is not None else None
+        self._start_worker()
+        if stablehlo is None and computation is not None:
+            stablehlo = stablehlo_text(computation)  # on the thread that made the module
         with self.lock:
             parse = self.parse_first and self.submitted == 0
             cell_filename = self.cell_filename
@@ -124,6 +136,13 @@ class _Ahead:
             self.futures.clear()
             self.submitted = 0
 
+    def _start_worker(self) -> None:
+        with self.lock:
+            if self.worker is None:
+                worker = threading.Thread(target=self._work, name="xlanb-read-ahead", daemon=True)
+                worker.start()
+                self.worker = worker
+
     def _work(self) -> None:
         while True:
             self.jobs.get()()
@@ -143,6 +162,15 @@ def _run(
         future.set_exception(error)
         return
     future.set_result(reads)
+
+
+def _parse_stablehlo(stablehlo: str) -> None:
+    """The viewer's graph of a StableHLO text, into its cache (:func:`warm` then finds it)."""
+    try:
+        if count_stablehlo_ops(stablehlo) <= PARSED_NODES:
+            prepare(parse_once(stablehlo, "stablehlo"))
+    except Exception:
+        pass  # the display parses the text itself, and says why it does not parse
 
 
 def warm(

@@ -215,9 +215,13 @@ class JaxState:
     #: Set by the trace's watchdog on GPU/TPU: the dispatch counter calls it on the user's
     #: thread before the next launch (the profiler is stopped where programs are launched).
     stop_here: Callable[[], None] | None = None
-    #: Called by the compile wrapper with each program compiled outside ``jit``'s eager ops
-    #: while graphs are kept (executable, StableHLO module): the read-ahead (:mod:`..ahead`).
-    on_compile: Callable[[Any, Any], None] | None = None
+    #: Called by the compile wrapper with each program's StableHLO module before XLA compiles
+    #: it (outside ``jit``'s eager ops, while graphs are kept): its text, which the
+    #: read-ahead (:mod:`..ahead`) starts parsing while XLA compiles; handed to `on_compile`.
+    before_compile: Callable[[Any], str | None] | None = None
+    #: Called by the compile wrapper after each such compile (executable, StableHLO module,
+    #: what `before_compile` returned): the read-ahead.
+    on_compile: Callable[[Any, Any, str | None], None] | None = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------

@@ -185,20 +185,36 @@ class _ExplainFilter(logging.Filter):
 FILTER = _ExplainFilter()
 
 
+def _before_compile(computation: Any) -> tuple[tuple, bool, str | None] | None:
+    """(the compile's Python frames, whether it is an eager op's, the StableHLO text that
+    ``STATE.before_compile`` made of a kept program's module), taken in
+    :func:`compile_hook` before XLA compiles; None where that failed."""
+    try:
+        frames, eager = python_stack(sys._getframe(2))
+        current = STATE.current
+        if current is not None:
+            eager = eager or function_name(current)[1]
+        stablehlo = None
+        if not eager and STATE.keeps_graphs() and STATE.before_compile is not None:
+            stablehlo = STATE.before_compile(computation)
+        return tuple(frames), eager, stablehlo
+    except Exception:
+        return None
+
+
 def compile_hook(backend, computation, *args, **kwargs):
     """``jax._src.compiler.compile_or_get_cached`` while capturing (touch point 5)."""
+    before = _before_compile(computation) if STATE.listening else None
     executable = STATE.compile_original(backend, computation, *args, **kwargs)
     if STATE.listening:
         try:
+            frames, eager, stablehlo = before or _before_compile(computation) or ((), False, None)
             position = compile_entry().found.host_callbacks
             if position is not None and len(args) > position:
                 host_callbacks = args[position]
             else:
                 host_callbacks = kwargs.get("host_callbacks", ())
-            frames, eager = python_stack(sys._getframe(1))
             current = STATE.current
-            if current is not None:
-                eager = eager or function_name(current)[1]
             keep_module = STATE.keeps_graphs()
             STATE.append_event(
                 CompileRecord(
@@ -217,7 +233,7 @@ def compile_hook(backend, computation, *args, **kwargs):
                 # first run is not like its next ones
                 STATE.first_probe_at = max(STATE.first_probe_at, STATE.sample_count + 2)
             if keep_module and not eager and STATE.on_compile is not None:
-                STATE.on_compile(executable, computation)
+                STATE.on_compile(executable, computation, stablehlo)
         except Exception:  # never let the profiler break a compile
             pass
     return executable
