@@ -7,8 +7,9 @@ the host's execute spans, XLA:GPU) and torch_xla's ExecuteTime samples (taken as
 launch to completion: the trace's thunk executor spans on XLA:CPU, the host's execute span
 to the run's last kernel on XLA:GPU). Printed per trace: the estimated device seconds of the
 untraced runs against their measured seconds (for the calls, also where the cell waited for
-its last run, so that the runs fit before its end: ``drained``); for the samples, with the one-at-a-time rule
-(a run starts no earlier than the run before it ended) and without it (each sample scaled).
+its last run, so that the runs fit before its end: ``drained``); for the samples, with the
+one-at-a-time rule (a run starts no earlier than the run before it ended) and without it
+(each sample scaled).
 
     .venv/bin/python bench/after_window.py
 """

@@ -137,7 +137,7 @@ def _costs(kernels: Sequence[tuple[str, str]], commands: Sequence[Command]) -> _
         rows = np.flatnonzero(kinds == kind)
         if not len(rows):
             continue
-        picked = [kernels[i] for i in rows]
+        picked = [kernels[i] for i in rows.tolist()]
         if kind == "anchored":
             ops = coded([op for _, op in picked])[:, None]
             match[rows] = np.where(names[None, :] == ops, 0.0, math.inf)
