@@ -128,6 +128,9 @@ def test_runs_after_the_trace_window_are_accounted_from_the_runtimes_samples(run
     assert (whole.spans["lane"] == "device").sum() == 80
     assert 0.4 * whole_device <= parts["device"] <= 2.5 * whole_device, (parts, whole_device)
     assert "partly estimated" in repr(windowed)
+    # the window's runs were all of one graph: the runs after it are its steps too
+    steps = windowed.step_times
+    assert len(steps) == len(device) and steps["estimated"].sum() == device["estimated"].sum()
 
 
 def test_a_long_compile_does_not_use_up_the_traces_window(run, shell, monkeypatch):

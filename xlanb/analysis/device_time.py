@@ -546,6 +546,7 @@ def after_window_from_samples(
     counted_after: tuple[int, float],
     window_end: float,
     capture_end: float,
+    graph: str | None = None,
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs after a trace's window, from the runtime's own
     timed runs (torch_xla's ExecuteTime: launch to completion, longer than the trace's device
@@ -562,7 +563,9 @@ def after_window_from_samples(
       counted_after: (runs, seconds) the runtime's totals count after the window; those its
         samples no longer hold (a circular buffer keeps the newest) ran before the first
         sampled run after the window: they are spread from `window_end` to its start (else
-        to `capture_end`)."""
+        to `capture_end`).
+      graph: the graph of each timed run where the window's runs were all of one (the samples
+        name none): those runs are then steps."""
     ratio = 1.0
     if window_execute_seconds > 0 and traced_seconds > 0:
         ratio = min(traced_seconds / window_execute_seconds, 1.0)
@@ -578,6 +581,7 @@ def after_window_from_samples(
         if previous >= 0:
             own = min(own, end - timed[previous][0])
         spans.append(_estimated(backend, SCALED_SAMPLES, end - own, own))
+        spans[-1]["graph"] = graph
         previous = len(timed) - len(after) + len(spans) - 1
     first_run = min((span["start"] for span in spans), default=capture_end)
     spans += spread_spans(backend, UNSAMPLED_RUNS, window_end, first_run, count, seconds * ratio)

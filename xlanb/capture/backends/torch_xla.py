@@ -624,7 +624,9 @@ def _untraced_runs(
     at_stop_count, at_stop_seconds = trace.snapshot_at_stop or (total_count, total_seconds)
     before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))[1]
     window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
-    traced = sum(span["seconds"] for span in capture.rows["spans"] if span["lane"] == "device")
+    device = [span for span in capture.rows["spans"] if span["lane"] == "device"]
+    traced = sum(span["seconds"] for span in device)
+    graphs = {span.get("graph") for span in device}
     return device_time.after_window_from_samples(
         NAME,
         traced,
@@ -633,6 +635,7 @@ def _untraced_runs(
         (total_count - at_stop_count, total_seconds - at_stop_seconds),
         trace.stopped_at,
         ended_at,
+        graphs.pop() if len(graphs) == 1 else None,
     )
 
 
