@@ -211,6 +211,14 @@ def _factorized(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     return codes, distinct
 
 
+def starting_with(column: pd.Series, prefix: str) -> np.ndarray:
+    """Whether each item of `column` (strings; a missing one is not) starts with `prefix`,
+    tested once per distinct value, not once per item."""
+    codes, distinct = _factorized(column.to_numpy(dtype=object))
+    hits = np.array([value.startswith(prefix) for value in distinct] + [False], dtype=bool)
+    return hits[codes]
+
+
 def _program_ids(programs: np.ndarray) -> list[int | None]:
     """Program ids, None for :data:`NO_PROGRAM`."""
     ids = programs.astype(object)
