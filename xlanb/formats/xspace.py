@@ -6,8 +6,9 @@ Both write ``<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` 
 built at import time from a hand-written descriptor of ``tsl/profiler/protobuf/xplane.proto``
 (package ``tensorflow.profiler``) in a private descriptor pool: no TensorFlow, JAX or protoc, no
 clash with another ``xplane_pb2``. Needs ``protobuf``; imports nothing from ``xlanb`` but
-:mod:`xlanb.formats.proto_schema`. What the runtimes write (planes, span names, the clock,
-costs, pitfalls) is in the README ("Runtime notes", XSpace traces).
+:mod:`xlanb.formats.proto_schema` and :mod:`xlanb.formats.proto_wire`. What the runtimes
+write (planes, span names, the clock, costs, pitfalls) is in the README ("Runtime notes",
+XSpace traces).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 from google.protobuf.message import DecodeError
 
 from xlanb.formats.proto_schema import FIELD, ProtoFile
+from xlanb.formats.proto_wire import UNREAD, stat_from_wire
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -295,6 +297,8 @@ EVENT_COLUMNS = (
 MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
 _MEMORY_EVENT_NAME_SET = frozenset(MEMORY_EVENT_NAMES)
+#: The stats of a memory event that :func:`memory_events` reads, in the order it keeps them.
+_MEMORY_STATS = ("bytes_allocated", "peak_bytes_in_use", "allocator_name")
 
 # Stat name -> events column.
 _STAT_COLUMNS = {
@@ -550,32 +554,49 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         columns.line_counts.append(len(mids))
 
 
-_UNREAD: Any = object()  # a stat not decoded yet
-
-
 class _StatDecoder:
     """The wanted stat values of events whose stats are serialized ``XStat`` bytes: each
-    distinct stat is decoded once (a plane's ops repeat the same module, program, op names)."""
+    distinct stat is decoded once (a plane's ops repeat the same module, program, op names);
+    a stat's id is read off its first bytes, so a stat not wanted is never parsed, and an
+    integer value (a correlation id, new on every event) is read off its varint."""
 
-    def __init__(self, meta: _PlaneMetadata) -> None:
+    def __init__(self, meta: _PlaneMetadata, wanted: dict[int, int] | None = None) -> None:
         self.meta = meta
+        self.wanted = meta.wanted if wanted is None else wanted
         self.no_stats = (None,) * len(_STAT_ORDER)
         #: stat bytes -> (index in _STAT_ORDER, has a value, value); None when not wanted
         self.cache: dict[bytes, tuple[int, bool, Any] | None] = {}
 
     def decode(self, raw: bytes) -> tuple[int, bool, Any] | None:
-        stat = _XStat.FromString(raw)
-        idx = self.meta.wanted.get(stat.metadata_id)
-        if idx is None:
-            hit = None
-        else:
-            which = stat.WhichOneof("value")
-            if which == "ref_value":
-                hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+        hit = stat_from_wire(raw, self.wanted)
+        if hit is UNREAD:
+            stat = _XStat.FromString(raw)
+            idx = self.wanted.get(stat.metadata_id)
+            if idx is None:
+                hit = None
             else:
-                hit = (idx, which is not None, None if which is None else getattr(stat, which))
+                which = stat.WhichOneof("value")
+                if which == "ref_value":
+                    hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+                else:
+                    hit = (idx, which is not None, None if which is None else getattr(stat, which))
         self.cache[raw] = hit
         return hit
+
+    def values(self, stats: Iterable[Any], size: int) -> list[Any]:
+        """The `size` wanted values of one event's `stats` (serialized, or ``XStat``
+        messages), by index (None where absent); a stat given twice keeps its last value."""
+        found: list[Any] = [None] * size
+        for raw in stats:
+            if isinstance(raw, bytes):
+                hit = self.cache.get(raw, UNREAD)
+                if hit is UNREAD:
+                    hit = self.decode(raw)
+                if hit is not None:
+                    found[hit[0]] = hit[2]
+            elif (idx := self.wanted.get(raw.metadata_id)) is not None:
+                found[idx] = _stat_value(raw, self.meta.stat_names)
+        return found
 
     def line_stats(
         self, stat_lists: list[Any], mids: list[int], first: int, columns: _EventColumns
@@ -590,8 +611,8 @@ class _StatDecoder:
             if stats:
                 found = 0
                 for raw in stats:
-                    hit = cache.get(raw, _UNREAD)
-                    if hit is _UNREAD:
+                    hit = cache.get(raw, UNREAD)
+                    if hit is UNREAD:
                         hit = self.decode(raw)
                     if hit is None:
                         continue
@@ -663,6 +684,12 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
         if not memory_ids:
             continue
         stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
+        wanted = {
+            sid: _MEMORY_STATS.index(name)
+            for sid, name in stat_names.items()
+            if name in _MEMORY_STATS
+        }
+        decoder = _StatDecoder(_PlaneMetadata(stat_names, wanted, {}, set()))
         for line in plane.lines:
             ts = line.timestamp_ns
             if start is not None and ts < start // 2:
@@ -670,18 +697,13 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
             for event in line.events:
                 if event.metadata_id not in memory_ids:
                     continue
-                stats = {
-                    stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
-                    for stat in map(_as_stat, event.stats)
-                }
-                in_use = stats.get("bytes_allocated")
+                in_use, peak, allocator = decoder.values(event.stats, len(_MEMORY_STATS))
                 if not isinstance(in_use, int | float):
                     continue
-                peak = stats.get("peak_bytes_in_use")
                 rows.append(
                     (
                         ts + event.offset_ps // 1000,
-                        str(stats.get("allocator_name") or line.name or plane.name),
+                        str(allocator or line.name or plane.name),
                         float(in_use),
                         float(peak) if isinstance(peak, int | float) else np.nan,
                     )
@@ -692,11 +714,6 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
 def _memory_frame(rows: list[tuple[int, str, float, float]]) -> pd.DataFrame:
     """The memory events frame (:data:`MEMORY_COLUMNS`) of `rows`, in time order."""
     return pd.DataFrame(sorted(rows), columns=list(MEMORY_COLUMNS))
-
-
-def _as_stat(stat: Any) -> Any:
-    """An ``XStat`` message of an event's stat, whether parsed or still serialized."""
-    return _XStat.FromString(stat) if isinstance(stat, bytes) else stat
 
 
 def _events_frame(columns: _EventColumns) -> pd.DataFrame:
@@ -783,13 +800,14 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     correlation_na = np.ones(n, dtype=bool)
     if columns.stat_rows:
         rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        ops, modules, programs, runs, correlations = zip(*columns.stat_values, strict=True)
-        hlo_op[rows] = _as_str(ops)
-        hlo_module[rows] = _as_str(modules)
+        table = np.empty((len(rows), len(_STAT_ORDER)), dtype=object)
+        table[:] = columns.stat_values
+        hlo_op[rows] = _as_str(table[:, 0].tolist())
+        hlo_module[rows] = _as_str(table[:, 1].tolist())
         for values, dest, na in (
-            (programs, program, program_na),
-            (runs, run, run_na),
-            (correlations, correlation, correlation_na),
+            (table[:, 2], program, program_na),
+            (table[:, 3], run, run_na),
+            (table[:, 4], correlation, correlation_na),
         ):
             _set_ints(values, rows, dest, na)
     return (
@@ -801,23 +819,24 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     )
 
 
-def _set_ints(values: tuple[Any, ...], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
-    """Put the int64 values of a stat column at `rows` of `dest` (others stay NA in `na`)."""
-    types = set(map(type, values))
-    if types == {type(None)}:
+def _set_ints(values: np.ndarray, rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
+    """Put the int64 values of a stat column (objects, None where absent) at `rows` of
+    `dest` (others stay NA in `na`)."""
+    given = np.array([value is not None for value in values.tolist()], dtype=bool)
+    present = values[given].tolist()
+    if not present:
         return
-    if types == {int}:
+    if set(map(type, present)) == {int}:
         try:
-            dest[rows] = np.array(values, dtype=np.int64)
+            dest[rows[given]] = np.array(present, dtype=np.int64)
         except OverflowError:
             pass
         else:
-            na[rows] = False
+            na[rows[given]] = False
             return
-    ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
-    ok_arr = np.asarray(ok, dtype=bool)
-    dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
-    na[rows[ok_arr]] = False
+    ok = np.array([isinstance(v, int) and -(2**63) <= v < 2**63 for v in present], dtype=bool)
+    dest[rows[given][ok]] = [v for v, good in zip(present, ok.tolist(), strict=True) if good]
+    na[rows[given][ok]] = False
 
 
 def _as_str(values: Iterable[Any]) -> list[Any]:
