@@ -172,17 +172,20 @@ def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> p
     """`frame` with the ``hlo_op`` of each kernel inside a command buffer replaced by the
     instruction :func:`xlanb.analysis.command_buffers.attribute` places it on, per program
     whose optimized HLO text `hlo_texts` holds (by program id, else HLO module name)."""
-    inside = starting_with(frame["hlo_op"], COMMAND_BUFFER)
-    if not hlo_texts or not inside.any():
+    if not hlo_texts:
         return frame
-    frame = frame.copy()
-    kernels = frame[inside]
+    inside = np.flatnonzero(starting_with(frame["hlo_op"], COMMAND_BUFFER))
+    if not len(inside):
+        return frame
+    kernels = frame.take(inside).set_axis(inside)  # labelled by position in `frame`
     programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
+    ops = None
     for (module, program), group in kernels.groupby([kernels["hlo_module"], programs]):
         text = hlo_texts.get(int(program)) or hlo_texts.get(str(module))
         if text:
-            frame.loc[group.index, "hlo_op"] = attribute(group, text)
-    return frame
+            ops = frame["hlo_op"].array.copy() if ops is None else ops
+            ops[group.index.to_numpy()] = attribute(group, text).to_numpy()
+    return frame if ops is None else frame.assign(hlo_op=ops)
 
 
 #: The ``samples`` metric of the allocators' bytes in use from the trace's memory events.
