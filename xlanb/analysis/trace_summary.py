@@ -218,12 +218,18 @@ def _factorized(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     return codes, distinct
 
 
-def starting_with(column: pd.Series, prefix: str) -> np.ndarray:
-    """Whether each item of `column` (strings; a missing one is not) starts with `prefix`,
-    tested once per distinct value, not once per item."""
+def passing(column: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
+    """Whether each item of `column` (strings; a missing one does not) passes `test`, tested
+    once per distinct value, not once per item."""
     codes, distinct = _factorized(column.to_numpy(dtype=object))
-    hits = np.array([value.startswith(prefix) for value in distinct] + [False], dtype=bool)
+    hits = np.array([test(value) for value in distinct] + [False], dtype=bool)
     return hits[codes]
+
+
+def starting_with(column: pd.Series, prefix: str) -> np.ndarray:
+    """Whether each item of `column` (strings; a missing one does not) starts with `prefix`
+    (:func:`passing`)."""
+    return passing(column, lambda value: value.startswith(prefix))
 
 
 def _program_ids(programs: np.ndarray) -> list[int | None]:
