@@ -724,48 +724,60 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
     gid = _name_indices(columns, plane_of_event)
     names = columns.names
     missing = np.flatnonzero(gid < 0)
-    name_table = np.array([*names, ""], dtype=object)
-    name_col = name_table[gid]  # -1 -> "" placeholder, fixed below
-    for i in missing:
-        name_col[i] = str(columns.mids[i])
+    # an id the plane does not know is named by its number
+    name_codes = gid.copy()
+    name_codes[missing] = np.arange(len(names), len(names) + len(missing))
+    name_table = [*names, *(str(columns.mids[i]) for i in missing)]
     starts = (
         np.repeat(np.asarray(columns.line_ts, dtype=np.int64), counts)
         + np.asarray(columns.offsets, dtype=np.int64) // 1000
     )
     hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
-    kinds = _kinds(names, gid, hlo_op, columns.stat_rows)
+    kind_table, kind_codes = _kinds(names, gid, hlo_op, columns.stat_rows)
+    line_codes = np.repeat(np.arange(len(columns.line_names)), counts)
     return pd.DataFrame(
         {
-            "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
-            "line": np.repeat(np.asarray(columns.line_names, dtype=object), counts),
-            "name": name_col,
+            "plane": _taken(columns.plane_names, plane_of_event),
+            "line": _taken(columns.line_names, line_codes),
+            "name": _taken(name_table, name_codes),
             "start_ns": starts,
             "duration_ns": np.asarray(columns.durations, dtype=np.float64) / 1000.0,
             "hlo_op": hlo_op,
             "hlo_module": hlo_module,
             "program_id": program_id,
             "run_id": run_id,
-            "kind": kinds,
+            "kind": _taken(kind_table, kind_codes),
             "correlation_id": correlation_id,
         },
         columns=list(EVENT_COLUMNS),
     )
 
 
-def _kinds(names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]) -> Any:
-    """The ``kind`` column: "op" where ``hlo_op`` is set, else :func:`classify_span` of the
-    name, classified once per distinct name of the events that are not ops."""
+def _taken(table: list[str], codes: np.ndarray) -> Any:
+    """The strings of `table` at `codes`, as the column pandas makes of them (its string
+    dtype, where it infers one): the table's strings are checked once, not once per row."""
+    if not len(codes):
+        return np.asarray(table, dtype=object)[codes]
+    return pd.Series(np.asarray(table, dtype=object)).array.take(codes)
+
+
+def _kinds(
+    names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]
+) -> tuple[list[str], np.ndarray]:
+    """The ``kind`` column as (kinds, the code of each event's): "op" where ``hlo_op`` is set,
+    else :func:`classify_span` of the name, classified once per distinct name of the events
+    that are not ops ("other" for an id its plane does not know)."""
     is_op = np.zeros(len(gid), dtype=bool)
     if stat_rows:
         rows = np.asarray(stat_rows, dtype=np.int64)
         is_op[rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]] = True
-    kind_table = np.full(len(names) + 1, "other", dtype=object)  # index -1: unknown id
+    kind_table = ["other"] * len(names) + ["other", "op"]  # then: an unknown id, an op
     for g in np.unique(gid[~is_op]).tolist():
         if g >= 0:
             kind_table[g] = _classify_span_cached(names[g])
-    kinds = kind_table[gid]
-    kinds[is_op] = "op"
-    return kinds
+    codes = np.where(gid < 0, len(names), gid)
+    codes[is_op] = len(names) + 1
+    return kind_table, codes
 
 
 def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
@@ -800,14 +812,15 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     correlation_na = np.ones(n, dtype=bool)
     if columns.stat_rows:
         rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        table = np.empty((len(rows), len(_STAT_ORDER)), dtype=object)
-        table[:] = columns.stat_values
-        hlo_op[rows] = _as_str(table[:, 0].tolist())
-        hlo_module[rows] = _as_str(table[:, 1].tolist())
+        ops, modules, programs, runs, correlations = (
+            [values[i] for values in columns.stat_values] for i in range(len(_STAT_ORDER))
+        )
+        hlo_op[rows] = _as_str(ops)
+        hlo_module[rows] = _as_str(modules)
         for values, dest, na in (
-            (table[:, 2], program, program_na),
-            (table[:, 3], run, run_na),
-            (table[:, 4], correlation, correlation_na),
+            (programs, program, program_na),
+            (runs, run, run_na),
+            (correlations, correlation, correlation_na),
         ):
             _set_ints(values, rows, dest, na)
     return (
@@ -819,24 +832,25 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     )
 
 
-def _set_ints(values: np.ndarray, rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
-    """Put the int64 values of a stat column (objects, None where absent) at `rows` of
-    `dest` (others stay NA in `na`)."""
-    given = np.array([value is not None for value in values.tolist()], dtype=bool)
-    present = values[given].tolist()
+def _set_ints(values: list[Any], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
+    """Put the int64 values of a stat column (None where absent) at `rows` of `dest` (others
+    stay NA in `na`)."""
+    present = [value for value in values if value is not None]
     if not present:
         return
+    if len(present) < len(values):
+        rows = rows[np.fromiter((value is not None for value in values), bool, len(values))]
     if set(map(type, present)) == {int}:
         try:
-            dest[rows[given]] = np.array(present, dtype=np.int64)
+            dest[rows] = np.array(present, dtype=np.int64)
         except OverflowError:
             pass
         else:
-            na[rows[given]] = False
+            na[rows] = False
             return
     ok = np.array([isinstance(v, int) and -(2**63) <= v < 2**63 for v in present], dtype=bool)
-    dest[rows[given][ok]] = [v for v, good in zip(present, ok.tolist(), strict=True) if good]
-    na[rows[given][ok]] = False
+    dest[rows[ok]] = [v for v, good in zip(present, ok.tolist(), strict=True) if good]
+    na[rows[ok]] = False
 
 
 def _as_str(values: Iterable[Any]) -> list[Any]:
