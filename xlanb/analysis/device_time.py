@@ -37,8 +37,11 @@ from xlanb.analysis.trace_summary import WAIT_SPAN as WAIT_SPAN
 from xlanb.analysis.trace_summary import (
     Columns,
     Summary,
+    _codes,
+    _factorized,
     _Span,
     execution_windows,
+    starting_with,
     summary_of,
     whole_runs,
 )
@@ -51,13 +54,13 @@ GPU_EXECUTE_SPAN = "CommonPjRtLoadedExecutable::Execute ("
 
 def is_gpu(frame: pd.DataFrame) -> bool:
     """Whether a trace's events hold GPU device planes."""
-    return bool(frame["plane"].astype(str).str.startswith(GPU_PLANE).any())
+    return bool(starting_with(frame["plane"], GPU_PLANE).any())
 
 
 def gpu_runs(frame: pd.DataFrame) -> pd.DataFrame:
     """The host's execute spans of program runs: ``line``, ``start_ns``, ``end_ns``,
     ``run_id``, ``module`` (the HLO module name), sorted by start."""
-    spans = frame[frame["name"].astype(str).str.startswith(GPU_EXECUTE_SPAN)]
+    spans = frame[starting_with(frame["name"], GPU_EXECUTE_SPAN)]
     starts = spans["start_ns"].to_numpy(dtype=float)
     return pd.DataFrame(
         {
@@ -70,24 +73,34 @@ def gpu_runs(frame: pd.DataFrame) -> pd.DataFrame:
     ).sort_values("start_ns", kind="stable", ignore_index=True)
 
 
-def launch_runs(frame: pd.DataFrame, runs: pd.DataFrame) -> dict[int, int]:
+def launch_runs(
+    frame: pd.DataFrame, runs: pd.DataFrame, on_gpu_plane: np.ndarray | None = None
+) -> dict[int, int]:
     """``correlation_id`` -> the index in `runs` of the run whose execute span holds the host
-    event with that id (kernel launches outside every run are left out)."""
-    host = frame[
-        frame["correlation_id"].notna() & ~frame["plane"].astype(str).str.startswith(GPU_PLANE)
-    ]
+    event with that id (kernel launches outside every run are left out); `on_gpu_plane`:
+    which events are on a GPU plane, where known."""
+    if on_gpu_plane is None:
+        on_gpu_plane = starting_with(frame["plane"], GPU_PLANE)
+    host = np.flatnonzero(frame["correlation_id"].notna().to_numpy() & ~on_gpu_plane)
+    line_codes, lines = _factorized(frame["line"].to_numpy(dtype=object)[host])
+    host_starts = frame["start_ns"].to_numpy(dtype=float)[host]
+    host_ids = frame["correlation_id"].to_numpy(dtype=np.int64, na_value=0)[host]
+    run_lines = runs["line"].to_numpy(dtype=object)
+    run_starts = runs["start_ns"].to_numpy(dtype=float)
+    run_ends = runs["end_ns"].to_numpy(dtype=float)
+    run_index = runs.index.to_numpy()
     found: dict[int, int] = {}
-    for line, launches in host.groupby("line", sort=False):
-        on_line = runs[runs["line"] == line]
-        if on_line.empty:
+    for code, line in enumerate(lines):  # the threads in order of their first launch
+        on_line = np.flatnonzero(run_lines == line)
+        if not len(on_line):
             continue
-        starts = launches["start_ns"].to_numpy(dtype=float)
-        where = np.searchsorted(on_line["start_ns"].to_numpy(dtype=float), starts, "right") - 1
+        mine = line_codes == code
+        starts = host_starts[mine]
+        where = np.searchsorted(run_starts[on_line], starts, "right") - 1
         ok = where >= 0
-        ok[ok] &= starts[ok] <= on_line["end_ns"].to_numpy(dtype=float)[where[ok]]
-        indices = on_line.index.to_numpy()[where[ok]]
-        ids = launches["correlation_id"].to_numpy(dtype=np.int64, na_value=0)[ok]
-        found.update(zip(ids.tolist(), indices.tolist(), strict=True))
+        ok[ok] &= starts[ok] <= run_ends[on_line][where[ok]]
+        indices = run_index[on_line][where[ok]]
+        found.update(zip(host_ids[mine][ok].tolist(), indices.tolist(), strict=True))
     return found
 
 
@@ -95,57 +108,84 @@ def program_events(frame: pd.DataFrame) -> pd.DataFrame:
     """`frame` with, on XLA:GPU, only the kernels the programs' runs launched among its op
     events, each with the ``run_id`` of its run (where the host span has none, the run's
     position); an XLA:CPU trace is returned as it is."""
-    if frame.empty or "correlation_id" not in frame or not is_gpu(frame):
+    if frame.empty or "correlation_id" not in frame:
         return frame
-    on_gpu = frame["plane"].astype(str).str.startswith(GPU_PLANE) & frame["hlo_op"].notna()
+    on_gpu_plane = starting_with(frame["plane"], GPU_PLANE)
+    if not on_gpu_plane.any():
+        return frame
+    on_gpu = on_gpu_plane & frame["hlo_op"].notna().to_numpy()
+    kernels = np.flatnonzero(on_gpu)
     runs = gpu_runs(frame)
-    launched = launch_runs(frame, runs)
-    kernels = frame[on_gpu]
-    run_index = kernels["correlation_id"].map(launched)
-    own = run_index.notna()
-    run_ids = runs["run_id"].to_numpy(dtype=object)
-    ids = [
-        run_ids[int(i)] if run_ids[int(i)] is not None and not pd.isna(run_ids[int(i)]) else int(i)
-        for i in run_index[own]
-    ]
-    kept = kernels[own].assign(run_id=pd.array(ids, dtype="Int64"))
-    kept = kept[~_cut_gpu_runs(kept)]
-    return pd.concat([frame[~on_gpu], kept]).sort_values("start_ns", kind="stable")
+    launched = launch_runs(frame, runs, on_gpu_plane)
+    correlation = frame["correlation_id"].to_numpy(dtype=np.int64, na_value=0)[kernels]
+    run_index = np.fromiter(
+        (launched.get(i, -1) for i in correlation.tolist()), np.int64, len(kernels)
+    )
+    run_index[frame["correlation_id"].isna().to_numpy()[kernels]] = -1
+    own = run_index >= 0
+    # a run's id, else (the host span has none) its position
+    run_keys = np.array(
+        [
+            position if run_id is None or pd.isna(run_id) else run_id
+            for position, run_id in enumerate(runs["run_id"].tolist())
+        ],
+        dtype=np.int64,
+    )
+    kept, kept_runs = kernels[own], run_keys[run_index[own]]
+    uncut = ~_cut_gpu_runs(frame, kept, kept_runs)
+    kept, kept_runs = kept[uncut], kept_runs[uncut]
+    positions = np.concatenate([np.flatnonzero(~on_gpu), kept])
+    order = np.argsort(frame["start_ns"].to_numpy()[positions], kind="stable")
+    run_ids = frame["run_id"].array.astype("Int64", copy=True)
+    run_ids[kept] = kept_runs
+    events = frame.take(positions[order])
+    events["run_id"] = run_ids[positions[order]]
+    return events
 
 
-def _cut_gpu_runs(kernels: pd.DataFrame) -> np.ndarray:
-    """Which of a GPU trace's program kernels (with their run ids) belong to a run the trace
-    holds only in part: a program's last run in the trace with fewer kernels than its other
-    runs (the profiler stopped while it ran; a program launches the same kernels every run).
-    Counted, its short span would lower the mean the runs after the window are estimated
-    from, as on XLA:CPU (:func:`_cut_runs`)."""
-    cut = np.zeros(len(kernels), dtype=bool)
-    programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
-    for _, program in kernels.groupby(programs, sort=False):
-        sizes = program.groupby("run_id", sort=False)["start_ns"].agg(["size", "min"])
-        if len(sizes) < 2:
+def _cut_gpu_runs(frame: pd.DataFrame, kernels: np.ndarray, runs: np.ndarray) -> np.ndarray:
+    """Which of a GPU trace's program kernels (positions in `frame`, with their run ids)
+    belong to a run the trace holds only in part: a program's last run in the trace with
+    fewer kernels than its other runs (the profiler stopped while it ran; a program launches
+    the same kernels every run). Counted, its short span would lower the mean the runs after
+    the window are estimated from, as on XLA:CPU (:func:`_cut_runs`)."""
+    programs = frame["program_id"].to_numpy(dtype=np.int64, na_value=NO_PROGRAM)[kernels]
+    starts = frame["start_ns"].to_numpy()[kernels]
+    program_codes = pd.factorize(programs)[0]
+    pairs, firsts = _codes(program_codes, pd.factorize(runs)[0])
+    sizes = np.bincount(pairs, minlength=len(firsts))
+    earliest = np.full(len(firsts), starts.max(initial=0), dtype=starts.dtype)
+    np.minimum.at(earliest, pairs, starts)
+    pair_programs = program_codes[firsts]
+    cut_pairs = []
+    for program in range(int(pair_programs.max(initial=-1)) + 1):
+        mine = np.flatnonzero(pair_programs == program)  # its runs, by first kernel
+        if len(mine) < 2:
             continue
-        last = sizes["min"].idxmax()
-        if sizes.loc[last, "size"] < sizes["size"].max():
-            cut |= (kernels.index.isin(program.index[program["run_id"] == last])).astype(bool)
-    return cut
+        last = mine[np.argmax(earliest[mine])]
+        if sizes[last] < sizes[mine].max():
+            cut_pairs.append(last)
+    return np.isin(pairs, cut_pairs)
 
 
 def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> pd.DataFrame:
     """`frame` with the ``hlo_op`` of each kernel inside a command buffer replaced by the
     instruction :func:`xlanb.analysis.command_buffers.attribute` places it on, per program
     whose optimized HLO text `hlo_texts` holds (by program id, else HLO module name)."""
-    inside = frame["hlo_op"].astype(str).str.startswith(COMMAND_BUFFER)
-    if not hlo_texts or not inside.any():
+    if not hlo_texts:
         return frame
-    frame = frame.copy()
-    kernels = frame[inside]
+    inside = np.flatnonzero(starting_with(frame["hlo_op"], COMMAND_BUFFER))
+    if not len(inside):
+        return frame
+    kernels = frame.take(inside).set_axis(inside)  # labelled by position in `frame`
     programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
+    ops = None
     for (module, program), group in kernels.groupby([kernels["hlo_module"], programs]):
         text = hlo_texts.get(int(program)) or hlo_texts.get(str(module))
         if text:
-            frame.loc[group.index, "hlo_op"] = attribute(group, text)
-    return frame
+            ops = frame["hlo_op"].array.copy() if ops is None else ops
+            ops[group.index.to_numpy()] = attribute(group, text).to_numpy()
+    return frame if ops is None else frame.assign(hlo_op=ops)
 
 
 #: The ``samples`` metric of the allocators' bytes in use from the trace's memory events.

@@ -197,18 +197,39 @@ def _texts(values: np.ndarray) -> list[str]:
 FEW_VALUES = 8
 
 
+#: About how many of a column's items, evenly spaced, :func:`_factorized` looks at first.
+_SAMPLE_ITEMS = 1000
+
+
 def _factorized(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
     """(``pd.factorize`` codes of `values`, strings or missing: -1, numbered by first
     appearance; the distinct strings by code): a column of few distinct values (a trace's
     planes, threads, modules) by comparing with each, quicker than hashing every item."""
-    distinct = [value for value in dict.fromkeys(values.tolist()) if isinstance(value, str)]
-    if len(distinct) > FEW_VALUES:
+    # more distinct strings in a sample: no need to list those of all items
+    sample = dict.fromkeys(values[:: max(len(values) // _SAMPLE_ITEMS, 1)].tolist())
+    many = sum(isinstance(value, str) for value in sample) > FEW_VALUES
+    distinct = [] if many else [v for v in dict.fromkeys(values.tolist()) if isinstance(v, str)]
+    if many or len(distinct) > FEW_VALUES:
         codes, uniques = pd.factorize(values)
         return codes, list(uniques)
     codes = np.full(len(values), -1, dtype=np.int64)
     for code, value in enumerate(distinct):
         codes[values == value] = code
     return codes, distinct
+
+
+def passing(column: pd.Series, test: Callable[[str], bool]) -> np.ndarray:
+    """Whether each item of `column` (strings; a missing one does not) passes `test`, tested
+    once per distinct value, not once per item."""
+    codes, distinct = _factorized(column.to_numpy(dtype=object))
+    hits = np.array([test(value) for value in distinct] + [False], dtype=bool)
+    return hits[codes]
+
+
+def starting_with(column: pd.Series, prefix: str) -> np.ndarray:
+    """Whether each item of `column` (strings; a missing one does not) starts with `prefix`
+    (:func:`passing`)."""
+    return passing(column, lambda value: value.startswith(prefix))
 
 
 def _program_ids(programs: np.ndarray) -> list[int | None]:

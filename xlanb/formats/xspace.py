@@ -6,8 +6,9 @@ Both write ``<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` 
 built at import time from a hand-written descriptor of ``tsl/profiler/protobuf/xplane.proto``
 (package ``tensorflow.profiler``) in a private descriptor pool: no TensorFlow, JAX or protoc, no
 clash with another ``xplane_pb2``. Needs ``protobuf``; imports nothing from ``xlanb`` but
-:mod:`xlanb.formats.proto_schema`. What the runtimes write (planes, span names, the clock,
-costs, pitfalls) is in the README ("Runtime notes", XSpace traces).
+:mod:`xlanb.formats.proto_schema` and :mod:`xlanb.formats.proto_wire`. What the runtimes
+write (planes, span names, the clock, costs, pitfalls) is in the README ("Runtime notes",
+XSpace traces).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import pandas as pd
 from google.protobuf.message import DecodeError
 
 from xlanb.formats.proto_schema import FIELD, ProtoFile
+from xlanb.formats.proto_wire import UNREAD, stat_from_wire
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -295,6 +297,8 @@ EVENT_COLUMNS = (
 MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
 _MEMORY_EVENT_NAME_SET = frozenset(MEMORY_EVENT_NAMES)
+#: The stats of a memory event that :func:`memory_events` reads, in the order it keeps them.
+_MEMORY_STATS = ("bytes_allocated", "peak_bytes_in_use", "allocator_name")
 
 # Stat name -> events column.
 _STAT_COLUMNS = {
@@ -550,32 +554,49 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         columns.line_counts.append(len(mids))
 
 
-_UNREAD: Any = object()  # a stat not decoded yet
-
-
 class _StatDecoder:
     """The wanted stat values of events whose stats are serialized ``XStat`` bytes: each
-    distinct stat is decoded once (a plane's ops repeat the same module, program, op names)."""
+    distinct stat is decoded once (a plane's ops repeat the same module, program, op names);
+    a stat's id is read off its first bytes, so a stat not wanted is never parsed, and an
+    integer value (a correlation id, new on every event) is read off its varint."""
 
-    def __init__(self, meta: _PlaneMetadata) -> None:
+    def __init__(self, meta: _PlaneMetadata, wanted: dict[int, int] | None = None) -> None:
         self.meta = meta
+        self.wanted = meta.wanted if wanted is None else wanted
         self.no_stats = (None,) * len(_STAT_ORDER)
         #: stat bytes -> (index in _STAT_ORDER, has a value, value); None when not wanted
         self.cache: dict[bytes, tuple[int, bool, Any] | None] = {}
 
     def decode(self, raw: bytes) -> tuple[int, bool, Any] | None:
-        stat = _XStat.FromString(raw)
-        idx = self.meta.wanted.get(stat.metadata_id)
-        if idx is None:
-            hit = None
-        else:
-            which = stat.WhichOneof("value")
-            if which == "ref_value":
-                hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+        hit = stat_from_wire(raw, self.wanted)
+        if hit is UNREAD:
+            stat = _XStat.FromString(raw)
+            idx = self.wanted.get(stat.metadata_id)
+            if idx is None:
+                hit = None
             else:
-                hit = (idx, which is not None, None if which is None else getattr(stat, which))
+                which = stat.WhichOneof("value")
+                if which == "ref_value":
+                    hit = (idx, True, self.meta.stat_names.get(stat.ref_value))
+                else:
+                    hit = (idx, which is not None, None if which is None else getattr(stat, which))
         self.cache[raw] = hit
         return hit
+
+    def values(self, stats: Iterable[Any], size: int) -> list[Any]:
+        """The `size` wanted values of one event's `stats` (serialized, or ``XStat``
+        messages), by index (None where absent); a stat given twice keeps its last value."""
+        found: list[Any] = [None] * size
+        for raw in stats:
+            if isinstance(raw, bytes):
+                hit = self.cache.get(raw, UNREAD)
+                if hit is UNREAD:
+                    hit = self.decode(raw)
+                if hit is not None:
+                    found[hit[0]] = hit[2]
+            elif (idx := self.wanted.get(raw.metadata_id)) is not None:
+                found[idx] = _stat_value(raw, self.meta.stat_names)
+        return found
 
     def line_stats(
         self, stat_lists: list[Any], mids: list[int], first: int, columns: _EventColumns
@@ -590,8 +611,8 @@ class _StatDecoder:
             if stats:
                 found = 0
                 for raw in stats:
-                    hit = cache.get(raw, _UNREAD)
-                    if hit is _UNREAD:
+                    hit = cache.get(raw, UNREAD)
+                    if hit is UNREAD:
                         hit = self.decode(raw)
                     if hit is None:
                         continue
@@ -663,6 +684,12 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
         if not memory_ids:
             continue
         stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
+        wanted = {
+            sid: _MEMORY_STATS.index(name)
+            for sid, name in stat_names.items()
+            if name in _MEMORY_STATS
+        }
+        decoder = _StatDecoder(_PlaneMetadata(stat_names, wanted, {}, set()))
         for line in plane.lines:
             ts = line.timestamp_ns
             if start is not None and ts < start // 2:
@@ -670,18 +697,13 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
             for event in line.events:
                 if event.metadata_id not in memory_ids:
                     continue
-                stats = {
-                    stat_names.get(stat.metadata_id, ""): _stat_value(stat, stat_names)
-                    for stat in map(_as_stat, event.stats)
-                }
-                in_use = stats.get("bytes_allocated")
+                in_use, peak, allocator = decoder.values(event.stats, len(_MEMORY_STATS))
                 if not isinstance(in_use, int | float):
                     continue
-                peak = stats.get("peak_bytes_in_use")
                 rows.append(
                     (
                         ts + event.offset_ps // 1000,
-                        str(stats.get("allocator_name") or line.name or plane.name),
+                        str(allocator or line.name or plane.name),
                         float(in_use),
                         float(peak) if isinstance(peak, int | float) else np.nan,
                     )
@@ -694,11 +716,6 @@ def _memory_frame(rows: list[tuple[int, str, float, float]]) -> pd.DataFrame:
     return pd.DataFrame(sorted(rows), columns=list(MEMORY_COLUMNS))
 
 
-def _as_stat(stat: Any) -> Any:
-    """An ``XStat`` message of an event's stat, whether parsed or still serialized."""
-    return _XStat.FromString(stat) if isinstance(stat, bytes) else stat
-
-
 def _events_frame(columns: _EventColumns) -> pd.DataFrame:
     """The events table (:data:`EVENT_COLUMNS`) of the columns read from the planes."""
     n = len(columns.mids)
@@ -707,48 +724,60 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
     gid = _name_indices(columns, plane_of_event)
     names = columns.names
     missing = np.flatnonzero(gid < 0)
-    name_table = np.array([*names, ""], dtype=object)
-    name_col = name_table[gid]  # -1 -> "" placeholder, fixed below
-    for i in missing:
-        name_col[i] = str(columns.mids[i])
+    # an id the plane does not know is named by its number
+    name_codes = gid.copy()
+    name_codes[missing] = np.arange(len(names), len(names) + len(missing))
+    name_table = [*names, *(str(columns.mids[i]) for i in missing)]
     starts = (
         np.repeat(np.asarray(columns.line_ts, dtype=np.int64), counts)
         + np.asarray(columns.offsets, dtype=np.int64) // 1000
     )
     hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
-    kinds = _kinds(names, gid, hlo_op, columns.stat_rows)
+    kind_table, kind_codes = _kinds(names, gid, hlo_op, columns.stat_rows)
+    line_codes = np.repeat(np.arange(len(columns.line_names)), counts)
     return pd.DataFrame(
         {
-            "plane": np.asarray(columns.plane_names, dtype=object)[plane_of_event],
-            "line": np.repeat(np.asarray(columns.line_names, dtype=object), counts),
-            "name": name_col,
+            "plane": _taken(columns.plane_names, plane_of_event),
+            "line": _taken(columns.line_names, line_codes),
+            "name": _taken(name_table, name_codes),
             "start_ns": starts,
             "duration_ns": np.asarray(columns.durations, dtype=np.float64) / 1000.0,
             "hlo_op": hlo_op,
             "hlo_module": hlo_module,
             "program_id": program_id,
             "run_id": run_id,
-            "kind": kinds,
+            "kind": _taken(kind_table, kind_codes),
             "correlation_id": correlation_id,
         },
         columns=list(EVENT_COLUMNS),
     )
 
 
-def _kinds(names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]) -> Any:
-    """The ``kind`` column: "op" where ``hlo_op`` is set, else :func:`classify_span` of the
-    name, classified once per distinct name of the events that are not ops."""
+def _taken(table: list[str], codes: np.ndarray) -> Any:
+    """The strings of `table` at `codes`, as the column pandas makes of them (its string
+    dtype, where it infers one): the table's strings are checked once, not once per row."""
+    if not len(codes):
+        return np.asarray(table, dtype=object)[codes]
+    return pd.Series(np.asarray(table, dtype=object)).array.take(codes)
+
+
+def _kinds(
+    names: list[str], gid: np.ndarray, hlo_op: np.ndarray, stat_rows: list[int]
+) -> tuple[list[str], np.ndarray]:
+    """The ``kind`` column as (kinds, the code of each event's): "op" where ``hlo_op`` is set,
+    else :func:`classify_span` of the name, classified once per distinct name of the events
+    that are not ops ("other" for an id its plane does not know)."""
     is_op = np.zeros(len(gid), dtype=bool)
     if stat_rows:
         rows = np.asarray(stat_rows, dtype=np.int64)
         is_op[rows[np.asarray([v is not None for v in hlo_op[rows]], dtype=bool)]] = True
-    kind_table = np.full(len(names) + 1, "other", dtype=object)  # index -1: unknown id
+    kind_table = ["other"] * len(names) + ["other", "op"]  # then: an unknown id, an op
     for g in np.unique(gid[~is_op]).tolist():
         if g >= 0:
             kind_table[g] = _classify_span_cached(names[g])
-    kinds = kind_table[gid]
-    kinds[is_op] = "op"
-    return kinds
+    codes = np.where(gid < 0, len(names), gid)
+    codes[is_op] = len(names) + 1
+    return kind_table, codes
 
 
 def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndarray:
@@ -783,7 +812,9 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     correlation_na = np.ones(n, dtype=bool)
     if columns.stat_rows:
         rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        ops, modules, programs, runs, correlations = zip(*columns.stat_values, strict=True)
+        ops, modules, programs, runs, correlations = (
+            [values[i] for values in columns.stat_values] for i in range(len(_STAT_ORDER))
+        )
         hlo_op[rows] = _as_str(ops)
         hlo_module[rows] = _as_str(modules)
         for values, dest, na in (
@@ -801,23 +832,25 @@ def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     )
 
 
-def _set_ints(values: tuple[Any, ...], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
-    """Put the int64 values of a stat column at `rows` of `dest` (others stay NA in `na`)."""
-    types = set(map(type, values))
-    if types == {type(None)}:
+def _set_ints(values: list[Any], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:
+    """Put the int64 values of a stat column (None where absent) at `rows` of `dest` (others
+    stay NA in `na`)."""
+    present = [value for value in values if value is not None]
+    if not present:
         return
-    if types == {int}:
+    if len(present) < len(values):
+        rows = rows[np.fromiter((value is not None for value in values), bool, len(values))]
+    if set(map(type, present)) == {int}:
         try:
-            dest[rows] = np.array(values, dtype=np.int64)
+            dest[rows] = np.array(present, dtype=np.int64)
         except OverflowError:
             pass
         else:
             na[rows] = False
             return
-    ok = [isinstance(v, int) and -(2**63) <= v < 2**63 for v in values]
-    ok_arr = np.asarray(ok, dtype=bool)
-    dest[rows[ok_arr]] = [v for v, good in zip(values, ok, strict=True) if good]
-    na[rows[ok_arr]] = False
+    ok = np.array([isinstance(v, int) and -(2**63) <= v < 2**63 for v in present], dtype=bool)
+    dest[rows[ok]] = [v for v, good in zip(present, ok.tolist(), strict=True) if good]
+    na[rows[ok]] = False
 
 
 def _as_str(values: Iterable[Any]) -> list[Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from xlanb.analysis.device_time import memory_samples, rows
 from xlanb.analysis.time_account import merge_intervals
+from xlanb.analysis.trace_summary import passing
 from xlanb.core.errors import FormatError
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
@@ -131,7 +132,7 @@ def _timed_compiles(compiles: Any, frame: Any) -> Any:
     module name (in order); the others stay unknown."""
     if compiles.empty or frame.empty:
         return compiles
-    events = frame[frame["name"].astype(str).str.contains(_COMPILE_EVENT, regex=False)]
+    events = frame[passing(frame["name"], lambda name: _COMPILE_EVENT in name)]
     events = events.sort_values("start_ns", kind="stable")
     module = events["name"].astype(str).str.extract(r"CompileAndLoad\((.*)\)$")[0]
     timed = compiles.copy()
