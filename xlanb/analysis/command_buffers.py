@@ -239,19 +239,26 @@ def attribute(kernels: pd.DataFrame, hlo_text: str) -> pd.Series:
     """The ``hlo_op`` of each of one program's kernel events (``name``, ``hlo_op``,
     ``run_id``, ``start_ns``), with those inside command buffers placed on their instruction
     by :func:`align` per run (kernels without a run id form one run)."""
-    ops = kernels["hlo_op"].astype(object).copy()
-    inside = ops.astype(str).str.startswith(COMMAND_BUFFER)
+    ops = kernels["hlo_op"].astype(object).to_numpy(copy=True)
+    names = kernels["name"].astype(object).to_numpy()
+    inside = np.fromiter(
+        (isinstance(op, str) and op.startswith(COMMAND_BUFFER) for op in ops), bool, len(ops)
+    )
     if not inside.any():
-        return ops
+        return pd.Series(ops, index=kernels.index, dtype=object)
     commands = entry_commands(hlo_text)
-    runs = kernels["run_id"].astype("Int64").fillna(-1)
+    runs = kernels["run_id"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
+    starts = kernels["start_ns"].to_numpy()
+    order = np.lexsort((starts, runs))  # each run's kernels, in time order
+    bounds = np.flatnonzero(np.diff(runs[order])) + 1
     cache: dict[tuple[tuple[str, str], ...], list[int]] = {}
-    for _, run in kernels.groupby(runs, sort=False):
-        run = run.sort_values("start_ns", kind="stable")
-        sequence = tuple(zip(run["name"].astype(str), run["hlo_op"].astype(str), strict=True))
+    for positions in np.split(order, bounds):
+        sequence = tuple(zip(names[positions].astype(str), ops[positions].astype(str), strict=True))
         if sequence not in cache:
             cache[sequence] = align(sequence, commands)
-        for index, (_, op), where in zip(run.index, sequence, cache[sequence], strict=True):
+        for position, (_, op), where in zip(
+            positions.tolist(), sequence, cache[sequence], strict=True
+        ):
             if op.startswith(COMMAND_BUFFER):
-                ops[index] = commands[where].name if where >= 0 else op + UNATTRIBUTED
-    return ops
+                ops[position] = commands[where].name if where >= 0 else op + UNATTRIBUTED
+    return pd.Series(ops, index=kernels.index, dtype=object)
