@@ -4,6 +4,7 @@ cell line."""
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import pandas as pd
@@ -596,10 +597,22 @@ def test_on_an_accelerator_the_window_is_closed_on_the_launching_thread(run, she
         stopped_on.append(threading.get_ident())
         return stop_early(trace, note)
 
+    # the window is read while the launching thread gets the interpreter back quickly
+    read_with: list[float] = []
+    read = device_trace._read
+
+    def read_recorded(trace, data):
+        read_with.append(sys.getswitchinterval())
+        return read(trace, data)
+
+    switching = sys.getswitchinterval()
     monkeypatch.setattr(jax_backend, "stops_where_launched", lambda: True)
     monkeypatch.setattr(device_trace.Trace, "stop_early", recorded)
+    monkeypatch.setattr(device_trace, "_read", read_recorded)
     prof = profile_mm_loop(run, shell, "launching_thread", 40, "--trace-runs 5")
     assert stopped_on == [threading.get_ident()]
+    assert read_with[0] == device_trace.READ_SWITCH_SECONDS < switching
+    assert sys.getswitchinterval() == switching
     assert_adds_up(prof)
     windows = prof.spans[prof.spans["lane"] == "trace"]
     assert windows["name"].iloc[0].startswith("device trace: first ")

@@ -18,9 +18,11 @@ from __future__ import annotations
 import math
 import os
 import shutil
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -412,16 +414,37 @@ def _watch(
                     closed = _close_on_launching_thread(trace, snapshot, runs, base)
                 if closed:
                     # read the window's events now, while the cell goes on
-                    trace.early_events = _read(trace, trace.early_data)
-                    trace.early_data = None
-                    if trace.early_events is not None and trace.capture_start is not None:
-                        try:
-                            summarize(trace.early_events, trace.capture_start, float("inf"))
-                        except Exception:
-                            pass  # summarized again, and failing with a note, at the end
+                    with _launches_first(trace.hand_over is not None):
+                        trace.early_events = _read(trace, trace.early_data)
+                        trace.early_data = None
+                        if trace.early_events is not None and trace.capture_start is not None:
+                            try:
+                                summarize(trace.early_events, trace.capture_start, float("inf"))
+                            except Exception:
+                                pass  # summarized again, and failing with a note, at the end
                 return
     except Exception as error:  # a runtime that cannot count: trace to the end
         trace.notes.append(f"{trace.runtime}: the trace window could not count runs: {error!r}.")
+
+
+#: The interpreter's switch interval while the window is read beside a launching thread.
+READ_SWITCH_SECONDS = 0.0005
+
+
+@contextmanager
+def _launches_first(launching: bool) -> Iterator[None]:
+    """While the watchdog reads a window beside a thread that launches programs on an
+    accelerator (`launching`), that thread waits at most :data:`READ_SWITCH_SECONDS` for the
+    interpreter lock, not the default 5 ms: JAX keeps few runs queued, so each 5 ms wait
+    between two launches could leave the device idle."""
+    before = sys.getswitchinterval()
+    if launching:
+        sys.setswitchinterval(min(before, READ_SWITCH_SECONDS))
+    try:
+        yield
+    finally:
+        if launching:
+            sys.setswitchinterval(before)
 
 
 def _close_window(
