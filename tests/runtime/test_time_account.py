@@ -926,3 +926,21 @@ def test_a_long_loops_steps_after_the_window_are_drawn_pale_as_means_of_a_few(ru
     assert "a bar is the mean of 3" in steady_note[0]
     svg = figure_svg(figure)
     assert svg.count("<rect") >= 150 and f'fill-opacity="{ESTIMATED_OPACITY:g}"' in svg
+
+
+def test_the_step_program_is_the_jitted_step_not_an_eager_op_with_more_device_time(run, shell):
+    """Code outside jit that makes each step's input (here a 1024x1024 multiply, far more
+    device time than the step) runs as often as the step: the steps are the jitted step's
+    runs. A near-tie between the two made a straight-line cell's steps line come and go."""
+    run("@jax.jit\ndef ta_tiny(a):\n    return a + 1.0")
+    run(
+        "%%xla_profile -b jax -q --var eager_heavy\nfor i in range(5):\n"
+        "    big = jnp.ones((1024, 1024)) * (i + 1.0)\n    out = ta_tiny(big[0, :4])\n"
+        "out.block_until_ready()"
+    )
+    prof = shell.user_ns["eager_heavy"]
+    eager = prof.executions[prof.executions["eager"].fillna(False).astype(bool)]
+    device = prof.spans[prof.spans["lane"] == "device"].groupby("graph")["seconds"].sum()
+    assert device[list(set(eager["graph"]) & set(device.index))].max() > device["jit(ta_tiny)"]
+    steps = prof.step_times
+    assert set(steps["graph"]) == {"jit(ta_tiny)"} and len(steps) == 5

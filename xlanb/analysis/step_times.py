@@ -2,7 +2,8 @@
 exclusive buckets as the cell's, so warm-up steps (compiling) and steady steps are told apart.
 
 Steps are found from the runs of the cell's step program: of the programs (graphs) that ran at
-least :data:`MIN_STEPS` times, the one with the most device time. Step *i* ends when run *i* of it
+least :data:`MIN_STEPS` times, the one with the most device time, JAX's eager ops left out
+where another program qualifies. Step *i* ends when run *i* of it
 ends and starts when the previous run ended (step 0: when the cell started), so a step holds
 the Python, tracing and compiling that led to its run. A step is ``warm-up`` when a compile
 finished inside it (its run is then a newly compiled program's); the others are ``steady``.
@@ -37,6 +38,9 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     runs = runs[runs["size"] >= MIN_STEPS]
     if runs.empty:
         return make_frame("step_times", [])
+    # JAX's eager ops (code outside jit) make a step's inputs; they are not its program
+    stepped = runs[~runs.index.isin(_eager_graphs(profile))]
+    runs = stepped if not stepped.empty else runs
     # the step: of the programs run often enough, the one with the most device time (eager ops
     # making each step's inputs run as often as it, or more)
     graph = runs["sum"].idxmax()
@@ -77,3 +81,12 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     for row, warm in zip(rows, compiled, strict=True):
         row["phase"] = "warm-up" if warm else "steady"
     return make_frame("step_times", rows)
+
+
+def _eager_graphs(profile: Profile) -> set[str]:
+    """The graphs of the single-op programs JAX ran for code outside ``jit``."""
+    executions = profile.executions
+    if executions.empty or "eager" not in executions:
+        return set()
+    eager = executions["eager"].fillna(False).to_numpy(dtype=bool)
+    return set(executions["graph"].astype(str).to_numpy()[eager])
