@@ -23,6 +23,8 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
+from xlanb.analysis.trace_summary import starting_with
+
 #: The prefix of the ``hlo_op`` of kernels that ran inside a command buffer.
 COMMAND_BUFFER = "command_buffer"
 #: Appended to a command buffer's name for its kernels that no instruction could take.
@@ -240,12 +242,9 @@ def attribute(kernels: pd.DataFrame, hlo_text: str) -> pd.Series:
     ``run_id``, ``start_ns``), with those inside command buffers placed on their instruction
     by :func:`align` per run (kernels without a run id form one run)."""
     ops = kernels["hlo_op"].astype(object).to_numpy(copy=True)
-    names = kernels["name"].astype(object).to_numpy()
-    inside = np.fromiter(
-        (isinstance(op, str) and op.startswith(COMMAND_BUFFER) for op in ops), bool, len(ops)
-    )
-    if not inside.any():
+    if not starting_with(kernels["hlo_op"], COMMAND_BUFFER).any():
         return pd.Series(ops, index=kernels.index, dtype=object)
+    names = kernels["name"].astype(object).to_numpy()
     commands = entry_commands(hlo_text)
     runs = kernels["run_id"].astype("Int64").fillna(-1).to_numpy(dtype=np.int64)
     starts = kernels["start_ns"].to_numpy()

@@ -533,10 +533,10 @@ def after_window_from_calls(
         # the runs' own seconds, not a difference of epoch times, unless clipped
         held = np.where(ends <= capture_end, run_seconds, capture_end - starts)
         graph_of = graphs or {}
-        for index in np.flatnonzero(inside).tolist():
-            span = _estimated(backend, names[keys[index]], starts[index], held[index])
-            span["graph"] = graph_of.get(keys[index])
-            spans.append(span)
+        spans += [
+            _estimated(backend, names[keys[i]], starts[i], held[i], graph_of.get(keys[i]))
+            for i in np.flatnonzero(inside).tolist()
+        ]
         last_call = max(float(called.max()), window_end)
         if inside.any():
             queue_end = float(np.minimum(ends, capture_end)[inside][-1])
@@ -620,8 +620,7 @@ def after_window_from_samples(
         own = value * ratio
         if previous >= 0:
             own = min(own, end - timed[previous][0])
-        spans.append(_estimated(backend, SCALED_SAMPLES, end - own, own))
-        spans[-1]["graph"] = graph
+        spans.append(_estimated(backend, SCALED_SAMPLES, end - own, own, graph))
         previous = len(timed) - len(after) + len(spans) - 1
     first_run = min((span["start"] for span in spans), default=capture_end)
     spans += spread_spans(backend, UNSAMPLED_RUNS, window_end, first_run, count, seconds * ratio)
@@ -646,12 +645,14 @@ def spread_spans(
     return [_estimated(backend, name, start + index * step, each) for index in range(spans)]
 
 
-def _estimated(backend: str, name: str, start: float, seconds: float) -> dict[str, Any]:
+def _estimated(
+    backend: str, name: str, start: float, seconds: float, graph: str | None = None
+) -> dict[str, Any]:
     return {
         "backend": backend,
         "lane": "device",
         "name": name,
-        "graph": None,
+        "graph": graph,
         "start": float(start),
         "seconds": float(seconds),
         "estimated": True,
