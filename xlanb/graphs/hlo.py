@@ -225,10 +225,8 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     attrs = dict(tail_attrs)
     operands: list[str] = []
     elements: list[int] = []
-    parameter = -1
     if op == "parameter":
-        number = attrs["parameter"] = arguments.strip()
-        parameter = int(number) if number.isdigit() else -1
+        attrs["parameter"] = arguments.strip()
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
     elif _PLAIN_OPERANDS.fullmatch(arguments):  # a "%" only starts a name
@@ -245,23 +243,8 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
                 raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
             operands.append(found_name[1])
             elements.append(int(found_name[2]) if found_name[2] else -1)
-    if "op_type" in metadata:
-        attrs["op_type"] = metadata["op_type"]
-    shape = hlo_shape(shape_text)
-    return _Instruction(
-        name,
-        op,
-        shape,
-        operands,
-        attrs,
-        metadata,
-        calls,
-        control,
-        bool(root),
-        lineno,
-        raw.strip(),
-        parameter,
-        elements=elements,
+    return _finish(
+        name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw, calls, control
     )
 
 
