@@ -18,7 +18,7 @@ Cases (``--case``; default all that the runtimes installed here have):
 
 Target: profiled / bare <= 1.05; end of a first cell <= 150 ms + 10% of its compile time.
 
-    .venv/bin/python bench/typical_cells.py [--repeats 5] [--case numpy-ema]
+    .venv/bin/python bench/typical_cells.py [--repeats 5] [--case numpy-ema] [--magic-args=ARGS]
     PJRT_DEVICE=CPU .venv-xla/bin/python bench/typical_cells.py --case torch_xla-mlp
 """
 
@@ -179,10 +179,11 @@ def timed(shell, cell: str) -> tuple[float, float, float, float, float]:
     return ended - started, ended - last, last - first, cpu, ended_cpu - last_cpu
 
 
-def run_case(shell, name: str, repeats: int) -> dict:
+def run_case(shell, name: str, repeats: int, magic_args: str = "") -> dict:
     _runtime, setup, cell, first = CASES[name]
     shell.run_cell(setup)
-    profiled_cell = "%%xla_profile --var bench_prof\n" + CELL_START + cell + CELL_END
+    magic = f"%%xla_profile --var bench_prof {magic_args}".rstrip()
+    profiled_cell = magic + "\n" + CELL_START + cell + CELL_END
     bare_cell = CELL_START + cell + CELL_END
     runs = itertools.count()  # RUN in a cell: its run's number
     # warm-up: xlanb's own first import and the runtime's hooks
@@ -231,6 +232,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--case", action="append", choices=sorted(CASES))
+    parser.add_argument(
+        "--magic-args",
+        default="",
+        help="options for the profiled cell's %%%%xla_profile (--no-trace: what the rest costs)",
+    )
     results.add_check_option(parser)
     args = parser.parse_args()
 
@@ -242,7 +248,7 @@ def main() -> int:
     )
     failures = []
     for name in cases:
-        figures = run_case(shell, name, args.repeats)
+        figures = run_case(shell, name, args.repeats, args.magic_args)
         print(
             f"{name:<23} {figures['bare_s']:>7.3f} {figures['profiled_s']:>10.3f} "
             f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "

@@ -11,16 +11,9 @@ A fusion says what it fused: the opcodes of the computation it calls (XLA:CPU's 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Iterable
 
-_INSTRUCTION = re.compile(
-    r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = (?:\([^=]*?\)|\S+) (?P<opcode>[\w\-]+)\("
-)
-_COMPUTATION = re.compile(r"^\s*(?:ENTRY\s+)?%?(?P<name>[\w.\-]+)\s.*\{\s*$")
-_CALLS = re.compile(r"\bcalls=%?(?P<callee>[\w.\-]+)")
-_TARGET = re.compile(r'custom_call_target="(?P<target>[^"]*)"')
-_OP_NAME = re.compile(r'op_name="(?P<op>(?:[^"\\]|\\.)*)"')
+from xlanb.graphs.hlo import computations
 
 #: Custom-call targets, by what the library computes (first match wins).
 _LIBRARY = (
@@ -88,39 +81,28 @@ def category_of(opcodes: Iterable[str], target: str = "") -> str:
 @functools.lru_cache(maxsize=16)
 def instruction_categories(hlo_text: str) -> dict[str, tuple[str, str]]:
     """Instruction name -> (its category, its ``op_name``), for every instruction of an HLO
-    module's text outside fused computations' bodies (fusions by what they call)."""
+    module's text (fusions by what they call). Read from the module's computations as the
+    roofline's costs read them (:func:`xlanb.graphs.hlo.computations`, kept for the texts
+    read last), so a program's text is read once for both."""
+    found = computations(hlo_text)
     opcodes: dict[str, set[str]] = {}
-    found: list[tuple[str, str, str, str, str]] = []  # name, opcode, callee, target, op_name
-    computation = ""
-    for line in hlo_text.splitlines():
-        match = _INSTRUCTION.match(line)
-        if match is None:
-            header = _COMPUTATION.match(line)
-            if header is not None:
-                computation = header["name"]
-            continue
-        opcodes.setdefault(computation, set()).add(match["opcode"])
-        calls = _CALLS.search(line)
-        library = _TARGET.search(line) if match["opcode"] == "custom-call" else None
-        named = _OP_NAME.search(line)
-        found.append(
-            (
-                match["name"],
-                match["opcode"],
-                calls["callee"] if calls else "",
-                library["target"] if library else "",
-                named["op"] if named else "",
-            )
+    for computation in found:
+        opcodes.setdefault(computation.name, set()).update(
+            instruction.op for instruction in computation.instructions
         )
     categories: dict[str, tuple[str, str]] = {}
-    for name, opcode, callee, target, op_name in found:
-        if opcode == "custom-call":
-            kind = category_of((), target or "custom-call")
-        elif opcode == "fusion":
-            kind = category_of(_fused(callee, opcodes))
-        else:
-            kind = category_of((opcode,))
-        categories[name] = (kind, op_name)
+    for computation in found:
+        for instruction in computation.instructions:
+            opcode = instruction.op
+            if opcode == "custom-call":
+                target = instruction.attrs.get("custom_call_target", "").strip('"')
+                kind = category_of((), target or "custom-call")
+            elif opcode == "fusion":
+                callee = instruction.attrs.get("calls", "").split(",")[0].strip().lstrip("%")
+                kind = category_of(_fused(callee, opcodes))
+            else:
+                kind = category_of((opcode,))
+            categories[instruction.name] = (kind, instruction.metadata.get("op_name", ""))
     return categories
 
 

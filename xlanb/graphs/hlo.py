@@ -142,13 +142,13 @@ def parse(text: str) -> Graph:
 # -- reading ------------------------------------------------------------------------------
 def computations(text: str) -> list[_Computation]:
     """The computations of HLO text, each with its instructions (name, op, shape, operands,
-    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`. The last
-    texts' are kept (the roofline asks for one module's costs and its products in a row):
-    treat them as read-only."""
+    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost` and the ops'
+    categories. The last texts' are kept (a program's categories, costs and products are
+    asked for in turn, for the programs a cell ran): treat them as read-only."""
     return list(_kept_computations(text))
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def _kept_computations(text: str) -> tuple[_Computation, ...]:
     return tuple(_read(text)[1])
 
