@@ -72,3 +72,29 @@ def test_the_graph_of_a_gpu_dump_parses_and_costs_its_cublas_calls():
     graph = hlo.parse(MLP.read_text())
     assert graph.node("cublas-lt-matmul.1")["flops"] == 2 * 2048 * 2048 * 4096
     assert graph.node("loop_multiply_fusion")["flops"] > 0
+
+
+def test_a_programs_costs_and_categories_run_no_cyclic_collection():
+    # the objects read per instruction make no cycles; in a process holding JAX or torch,
+    # each collection they triggered scanned every object kept so far
+    import gc
+
+    from xlanb.analysis.op_kinds import instruction_categories
+
+    text = TRANSFORMER.read_text() + "\n\n"  # not cached by another test
+    started: list[str] = []
+
+    def count(phase: str, _info: dict[str, int]) -> None:
+        if phase == "start":
+            started.append(phase)
+
+    assert gc.isenabled()
+    gc.callbacks.append(count)
+    try:
+        categories = instruction_categories(text)
+        costs = op_costs(text)
+    finally:
+        gc.callbacks.remove(count)
+    assert len(started) <= 2  # the first allocation after each pause may start one
+    assert gc.isenabled()
+    assert set(costs) <= set(categories)

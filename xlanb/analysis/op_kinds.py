@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
+from typing import Any
 
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.graphs.hlo import computations
 
 #: Custom-call targets, by what the library computes (first match wins).
@@ -84,7 +86,11 @@ def instruction_categories(hlo_text: str) -> dict[str, tuple[str, str]]:
     module's text (fusions by what they call). Read from the module's computations as the
     roofline's costs read them (:func:`xlanb.graphs.hlo.computations`, kept for the texts
     read last), so a program's text is read once for both."""
-    found = computations(hlo_text)
+    with no_cyclic_gc():  # an object or more per instruction, no cycles
+        return _categories(computations(hlo_text))
+
+
+def _categories(found: list[Any]) -> dict[str, tuple[str, str]]:
     opcodes: dict[str, set[str]] = {}
     for computation in found:
         opcodes.setdefault(computation.name, set()).update(

@@ -16,13 +16,21 @@ import json
 import math
 from typing import Any, NamedTuple
 
-from xlanb.graphs.cost import CONVOLUTION_TARGET_PREFIX, GEMM_TARGET_PREFIX, estimate
+from xlanb.core.gc_pause import no_cyclic_gc
+from xlanb.graphs.cost import (
+    CONVOLUTION_TARGET_PREFIX,
+    GEMM_TARGET_PREFIX,
+    estimate,
+    reads_attributes,
+)
 from xlanb.graphs.hlo import computations
 from xlanb.graphs.shapes import ELEMENT_BYTES, leaves
 
 #: Instructions that launch no kernel and move no data of their own.
 NO_KERNEL = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
-#: Ops that call computations whose instructions run on each call.
+#: Ops that call computations whose instructions run on each call ...
+_CALLERS = frozenset({"fusion", "call", "while", "conditional"})
+#: ... and the attributes naming those computations.
 _CALLING = ("calls", "to_apply", "body", "true_computation", "false_computation")
 
 
@@ -38,7 +46,11 @@ def op_costs(hlo_text: str) -> dict[str, OpCost]:
     """Instruction name -> its :class:`OpCost`, for the instructions of every computation
     but those a fusion calls (their cost is the fusion's); NaN FLOPs where the shapes do not
     tell. Cached: the rows and the executions ask for the same module."""
-    found = computations(hlo_text)
+    with no_cyclic_gc():  # an object or more per instruction, no cycles
+        return _op_costs(computations(hlo_text))
+
+
+def _op_costs(found: list[Any]) -> dict[str, OpCost]:
     by_name = {computation.name: computation for computation in found}
     fused = {
         callee.lstrip("%")
@@ -127,13 +139,18 @@ class _ComputationFlops:
         self.totals: dict[str, float] = {}
 
     def instruction(self, instruction: Any, operands: list[str]) -> float:
+        op = instruction.op
+        if op not in _CALLERS:
+            if reads_attributes(op):
+                return estimate(op, instruction.shape, instruction.attrs, operands)[0]
+            return _plain_flops(op, instruction.shape, operands[0] if operands else None)
         called = [
             name.strip().lstrip("%")
             for key in _CALLING
-            if key in instruction.attrs and instruction.op not in ("reduce", "reduce-window")
+            if key in instruction.attrs
             for name in instruction.attrs[key].strip("{}").split(",")
         ]
-        if instruction.op in ("fusion", "call", "while", "conditional") and called:
+        if called:
             inner = [self.computation(name) for name in called if name in self.by_name]
             if instruction.op == "conditional":
                 return max(inner, default=0.0)
@@ -186,14 +203,30 @@ def _operand_shapes(instruction: Any, shapes: dict[str, str]) -> list[str]:
 def _moved_bytes(instruction: Any, operands: list[str]) -> float:
     """Operands' bytes plus the result's (a library call's workspace, its last tuple element
     of type s8/u8, left out)."""
-    result = leaves(instruction.shape)
     target = instruction.attrs.get("custom_call_target", "").strip('"')
-    if target.startswith(("__cublas$", "__cudnn$")) and len(result) > 1:
-        result = result[:-1] if result[-1][0] in ("s8", "u8") else result
-    total = _size(result)
+    if target.startswith(("__cublas$", "__cudnn$")):
+        result = leaves(instruction.shape)
+        if len(result) > 1 and result[-1][0] in ("s8", "u8"):
+            result = result[:-1]
+        total = _size(result)
+    else:
+        total = _shape_bytes(instruction.shape)
     for shape in operands:
-        total += _size(leaves(shape))
+        total += _shape_bytes(shape)
     return total
+
+
+@functools.lru_cache(maxsize=65536)
+def _shape_bytes(shape: str) -> float:
+    """Bytes of all the leaves of `shape` (NaN where a dimension is unknown)."""
+    return _size(leaves(shape))
+
+
+@functools.lru_cache(maxsize=65536)
+def _plain_flops(op: str, shape: str, first_operand: str | None) -> float:
+    """FLOPs of an op whose estimate reads no attribute (a function of its op, its shape and
+    its first operand's shape: many instructions share them)."""
+    return estimate(op, shape, {}, [first_operand] if first_operand is not None else [])[0]
 
 
 def _size(found: list[tuple[str, list[int | None]]]) -> float:
