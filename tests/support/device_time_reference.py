@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from xlanb.analysis.device_time import is_gpu, placed_kernels, program_events
+from xlanb.analysis.sync_cost import READ_WAITS
 from xlanb.analysis.trace_summary import (
     EXECUTE_SPAN,
     GPU_PLANE,
@@ -20,6 +21,7 @@ from xlanb.analysis.trace_summary import (
     MAX_OP_SPANS,
     NO_PROGRAM,
     RUN_GAP_NS,
+    SHORTEST_WAIT_NS,
     WAIT_SPAN,
     Summary,
     _OpRow,
@@ -170,6 +172,12 @@ def _host_spans(inside: pd.DataFrame) -> list[_Span]:
         inside["hlo_op"].isna()
         & inside["kind"].isin(["transfer", "sync_wait"])
         & inside["line"].astype(str).str.fullmatch(MAIN_THREAD)
+        # a wait of under SHORTEST_WAIT_NS holds nothing up; a read's is kept (its idle gap)
+        & (
+            (inside["duration_ns"] >= SHORTEST_WAIT_NS)
+            | (inside["kind"] == "transfer")
+            | inside["name"].isin(READ_WAITS)
+        )
     ]
     host_starts = hosts["start_ns"].to_numpy(dtype=float)
     return [

@@ -34,16 +34,9 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     device = spans[(spans["lane"] == "device") & spans["graph"].notna()]
     if device.empty:
         return make_frame("step_times", [])
-    runs = device.groupby("graph")["seconds"].agg(["size", "sum"])
-    runs = runs[runs["size"] >= MIN_STEPS]
-    if runs.empty:
+    graph = _step_graph(device, _eager_graphs(profile))
+    if graph is None:
         return make_frame("step_times", [])
-    # JAX's eager ops (code outside jit) make a step's inputs; they are not its program
-    stepped = runs[~runs.index.isin(_eager_graphs(profile))]
-    runs = stepped if not stepped.empty else runs
-    # the step: of the programs run often enough, the one with the most device time (eager ops
-    # making each step's inputs run as often as it, or more)
-    graph = runs["sum"].idxmax()
     step_runs = device[device["graph"] == graph].sort_values("start")
     ends = (step_runs["start"] + step_runs["seconds"]).to_numpy(dtype=float)
     estimated = step_runs["estimated"].fillna(False).to_numpy(dtype=bool)
@@ -81,6 +74,22 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     for row, warm in zip(rows, compiled, strict=True):
         row["phase"] = "warm-up" if warm else "steady"
     return make_frame("step_times", rows)
+
+
+def _step_graph(device: pd.DataFrame, eager: set[str]) -> object | None:
+    """The step program of `device` spans (with a graph): of the programs run at least
+    :data:`MIN_STEPS` times, the one with the most device time, `eager` ones (JAX's ops
+    outside jit, which make a step's inputs and run as often as it, or more) left out where
+    another qualifies; the first by name on a tie. None without one."""
+    codes, graphs = pd.factorize(device["graph"], sort=True)
+    runs = np.bincount(codes, minlength=len(graphs))
+    seconds = np.bincount(codes, weights=device["seconds"].to_numpy(dtype=float))
+    often = runs >= MIN_STEPS
+    if not often.any():
+        return None
+    stepped = often & ~np.isin(graphs.astype(str), list(eager))
+    chosen = stepped if stepped.any() else often
+    return graphs[int(np.argmax(np.where(chosen, seconds, -np.inf)))]
 
 
 def _eager_graphs(profile: Profile) -> set[str]:

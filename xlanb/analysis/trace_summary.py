@@ -17,6 +17,8 @@ from itertools import repeat
 import numpy as np
 import pandas as pd
 
+from xlanb.analysis.sync_cost import READ_WAITS
+
 #: The XLine of the Python main thread on the runtimes' host plane: the process's name,
 #: ``python`` (JAX 0.10 on XLA:CPU, torch_xla) or ``python3`` (JAX 0.11 on XLA:GPU).
 MAIN_THREAD = re.compile(r"^python[\d.]*$")
@@ -431,6 +433,10 @@ def _group_extents(
     return list(zip(run_starts.tolist(), run_ends.tolist(), strict=True))
 
 
+#: The main thread's waits shorter than this are left out of its spans (but for reads).
+SHORTEST_WAIT_NS = 1_000
+
+
 def _host_spans(inside: Columns) -> list[_Span]:
     """The spans of the main thread's transfers and sync waits."""
     # Only the main (Python) thread's waits and copies hold up the user's code: a runtime
@@ -439,6 +445,11 @@ def _host_spans(inside: Columns) -> list[_Span]:
     hosts = np.flatnonzero(~inside.is_op & ((kinds == "transfer") | (kinds == "sync_wait")))
     main = _matching(inside.line_names, lambda line: bool(MAIN_THREAD.fullmatch(line)))
     hosts = hosts[np.isin(inside.line[hosts], main)]
+    # A wait of under a microsecond holds nothing up (XLA:CPU marks one per argument buffer a
+    # run waits on, over a thousand a transformer step): left out, but for a read, which the
+    # account follows with the device's idle gap (:mod:`xlanb.analysis.sync_cost`).
+    kept = (inside.duration[hosts] >= SHORTEST_WAIT_NS) | (kinds[hosts] == "transfer")
+    hosts = hosts[kept | np.isin(inside.name[hosts], list(READ_WAITS))]
     starts = inside.start[hosts]
     return list(
         zip(
