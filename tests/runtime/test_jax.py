@@ -942,7 +942,11 @@ tc_done = tc_loss_value.block_until_ready()
 def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, monkeypatch):
     """The runtime marks each donation and usage check as a wait (`Wait for donation holds`),
     most lasting 0 s: drawn at the minimum bar width they made a band of waiting that never
-    happened (and were half the timeline's bytes)."""
+    happened (and were half the timeline's bytes). Waits under a microsecond are not spans
+    at all (over a thousand a transformer step: the summary's rows at every cell's end), but
+    for a read's, which the account follows with the device's idle gap."""
+    from xlanb.analysis.sync_cost import READ_WAITS
+
     trace_without_budget(monkeypatch)  # all its runs traced
     from xlanb.views.charts import timeline_figure
 
@@ -953,7 +957,9 @@ def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, mo
     )
     spans = shell.user_ns["prof"].spans
     waits = spans[spans["lane"] == "sync_wait"]
-    assert (waits["seconds"] <= 0).sum() > 20  # the runtime's zero-length marks are kept
+    # the runtime's marks, 2 a run, are left out; the reads' waits are kept
+    short = waits[waits["seconds"] < 1e-6]
+    assert short["name"].isin(READ_WAITS).all() and len(waits) < 20
     lanes = {trace["name"]: trace for trace in timeline_figure(shell.user_ns["prof"])["data"]}
     drawn = [lasted for _name, lasted in lanes["sync_wait"]["customdata"]]
     assert len(drawn) == (waits["seconds"] > 0).sum() and min(drawn) > 0

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Any
 
-from xlanb.core.gc_pause import no_cyclic_gc
-from xlanb.graphs.hlo import computations
+from xlanb.graphs.hlo_cost import module_facts
 
 #: Custom-call targets, by what the library computes (first match wins).
 _LIBRARY = (
@@ -83,32 +81,19 @@ def category_of(opcodes: Iterable[str], target: str = "") -> str:
 @functools.lru_cache(maxsize=16)
 def instruction_categories(hlo_text: str) -> dict[str, tuple[str, str]]:
     """Instruction name -> (its category, its ``op_name``), for every instruction of an HLO
-    module's text (fusions by what they call). Read from the module's computations as the
-    roofline's costs read them (:func:`xlanb.graphs.hlo.computations`, kept for the texts
-    read last), so a program's text is read once for both."""
-    with no_cyclic_gc():  # an object or more per instruction, no cycles
-        return _categories(computations(hlo_text))
-
-
-def _categories(found: list[Any]) -> dict[str, tuple[str, str]]:
-    opcodes: dict[str, set[str]] = {}
-    for computation in found:
-        opcodes.setdefault(computation.name, set()).update(
-            instruction.op for instruction in computation.instructions
-        )
+    module's text (fusions by what they call). From the module's facts the roofline's costs
+    come from too (:func:`xlanb.graphs.hlo_cost.module_facts`): a program's text is read once
+    for both."""
+    facts = module_facts(hlo_text)
     categories: dict[str, tuple[str, str]] = {}
-    for computation in found:
-        for instruction in computation.instructions:
-            opcode = instruction.op
-            if opcode == "custom-call":
-                target = instruction.attrs.get("custom_call_target", "").strip('"')
-                kind = category_of((), target or "custom-call")
-            elif opcode == "fusion":
-                callee = instruction.attrs.get("calls", "").split(",")[0].strip().lstrip("%")
-                kind = category_of(_fused(callee, opcodes))
-            else:
-                kind = category_of((opcode,))
-            categories[instruction.name] = (kind, instruction.metadata.get("op_name", ""))
+    for name, opcode, callee, target, op_name in facts.instructions:
+        if opcode == "custom-call":
+            kind = category_of((), target or "custom-call")
+        elif opcode == "fusion":
+            kind = category_of(_fused(callee, facts.opcodes))
+        else:
+            kind = category_of((opcode,))
+        categories[name] = (kind, op_name)
     return categories
 
 

@@ -142,15 +142,9 @@ def parse(text: str) -> Graph:
 # -- reading ------------------------------------------------------------------------------
 def computations(text: str) -> list[_Computation]:
     """The computations of HLO text, each with its instructions (name, op, shape, operands,
-    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost` and the ops'
-    categories. The last texts' are kept (a program's categories, costs and products are
-    asked for in turn, for the programs a cell ran): treat them as read-only."""
-    return list(_kept_computations(text))
-
-
-@functools.lru_cache(maxsize=4)
-def _kept_computations(text: str) -> tuple[_Computation, ...]:
-    return tuple(_read(text)[1])
+    attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`, which keeps
+    what it draws from them, not them."""
+    return _read(text)[1]
 
 
 def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:

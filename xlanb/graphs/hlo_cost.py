@@ -41,13 +41,56 @@ class OpCost(NamedTuple):
     bytes: float
 
 
+class ModuleFacts(NamedTuple):
+    """What the roofline and the ops' categories read of one module's text, from one read of
+    it (:func:`module_facts`)."""
+
+    #: Instruction name -> its :class:`OpCost` (see :func:`op_costs`).
+    costs: dict[str, OpCost]
+    #: (lhs element type, FLOPs) of each contraction whose FLOPs are known.
+    contractions: list[tuple[str, float]]
+    #: The entry computation's instruction names (empty without an entry).
+    entry: list[str]
+    #: Every instruction's (name, opcode, first computation it ``calls``, its
+    #: ``custom_call_target``, its ``op_name``).
+    instructions: list[tuple[str, str, str, str, str]]
+    #: Computation name -> the opcodes of its instructions.
+    opcodes: dict[str, set[str]]
+
+
 @functools.lru_cache(maxsize=16)
+def module_facts(hlo_text: str) -> ModuleFacts:
+    """The :class:`ModuleFacts` of an optimized HLO text, read once: the instructions read
+    are not kept (a 350,000-instruction module's take about 0.6 GB), what is drawn from them
+    is (a program's categories, costs and products are asked for at the end of every cell
+    that runs it)."""
+    with no_cyclic_gc():  # an object or more per instruction, no cycles
+        found = computations(hlo_text)
+        entry = next((c for c in found if c.entry), None)
+        return ModuleFacts(
+            _op_costs(found),
+            _contractions(found),
+            [instruction.name for instruction in entry.instructions] if entry else [],
+            [
+                (
+                    instruction.name,
+                    instruction.op,
+                    instruction.attrs.get("calls", "").split(",")[0].strip().lstrip("%"),
+                    instruction.attrs.get("custom_call_target", "").strip('"'),
+                    instruction.metadata.get("op_name", ""),
+                )
+                for computation in found
+                for instruction in computation.instructions
+            ],
+            {c.name: {instruction.op for instruction in c.instructions} for c in found},
+        )
+
+
 def op_costs(hlo_text: str) -> dict[str, OpCost]:
     """Instruction name -> its :class:`OpCost`, for the instructions of every computation
     but those a fusion calls (their cost is the fusion's); NaN FLOPs where the shapes do not
-    tell. Cached: the rows and the executions ask for the same module."""
-    with no_cyclic_gc():  # an object or more per instruction, no cycles
-        return _op_costs(computations(hlo_text))
+    tell. Cached (:func:`module_facts`): the rows and the executions ask for the same module."""
+    return module_facts(hlo_text).costs
 
 
 def _op_costs(found: list[Any]) -> dict[str, OpCost]:
@@ -77,13 +120,12 @@ def _op_costs(found: list[Any]) -> dict[str, OpCost]:
 
 def program_cost(hlo_text: str) -> OpCost:
     """FLOPs and bytes of one run of the module: the sum over its entry computation."""
-    entry = next((c for c in computations(hlo_text) if c.entry), None)
-    if entry is None:
+    facts = module_facts(hlo_text)
+    if not facts.entry:
         return OpCost(math.nan, math.nan)
-    costs = op_costs(hlo_text)
     flops = moved = 0.0
-    for instruction in entry.instructions:
-        cost = costs.get(instruction.name)
+    for name in facts.entry:
+        cost = facts.costs.get(name)
         if cost is not None and not math.isnan(cost.flops):
             flops += cost.flops
             moved += cost.bytes
@@ -93,23 +135,22 @@ def program_cost(hlo_text: str) -> OpCost:
 def matmul_flops(hlo_text: str) -> float:
     """FLOPs of one run's matrix products and convolutions (``dot``, gemm and convolution
     custom calls, the dots inside fusions), each counted once."""
-    return sum(flops for _, flops in _contractions(hlo_text))
+    return sum(flops for _, flops in module_facts(hlo_text).contractions)
 
 
 def matmul_dtype(hlo_text: str) -> str:
     """The element type of the operands of the module's matrix products and convolutions,
     weighted by their FLOPs (``bf16``, ``f32``); ``""`` without any."""
     weights: dict[str, float] = {}
-    for dtype, flops in _contractions(hlo_text):
+    for dtype, flops in module_facts(hlo_text).contractions:
         weights[dtype] = weights.get(dtype, 0.0) + flops
     return max(weights, key=lambda dtype: weights[dtype]) if weights else ""
 
 
-@functools.lru_cache(maxsize=16)
-def _contractions(hlo_text: str) -> list[tuple[str, float]]:
+def _contractions(found: list[Any]) -> list[tuple[str, float]]:
     """(lhs element type, FLOPs) of each contraction of the module whose FLOPs are known."""
-    found = []
-    for computation in computations(hlo_text):
+    contractions = []
+    for computation in found:
         shapes = {instruction.name: instruction.shape for instruction in computation.instructions}
         for instruction in computation.instructions:
             if not _is_contraction(instruction):
@@ -118,8 +159,8 @@ def _contractions(hlo_text: str) -> list[tuple[str, float]]:
             flops = estimate(instruction.op, instruction.shape, instruction.attrs, operands)[0]
             lhs = leaves(operands[0]) if operands else []
             if lhs and not math.isnan(flops):
-                found.append((lhs[0][0], flops))
-    return found
+                contractions.append((lhs[0][0], flops))
+    return contractions
 
 
 def _is_contraction(instruction: Any) -> bool:
