@@ -7,6 +7,7 @@ that a recorded module counts as big."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import importlib
 import json
@@ -119,3 +120,22 @@ def test_a_big_graph_travels_packed_binary_and_without_texts(transformer, monkey
     assert len(sets) < len(transformer.nodes) / 2, "each distinct set of attributes travels once"
     assert sent == json.loads(json.dumps(expected))
     assert len(found[1]) <= PAGE_BYTES_PER_INSTRUCTION * nodes
+
+
+def test_attribute_sets_hold_values_that_are_not_strings_or_not_hashable(transformer):
+    """Nodes' attributes are flattened once per distinct set, all of them looked up at once;
+    a node whose attributes hold a list, or that has none (None), still gets its own."""
+    graph = dataclasses.replace(transformer, nodes=transformer.nodes.copy())
+    attrs = graph.nodes["attrs"].tolist()
+    attrs[0] = {"dims": [1, 2], "size": 3}
+    attrs[1] = None
+    attrs[2] = {"dims": [1, 2], "size": 3}
+    graph.nodes["attrs"] = attrs
+    data = payload(graph)
+    strings = data["strings"]
+    flat = [[strings[i] for i in a] for a in data["nodes"]["attrs"]]
+    assert flat[0] == flat[2] == ["dims", "[1, 2]", "size", "3"]
+    assert flat[1] == []
+    plain = payload(transformer)
+    decoded = [[plain["strings"][i] for i in a] for a in plain["nodes"]["attrs"]]
+    assert flat[3:] == decoded[3:]

@@ -102,7 +102,7 @@ class _Strings:
     def many(self, values: list[Any]) -> list[int]:
         """The index of each of `values` (as ``__call__``, strings looked up all at once)."""
         index, table = self.index, self.table
-        if not all(value.__class__ is str for value in values):
+        if not {str}.issuperset(map(type, values)):
             return [self(value) for value in values]
         found: list[Any] = list(map(index.get, values))
         if None in found:  # new strings, each appended once in the order they come
@@ -116,17 +116,22 @@ class _Strings:
 
     def columns(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The index of each value of each column, the columns of fewer distinct values
-        interned first (their indexes stay short); a missing value stands for ``""``."""
+        interned first (their indexes stay short); a missing value stands for ``""``. A
+        column may come factorized already: (codes, distinct values), -1 for missing."""
         missing = self("")
         factorized = {}
         for key, values in columns.items():
+            if isinstance(values, tuple):
+                factorized[key] = values
+                continue
             if not isinstance(values, pd.Series):
                 values = pd.Series(values, dtype=object)
             factorized[key] = pd.factorize(values, use_na_sentinel=True)
         coded: dict[str, np.ndarray] = {}
         for key in sorted(factorized, key=lambda key: len(factorized[key][1])):
             codes, uniques = factorized[key]
-            lookup = self.many(uniques.tolist()) + [missing]
+            distinct = uniques if isinstance(uniques, list) else uniques.tolist()
+            lookup = self.many(distinct) + [missing]
             coded[key] = np.array(lookup, np.int64)[codes]
         return coded
 
@@ -257,7 +262,7 @@ def contract() -> dict[str, Any]:
 
 
 def _node_columns(
-    graph: Graph, strings: _Strings, scope_ids: pd.Index
+    graph: Graph, strings: _Strings, node_ids: pd.Index, scope_ids: pd.Index
 ) -> tuple[dict[str, Any], list[list[int]]]:
     """The payload's ``nodes`` columns as arrays (``attrSet``: each node's index into the
     distinct flattened attribute sets, returned beside them; ``text``: a list), and the
@@ -265,23 +270,27 @@ def _node_columns(
     nodes = graph.nodes
     ops = nodes["op"]
     attr_codes, distinct_attrs, targeted = _attr_sets(nodes["attrs"].tolist())
-    op_codes, distinct_ops = pd.factorize(ops)
-    labels = _labels(graph, op_codes, distinct_ops.tolist(), attr_codes, targeted)
+    op_codes, op_values = pd.factorize(ops)
+    distinct_ops = op_values.tolist()
+    labels = _labels(graph, op_codes, distinct_ops, attr_codes, targeted)
     interned = strings.columns(
         {
             "label": labels,
-            "op": ops,
+            "op": (op_codes, distinct_ops),
             "shape": nodes["shape"],
             "file": nodes["source_file"],
             "func": nodes["source_function"],
             "opName": nodes["op_name"],
         }
     )
-    attr_sets = [_flat_attrs(attrs, strings) for attrs in distinct_attrs]
+    attr_sets = _flat_attr_sets(distinct_attrs, strings)
+    ids: Any = nodes["id"]
+    if node_ids.is_unique and not nodes["id"].hasnans:  # each id distinct: factorized as is
+        ids = (np.arange(len(nodes)), node_ids.tolist())
     if nodes["id"].equals(nodes["name"]):
-        interned["id"] = interned["name"] = strings.columns({"id": nodes["id"]})["id"]
+        interned["id"] = interned["name"] = strings.columns({"id": ids})["id"]
     else:
-        interned |= strings.columns({"id": nodes["id"], "name": nodes["name"]})
+        interned |= strings.columns({"id": ids, "name": nodes["name"]})
     columns: dict[str, Any] = {
         "id": interned["id"],
         "name": interned["name"],
@@ -378,41 +387,61 @@ def _nullable(values: np.ndarray) -> list[float | None]:
     return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)]
 
 
-def _attr_sets(attrs_list: list[Any]) -> tuple[np.ndarray, list[dict[str, Any]], np.ndarray]:
+#: A node's attributes: (key, value) pairs.
+AttrItems = tuple[tuple[str, Any], ...]
+
+
+def _attr_sets(attrs_list: list[Any]) -> tuple[np.ndarray, list[AttrItems], np.ndarray]:
     """Each node's attributes as the index of its set among the distinct sets (set 0: none),
-    the distinct sets, and per set whether it names a call target (which labels the node)."""
-    seen: dict[tuple[tuple[str, Any], ...], int] = {(): 0}
-    distinct: list[dict[str, Any]] = [{}]
-    targeted = [False]
+    the distinct sets (their items), and per set whether it names a call target (which
+    labels the node)."""
+    try:  # every node's a dict of hashable values: looked up at once
+        keys = list(map(tuple, map(dict.items, attrs_list)))
+        seen: dict[AttrItems, int] = {(): 0}
+        codes = [seen.setdefault(key, len(seen)) for key in keys]
+        distinct = list(seen)
+    except TypeError:
+        codes, distinct = _attr_sets_one_by_one(attrs_list)
+    targeted = [
+        any(key in ("custom_call_target", "call_target_name") for key, _ in items)
+        for items in distinct
+    ]
+    return np.array(codes, np.int64), distinct, np.array(targeted, bool)
+
+
+def _attr_sets_one_by_one(attrs_list: list[Any]) -> tuple[list[int], list[AttrItems]]:
+    """:func:`_attr_sets` where not every node's attributes are a dict of hashable values."""
+    seen: dict[AttrItems, int] = {(): 0}
+    distinct: list[AttrItems] = [()]
     codes: list[int] = []
-    for position, attrs in enumerate(attrs_list):
-        if not attrs or attrs.__class__ is not dict:
+    for attrs in attrs_list:
+        if not attrs or not isinstance(attrs, dict):
             codes.append(0)
             continue
         key = tuple(attrs.items())
         try:
-            code = seen.get(key)
+            code = seen.setdefault(key, len(distinct))
         except TypeError:  # a value that is not hashable: a set of its own
-            code = None
-            key = ((str(position), None),)
-        if code is None:
-            code = seen[key] = len(distinct)
-            distinct.append(attrs)
-            targeted.append("custom_call_target" in attrs or "call_target_name" in attrs)
+            code = len(distinct)
+        if code == len(distinct):
+            distinct.append(key)
         codes.append(code)
-    return np.array(codes, np.int64), distinct, np.array(targeted, bool)
+    return codes, distinct
 
 
-def _flat_attrs(attrs: Mapping[str, Any], strings: _Strings) -> list[int]:
-    """A node's attributes as ``[key, value, key, value, ...]`` string indexes."""
-    if not attrs:
-        return []
-    flat: list[Any] = []
-    for key, value in attrs.items():
-        if value.__class__ is not str:
-            value = str(value)
-        flat += (key, value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …")
-    return strings.many(flat)
+def _flat_attr_sets(sets: list[AttrItems], strings: _Strings) -> list[list[int]]:
+    """Each set of attributes as ``[key, value, key, value, ...]`` string indexes (values
+    clipped to :data:`ATTR_LIMIT`), all interned at once."""
+    flat: list[str] = []
+    ends: list[int] = []
+    for items in sets:
+        for key, value in items:
+            if value.__class__ is not str:
+                value = str(value)
+            flat += (key, value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …")
+        ends.append(len(flat))
+    found = strings.many(flat)
+    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
 def _flat_edges(edges: pd.DataFrame, node_ids: pd.Index) -> np.ndarray:
@@ -514,7 +543,7 @@ def _built_part(graph: Graph, strings: _Strings) -> GraphPart:
     nodes = graph.nodes
     node_ids = pd.Index(nodes["id"], dtype=object)
     scope_ids = pd.Index(graph.scopes["id"], dtype=object)
-    columns, attr_sets = _node_columns(graph, strings, scope_ids)
+    columns, attr_sets = _node_columns(graph, strings, node_ids, scope_ids)
     edges = _flat_edges(graph.edges, node_ids)
     big = len(nodes) > BIG_NODES
     return GraphPart(
