@@ -105,10 +105,16 @@ class _Strings:
         if not {str}.issuperset(map(type, values)):
             return [self(value) for value in values]
         found: list[Any] = list(map(index.get, values))
+        start = len(table)
+        if found.count(None) == len(found):  # all new
+            numbered = dict(zip(values, range(start, start + len(values)), strict=True))
+            if len(numbered) == len(values):  # and distinct: appended as they are
+                table.extend(values)
+                index.update(numbered)
+                return list(range(start, len(table)))
         if None in found:  # new strings, each appended once in the order they come
             fresh = [value for value, at in zip(values, found, strict=True) if at is None]
             new = list(dict.fromkeys(fresh))
-            start = len(table)
             table.extend(new)
             index.update(zip(new, range(start, len(table)), strict=True))
             found = list(map(index.__getitem__, values))
