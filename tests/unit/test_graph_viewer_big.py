@@ -54,8 +54,7 @@ def _decode_binary_payload(raw: bytes) -> dict:
     def column(value):
         if not isinstance(value, dict):
             return value
-        types = (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"), ("f32", "<f4"), ("f64", "<f8"))
-        for key, dtype in types:
+        for key, dtype in (*payload_module._INT_TYPES, ("f32", "<f4"), ("f64", "<f8")):
             if key in value:
                 offset, count = value[key]
                 values = np.frombuffer(raw, dtype, count, start + offset)

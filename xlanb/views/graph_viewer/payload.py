@@ -695,7 +695,7 @@ def packed_for_script(data: Any, level: int = 6) -> str:
 #: Columns of a payload's ``nodes`` that stay JSON lists in :func:`binary_payload`.
 _LIST_COLUMNS = ("attrs", "text")
 #: Integer types of binary columns, narrowest first: (the key a column is sent under, dtype).
-_INT_TYPES = (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"))
+_INT_TYPES = (("i8", "<i1"), ("u8", "<u1"), ("i16", "<i2"), ("u16", "<u2"), ("i32", "<i4"))
 
 
 def binary_payload(data: dict[str, Any]) -> bytes:
@@ -704,7 +704,8 @@ def binary_payload(data: dict[str, Any]) -> bytes:
     ``{"utf8": [byte offset, bytes], "lengths": column}`` (the strings one after the other and
     the length of each in UTF-16 code units, JavaScript's), the rest JSON: the JSON header's
     length in bytes (uint32), the header (UTF-8; a binary column in it is
-    ``{"i8"|"i16"|"i32"|"f32"|"f64": [byte offset, count]}``, the narrowest type that holds
+    ``{"i8"|"u8"|"i16"|"u16"|"i32"|"f32"|"f64": [byte offset, count]}``, the narrowest type
+    that holds
     its values as they are, a float column of whole numbers as integers), zeros up to a
     multiple of 8 bytes, then the columns, each at an offset (from there) that is a multiple
     of 8; ``edges`` as three columns, ``source``, ``target`` and ``kind``. ``model.js`` reads

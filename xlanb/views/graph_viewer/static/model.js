@@ -41,17 +41,18 @@
   }
 
   /** Binary columns' types (payload.py's binary_payload). */
-  var BINARY = { i8: Int8Array, i16: Int16Array, i32: Int32Array, f32: Float32Array, f64: Float64Array };
-  /** A column of a binary payload ({i8|i16|i32|f32|f64: [byte offset from `start`, count]})
-   * read where it lies in `buffer`, a typed array; `list`: as a list of numbers, null where
-   * NaN (the cost columns); others as sent. */
-  function column(x, buffer, start, list) {
+  var BINARY = { i8: Int8Array, u8: Uint8Array, i16: Int16Array, u16: Uint16Array, i32: Int32Array,
+    f32: Float32Array, f64: Float64Array };
+  /** A column of a binary payload ({i8|u8|i16|u16|i32|f32|f64: [byte offset from `start`,
+   * count]}) read where it lies in `buffer`, a typed array; `nullable` (the cost columns): a
+   * list of numbers with null where NaN, if there is a NaN; others as sent. */
+  function column(x, buffer, start, nullable) {
     if (!x || typeof x !== "object" || Array.isArray(x) || ArrayBuffer.isView(x)) return x;
     var type = null, key, i;
     for (key in BINARY) if (Array.isArray(x[key])) type = key;
     if (!type) return x;
     var values = new BINARY[type](buffer, start + x[type][0], x[type][1]);
-    if (!list) return values;
+    if (!nullable || values.every(function (v) { return v === v; })) return values;
     var out = new Array(values.length);
     for (i = 0; i < values.length; i++) out[i] = values[i] === values[i] ? values[i] : null;
     return out;
