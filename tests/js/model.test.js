@@ -61,6 +61,10 @@ test("a binary payload decodes to the payload Python sent; texts written out fro
   if (!data) return t.skip(why);
   const plain = JSON.parse(JSON.stringify(data.binary.plain));
   const m = new XlanbGraph.Model(XlanbGraph.decodeBuffer(bufferOf(data.binary.binary)));
+  assert.deepEqual(Array.from(m.label), plain.nodes.label.map((i) => plain.strings[i]));
+  const cut = m.data.stringTable.cut.filter((x) => x !== null).length;
+  assert.ok(cut < plain.strings.length / 2, `the labels cut ${cut} strings, not the names too`);
+  assert.equal(m.string(plain.strings.length - 1), plain.strings[plain.strings.length - 1]);
   assert.deepEqual(Array.from(m.data.strings), plain.strings, "strings, non-ASCII ones too");
   for (const group of ["nodes", "scopes", "cost"]) {
     for (const [key, column] of Object.entries(plain[group])) {

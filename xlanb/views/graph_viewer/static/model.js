@@ -65,9 +65,13 @@
     var data = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
     var start = Math.ceil((4 + length) / 8) * 8, table = data.strings;
     var text = new TextDecoder().decode(new Uint8Array(buffer, start + table.utf8[0], table.utf8[1]));
-    var lengths = column(table.lengths, buffer, start), at = 0, i;
-    data.strings = new Array(lengths.length);
-    for (i = 0; i < lengths.length; i++) { data.strings[i] = text.substring(at, at + lengths[i]); at += lengths[i]; }
+    var strings = new StringTable(text, column(table.lengths, buffer, start)), i;
+    data.stringTable = strings;  // the strings one at a time; data.strings: the list, once read
+    Object.defineProperty(data, "strings", { configurable: true, enumerable: true, get: function () {
+      var list = strings.all();
+      Object.defineProperty(data, "strings", { value: list, writable: true, configurable: true, enumerable: true });
+      return list;
+    } });
     [data.nodes, data.scopes, data.cost].forEach(function (group) {
       for (var key in group || {}) group[key] = column(group[key], buffer, start, group === data.cost);
     });
@@ -79,10 +83,27 @@
     data.edges = edges;
     return data;
   }
-  /** A list or a typed array of indexes into `strings`, as the strings. */
-  function stringsOf(strings, list) {
-    var out = new Array(list.length);
-    for (var j = 0; j < list.length; j++) out[j] = strings[list[j]];
+  /** The strings of a binary payload, cut from their text (`lengths`: each one's length) when
+   * first read: most are node names, which the first drawing does not read. */
+  function StringTable(text, lengths) {
+    var ends = new Float64Array(lengths.length + 1);
+    for (var i = 0; i < lengths.length; i++) ends[i + 1] = ends[i] + lengths[i];
+    this.text = text; this.ends = ends; this.cut = new Array(lengths.length).fill(null);
+  }
+  StringTable.prototype.at = function (i) {
+    var found = this.cut[i];
+    if (found === null) found = this.cut[i] = this.text.substring(this.ends[i], this.ends[i + 1]);
+    return found;
+  };
+  StringTable.prototype.all = function () {
+    for (var i = 0; i < this.cut.length; i++) if (this.cut[i] === null) this.at(i);
+    return this.cut;
+  };
+  /** A list or a typed array of indexes into the payload's strings, as the strings. */
+  function stringsOf(data, list) {
+    var table = data.stringTable, out = new Array(list.length), j;
+    if (table) for (j = 0; j < list.length; j++) out[j] = table.at(list[j]);
+    else for (j = 0, table = data.strings; j < list.length; j++) out[j] = table[list[j]];
     return out;
   }
 
@@ -92,8 +113,8 @@
    * users) are made the first time they are read: the first drawing needs few of them. */
   function Model(data) {
     checkContract(data);
-    var s = data.strings, nd = data.nodes, sc = data.scopes, i;
-    function str(list) { return stringsOf(s, list); }
+    var nd = data.nodes, sc = data.scopes, i;
+    function str(list) { return stringsOf(data, list); }
     this.data = data;
     this.n = nd.name.length;
     this.text = nd.text || null;
@@ -164,7 +185,7 @@
   /** Columns of `data.nodes` read as lists of strings, made when first read. */
   ["name", "label", "op", "shape", "opName", "file", "func"].forEach(function (key) {
     Object.defineProperty(M, key, { configurable: true, get: function () {
-      var value = stringsOf(this.data.strings, this.data.nodes[key]);
+      var value = stringsOf(this.data, this.data.nodes[key]);
       Object.defineProperty(this, key, { value: value, writable: true, configurable: true });
       return value;
     } });
@@ -177,7 +198,11 @@
       return value;
     } });
   });
-  /** Node v's attributes, flat: [key, value, ...] indexes into the strings. */
+  /** The payload's string `i`. */
+  M.string = function (i) {
+    return this.data.stringTable ? this.data.stringTable.at(i) : this.data.strings[i];
+  };
+  /** Node v's attributes, flat: [key, value, ...] indexes into the strings (M.string). */
   M.attrsOf = function (v) {
     return (this.attrs ? this.attrs[v] : this.attrSets[this.attrSet[v]]) || [];
   };
@@ -190,8 +215,8 @@
    * out from its fields, `name = shape op(inputs), key=value, ...`. */
   M.textOf = function (v) {
     if (this.text) return this.text[v];
-    var self = this, s = this.data.strings, a = this.attrsOf(v), parts = [], i;
-    for (i = 0; i + 1 < a.length; i += 2) parts.push(s[a[i]] + "=" + s[a[i + 1]]);
+    var self = this, a = this.attrsOf(v), parts = [], i;
+    for (i = 0; i + 1 < a.length; i += 2) parts.push(this.string(a[i]) + "=" + this.string(a[i + 1]));
     var inputs = this.inputs[v].map(function (u) { return self.name[u]; }).join(", ");
     return this.name[v] + " = " + (this.shape[v] ? this.shape[v] + " " : "") + this.op[v] +
       "(" + inputs + ")" + (parts.length ? ", " + parts.join(", ") : "");

@@ -360,10 +360,10 @@
     return -1;
   };
   V.nodeInfo = function (v) {
-    var m = this.m, attrs = {}, a = m.attrsOf(v), s = m.data.strings;
-    for (var i = 0; i + 1 < a.length; i += 2) attrs[s[a[i]]] = s[a[i + 1]];
+    var m = this.m, attrs = {}, a = m.attrsOf(v);
+    for (var i = 0; i + 1 < a.length; i += 2) attrs[m.string(a[i])] = m.string(a[i + 1]);
     return {
-      index: v, id: m.data.nodes.id ? s[m.data.nodes.id[v]] : m.name[v], name: m.name[v],
+      index: v, id: m.data.nodes.id ? m.string(m.data.nodes.id[v]) : m.name[v], name: m.name[v],
       op: m.op[v], shape: m.shape[v], scope: m.scopePath(m.scope[v]).join(" / "),
       op_name: m.opName[v], source_file: m.file[v], source_line: m.line[v] || null,
       source_function: m.func[v], attrs: attrs, text: m.textOf(v),
