@@ -276,7 +276,7 @@ def _node_columns(
     nodes = graph.nodes
     ops = nodes["op"]
     attr_codes, distinct_attrs, targeted = _attr_sets(nodes["attrs"].tolist())
-    op_codes, op_values = pd.factorize(ops)
+    op_codes, op_values = pd.factorize(ops, use_na_sentinel=False)  # a missing op: a value
     distinct_ops = op_values.tolist()
     labels = _labels(graph, op_codes, distinct_ops, attr_codes, targeted)
     interned = strings.columns(
