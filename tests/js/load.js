@@ -10,7 +10,7 @@ const SCRIPTS = ["model.js", "layout.js", "render.js", "ui.js"];
 
 /** A new context holding globalThis.XlanbGraph and globalThis.XlanbGraphLayout. */
 function loadViewer() {
-  const context = vm.createContext({ atob });  // a page has atob
+  const context = vm.createContext({ atob, TextDecoder });  // a page has both
   for (const name of SCRIPTS) {
     const file = path.join(STATIC, name);
     vm.runInContext(fs.readFileSync(file, "utf8"), context, { filename: file });

@@ -51,16 +51,34 @@ test("a payload patch rebuilds the payload Python sent", (t) => {
   assert.equal(new XlanbGraph.Model(rebuilt).n, data.patch.data.nodes.name.length);
 });
 
-test("binary columns decode to the lists Python sent; texts written out from fields", (t) => {
+/** The bytes of a binary payload (base64 in the fixtures) as the page unpacks them. */
+function bufferOf(base64) {
+  const bytes = Buffer.from(base64, "base64");
+  return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length);
+}
+
+test("a binary payload decodes to the payload Python sent; texts written out from fields", (t) => {
   if (!data) return t.skip(why);
   const plain = JSON.parse(JSON.stringify(data.binary.plain));
-  const m = new XlanbGraph.Model(JSON.parse(JSON.stringify(data.binary.binary)));
+  const m = new XlanbGraph.Model(XlanbGraph.decodeBuffer(bufferOf(data.binary.binary)));
+  assert.deepEqual(Array.from(m.label), plain.nodes.label.map((i) => plain.strings[i]));
+  const cut = m.data.stringTable.cut.filter((x) => x !== null).length;
+  assert.ok(cut < plain.strings.length / 2, `the labels cut ${cut} strings, not the names too`);
+  assert.equal(m.string(plain.strings.length - 1), plain.strings[plain.strings.length - 1]);
+  assert.deepEqual(Array.from(m.data.strings), plain.strings, "strings, non-ASCII ones too");
   for (const group of ["nodes", "scopes", "cost"]) {
     for (const [key, column] of Object.entries(plain[group])) {
+      if (key === "attrs") continue;
       assert.deepEqual(Array.from(m.data[group][key]), column, `${group}.${key}`);
     }
   }
+  const attrs = Array.from({ length: m.n }, (_, v) => Array.from(m.attrsOf(v)));
+  assert.deepEqual(attrs, plain.nodes.attrs);
+  assert.ok(m.data.attrSets.length < m.n / 2, "each distinct set of attributes travels once");
   assert.deepEqual(Array.from(m.data.edges), plain.edges);
+  for (const key of ["version", "kind", "title", "contract", "options"]) {
+    assert.deepEqual(JSON.parse(JSON.stringify(m.data[key])), plain[key], key);  // its context
+  }
   assert.ok(plain.cost.flops.includes(null) || plain.cost.flops.every((x) => x !== null));
   assert.equal(m.text, null);
   const ref = new XlanbGraph.Model(plain);

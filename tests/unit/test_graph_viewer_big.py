@@ -7,6 +7,7 @@ that a recorded module counts as big."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import gzip
 import importlib
 import json
@@ -43,14 +44,34 @@ def transformer():
     return parse(TRANSFORMER.read_text(), "hlo")
 
 
-def _decode_binary(column):
-    for key, dtype in (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4")):
-        if isinstance(column, dict) and key in column:
-            return np.frombuffer(base64.b64decode(column[key]), dtype).tolist()
-    if isinstance(column, dict) and "f64" in column:
-        values = np.frombuffer(base64.b64decode(column["f64"]), "<f8")
-        return [None if np.isnan(v) else float(v) for v in values]
-    return column
+def _decode_binary_payload(raw: bytes) -> dict:
+    """The payload in a binary payload's bytes (``binary_payload``), as ``model.js`` reads it:
+    typed columns as lists (None for a NaN float), strings cut from their text."""
+    length = int.from_bytes(raw[:4], "little")
+    data = json.loads(raw[4 : 4 + length].decode("utf-8"))
+    start = 4 + length + (-(4 + length) % 8)
+
+    def column(value):
+        if not isinstance(value, dict):
+            return value
+        for key, dtype in (*payload_module._INT_TYPES, ("f32", "<f4"), ("f64", "<f8")):
+            if key in value:
+                offset, count = value[key]
+                values = np.frombuffer(raw, dtype, count, start + offset)
+                return [None if v != v else v for v in values.tolist()]
+        return value
+
+    for group in ("nodes", "scopes", "cost"):
+        data[group] = {key: column(value) for key, value in data[group].items()}
+    ends = [column(data["edges"][key]) for key in ("source", "target", "kind")]
+    data["edges"] = [value for edge in zip(*ends, strict=True) for value in edge]
+    table = data["strings"]
+    offset, size = table["utf8"]
+    units = raw[start + offset : start + offset + size].decode("utf-8").encode("utf-16-le")
+    ends = np.cumsum(column(table["lengths"])) * 2
+    starts = [0, *ends[:-1]]
+    data["strings"] = [units[a:b].decode("utf-16-le") for a, b in zip(starts, ends, strict=True)]
+    return data
 
 
 @pytest.mark.parametrize("path", [TRANSFORMER, *MULTI[:2]], ids=lambda p: p.parent.parent.name)
@@ -85,13 +106,35 @@ def test_a_big_graph_travels_packed_binary_and_without_texts(transformer, monkey
     monkeypatch.setattr(html, "BIG_NODES", nodes - 1)
     monkeypatch.setattr(payload_module, "BIG_NODES", nodes - 1)
     fragment = graph_fragment(transformer)
-    found = re.search(rf'<script type="{payload_module.PACKED_TYPE}">([^<]+)</script>', fragment)
+    packed = payload_module.PACKED_TYPE
+    found = re.search(rf'<script type="{packed}" data-format="binary">([^<]+)</script>', fragment)
     assert found, "a big graph's payload is packed without being asked"
-    sent = json.loads(gzip.decompress(base64.b64decode(found[1])))
+    sent = _decode_binary_payload(gzip.decompress(base64.b64decode(found[1])))
     assert "text" not in sent["nodes"]
     expected = payload(transformer)
     assert "text" not in expected["nodes"]
-    for group in ("nodes", "scopes", "cost"):
-        assert {k: _decode_binary(v) for k, v in sent[group].items()} == expected[group], group
-    assert _decode_binary(sent["edges"]) == expected["edges"]
+    assert sent["strings"] == expected["strings"]
+    sets = sent.pop("attrSets")
+    sent["nodes"]["attrs"] = [sets[code] for code in sent["nodes"].pop("attrSet")]
+    assert len(sets) < len(transformer.nodes) / 2, "each distinct set of attributes travels once"
+    assert sent == json.loads(json.dumps(expected))
     assert len(found[1]) <= PAGE_BYTES_PER_INSTRUCTION * nodes
+
+
+def test_attribute_sets_hold_values_that_are_not_strings_or_not_hashable(transformer):
+    """Nodes' attributes are flattened once per distinct set, all of them looked up at once;
+    a node whose attributes hold a list, or that has none (None), still gets its own."""
+    graph = dataclasses.replace(transformer, nodes=transformer.nodes.copy())
+    attrs = graph.nodes["attrs"].tolist()
+    attrs[0] = {"dims": [1, 2], "size": 3}
+    attrs[1] = None
+    attrs[2] = {"dims": [1, 2], "size": 3}
+    graph.nodes["attrs"] = attrs
+    data = payload(graph)
+    strings = data["strings"]
+    flat = [[strings[i] for i in a] for a in data["nodes"]["attrs"]]
+    assert flat[0] == flat[2] == ["dims", "[1, 2]", "size", "3"]
+    assert flat[1] == []
+    plain = payload(transformer)
+    decoded = [[plain["strings"][i] for i in a] for a in plain["nodes"]["attrs"]]
+    assert flat[3:] == decoded[3:]

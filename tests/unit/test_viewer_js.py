@@ -4,6 +4,7 @@ states, payload patches) on payloads this test writes from recorded HLO. Node is
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -15,7 +16,7 @@ from xlanb.graphs.diff import diff
 from xlanb.graphs.overlay import overlay_graph
 from xlanb.views.graph_viewer import payload
 from xlanb.views.graph_viewer.patch import payload_patch
-from xlanb.views.graph_viewer.payload import DIFF_CODES, binary_columns
+from xlanb.views.graph_viewer.payload import DIFF_CODES, binary_payload
 
 ROOT = Path(__file__).parent.parent.parent
 DUMP = ROOT / "tests" / "data" / "jax_dump"
@@ -36,11 +37,16 @@ def _payloads() -> dict:
     large = parse(TRANSFORMER.read_text(), "hlo")
     positions = {node_id: i for i, node_id in enumerate(large.nodes["id"])}
     found = {q: [positions[i] for i in large.find(q)["id"]] for q in QUERIES}
-    untexted = payload(large)
-    del untexted["nodes"]["text"]  # as a graph of over BIG_NODES nodes travels
+    untexted, arrays = payload(large), payload(large, arrays=True)
+    for sent in (untexted, arrays):
+        del sent["nodes"]["text"]  # as a graph of over BIG_NODES nodes travels
+    # a string that is not ASCII (and not in the BMP) to cut out of the strings' text
+    for sent in (untexted, arrays):
+        sent["strings"] = [*sent["strings"], "naïve 𝔵 ∑"]
+    binary = base64.b64encode(binary_payload(arrays)).decode("ascii")
     return {
         "large": {"payload": payload(large), "found": found},
-        "binary": {"plain": untexted, "binary": binary_columns(untexted)},
+        "binary": {"plain": untexted, "binary": binary},
         "overlay": {
             "payload": payload(merged, diff_status=[DIFF_CODES[s] for s in status]),
             "counts": result.counts(),

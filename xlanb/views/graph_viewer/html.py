@@ -24,7 +24,7 @@ from xlanb.views.graph_viewer.payload import (
     BIG_NODES,
     DIFF_CODES,
     PACKED_TYPE,
-    binary_columns,
+    binary_payload,
     graph_title,
     json_for_script,
     packed_bytes,
@@ -171,8 +171,8 @@ def graph_fragment(
         if not packed:
             data_script = f'<script type="application/json">{json_for_script(build())}</script>'
         elif page is None and big:
-            sent = packed_for_script(binary_columns(build()), level=1)
-            data_script = f'<script type="{PACKED_TYPE}">{sent}</script>'
+            sent = packed_bytes(binary_payload(build(arrays=True)), level=1)
+            data_script = f'<script type="{PACKED_TYPE}" data-format="binary">{sent}</script>'
         elif page is None:
             data_script = f'<script type="{PACKED_TYPE}">{packed_for_script(build())}</script>'
         else:

@@ -29,7 +29,7 @@ import pandas as pd
 from xlanb.graphs.model import Graph
 from xlanb.graphs.ops import CATEGORIES, base_op, op_category
 from xlanb.graphs.prepared import add_preparer
-from xlanb.views.escape import json_visible_bidi
+from xlanb.views.escape import BIDI_CONTROLS, json_visible_bidi, visible_bidi
 
 #: Bumped when a field changes meaning (2: ``contract`` and ``measured`` added).
 PAYLOAD_VERSION = 2
@@ -100,41 +100,45 @@ class _Strings:
         return found
 
     def many(self, values: list[Any]) -> list[int]:
-        """The index of each of `values` (as ``__call__``, in one loop)."""
+        """The index of each of `values` (as ``__call__``, strings looked up all at once)."""
         index, table = self.index, self.table
-        if index.keys().isdisjoint(values) and all(v.__class__ is str for v in values):
-            new = dict.fromkeys(values)  # distinct, in order
-            if len(new) == len(values):  # all new and distinct: appended as they are
-                start = len(table)
+        if not {str}.issuperset(map(type, values)):
+            return [self(value) for value in values]
+        found: list[Any] = list(map(index.get, values))
+        start = len(table)
+        if found.count(None) == len(found):  # all new
+            numbered = dict(zip(values, range(start, start + len(values)), strict=True))
+            if len(numbered) == len(values):  # and distinct: appended as they are
                 table.extend(values)
-                index.update(zip(values, range(start, len(table)), strict=True))
+                index.update(numbered)
                 return list(range(start, len(table)))
-        found: list[int] = []
-        for value in values:
-            if value.__class__ is not str:
-                found.append(self(value))
-                continue
-            position = index.get(value)
-            if position is None:
-                position = index[value] = len(table)
-                table.append(value)
-            found.append(position)
+        if None in found:  # new strings, each appended once in the order they come
+            fresh = [value for value, at in zip(values, found, strict=True) if at is None]
+            new = list(dict.fromkeys(fresh))
+            table.extend(new)
+            index.update(zip(new, range(start, len(table)), strict=True))
+            found = list(map(index.__getitem__, values))
         return found
 
-    def columns(self, columns: Mapping[str, pd.Series | list[Any]]) -> dict[str, list[int]]:
+    def columns(self, columns: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The index of each value of each column, the columns of fewer distinct values
-        interned first (their indexes stay short); a missing value stands for ``""``."""
+        interned first (their indexes stay short); a missing value stands for ``""``. A
+        column may come factorized already: (codes, distinct values), -1 for missing."""
         missing = self("")
         factorized = {}
         for key, values in columns.items():
-            if isinstance(values, list):
+            if isinstance(values, tuple):
+                factorized[key] = values
+                continue
+            if not isinstance(values, pd.Series):
                 values = pd.Series(values, dtype=object)
             factorized[key] = pd.factorize(values, use_na_sentinel=True)
-        coded: dict[str, list[int]] = {}
+        coded: dict[str, np.ndarray] = {}
         for key in sorted(factorized, key=lambda key: len(factorized[key][1])):
             codes, uniques = factorized[key]
-            lookup = self.many(uniques.tolist()) + [missing]
-            coded[key] = np.array(lookup, np.int64)[codes].tolist()
+            distinct = uniques if isinstance(uniques, list) else uniques.tolist()
+            lookup = self.many(distinct) + [missing]
+            coded[key] = np.array(lookup, np.int64)[codes]
         return coded
 
 
@@ -263,76 +267,43 @@ def contract() -> dict[str, Any]:
     }
 
 
-#: The payload's ``nodes`` columns, in the order they travel.
-_NODE_COLUMNS = (
-    "id",
-    "name",
-    "label",
-    "op",
-    "shape",
-    "scope",
-    "opName",
-    "file",
-    "line",
-    "func",
-    "text",
-    "attrs",
-    "order",
-    "flags",
-    "cat",
-)
-#: The ``Graph.nodes`` columns :func:`_node_columns` reads, in the order it unpacks them.
-_GRAPH_COLUMNS = (
-    "id",
-    "name",
-    "op",
-    "shape",
-    "scope",
-    "op_name",
-    "source_file",
-    "source_line",
-    "source_function",
-    "attrs",
-    "text",
-    "order",
-    "output",
-    "fallback",
-    "flops",
-    "bytes",
-)
-
-
 def _node_columns(
-    graph: Graph, strings: _Strings, scope_index: Mapping[str, int]
-) -> tuple[dict[str, list[Any]], list[float | None], list[float | None]]:
-    """The payload's ``nodes`` columns, and each node's flops and bytes."""
-    nodes, scopes = graph.nodes, graph.scopes
-    anchored = set(scopes["node"])
-    ids, names, ops = nodes["id"].tolist(), nodes["name"].tolist(), nodes["op"].tolist()
-    attrs_list = [a if isinstance(a, dict) else {} for a in nodes["attrs"].tolist()]
-    labels = _labels(graph.kind, ops, names, attrs_list, nodes["op_name"].tolist())
+    graph: Graph, strings: _Strings, node_ids: pd.Index, scope_ids: pd.Index
+) -> tuple[dict[str, Any], list[list[int]]]:
+    """The payload's ``nodes`` columns as arrays (``attrSet``: each node's index into the
+    distinct flattened attribute sets, returned beside them; ``text``: a list), and the
+    ``flops`` and ``bytes`` columns."""
+    nodes = graph.nodes
+    ops = nodes["op"]
+    attr_codes, distinct_attrs, targeted = _attr_sets(nodes["attrs"].tolist())
+    op_codes, op_values = pd.factorize(ops, use_na_sentinel=False)  # a missing op: a value
+    distinct_ops = op_values.tolist()
+    labels = _labels(graph, op_codes, distinct_ops, attr_codes, targeted)
     interned = strings.columns(
         {
             "label": labels,
-            "op": nodes["op"],
+            "op": (op_codes, distinct_ops),
             "shape": nodes["shape"],
             "file": nodes["source_file"],
             "func": nodes["source_function"],
             "opName": nodes["op_name"],
         }
     )
-    interned["attrs"] = _attr_columns(attrs_list, strings)
-    if ids == names:
-        interned["id"] = interned["name"] = strings.columns({"id": nodes["id"]})["id"]
+    attr_sets = _flat_attr_sets(distinct_attrs, strings)
+    ids: Any = nodes["id"]
+    if node_ids.is_unique and not nodes["id"].hasnans:  # each id distinct: factorized as is
+        ids = (np.arange(len(nodes)), node_ids.tolist())
+    if nodes["id"].equals(nodes["name"]):
+        interned["id"] = interned["name"] = strings.columns({"id": ids})["id"]
     else:
-        interned |= strings.columns({"id": nodes["id"], "name": nodes["name"]})
-    columns: dict[str, list[Any]] = {
+        interned |= strings.columns({"id": ids, "name": nodes["name"]})
+    columns: dict[str, Any] = {
         "id": interned["id"],
         "name": interned["name"],
         "label": interned["label"],
         "op": interned["op"],
         "shape": interned["shape"],
-        "scope": [scope_index.get(scope, -1) for scope in nodes["scope"].tolist()],
+        "scope": _positions(scope_ids, nodes["scope"]),
         "opName": interned["opName"],
         "file": interned["file"],
         "line": _whole_numbers(nodes["source_line"]),
@@ -340,40 +311,55 @@ def _node_columns(
     }
     if len(nodes) <= BIG_NODES:
         columns["text"] = _texts(graph.kind, nodes["text"].tolist())
-    columns["attrs"] = interned["attrs"]
-    columns["order"] = nodes["order"].astype("int64").tolist()
+    columns["attrSet"] = attr_codes
+    columns["order"] = nodes["order"].to_numpy(dtype=np.int64)
     flags = nodes["output"].astype(bool).to_numpy() * FLAG_OUTPUT
     flags |= nodes["fallback"].astype(bool).to_numpy() * FLAG_FALLBACK
-    columns["flags"] = flags.tolist()
-    categories: dict[tuple[str, bool], int] = {}
-    cats = columns["cat"] = []
-    for node_id, op in zip(ids, ops, strict=True):
-        key = (op, node_id in anchored)
-        code = categories.get(key)
-        if code is None:
-            code = categories[key] = node_category(*key)
-        cats.append(code)
-    return columns, _finite_column(nodes["flops"]), _finite_column(nodes["bytes"])
+    columns["flags"] = flags.astype(np.int64)
+    anchored = nodes["id"].isin(graph.scopes["node"]).to_numpy()
+    pairs, pair_codes = np.unique(op_codes * 2 + anchored, return_inverse=True)
+    lookup = [node_category(distinct_ops[pair // 2], bool(pair % 2)) for pair in pairs.tolist()]
+    columns["cat"] = np.array(lookup, np.int64)[pair_codes.reshape(-1)]
+    columns["flops"] = _finite_column(nodes["flops"])
+    columns["bytes"] = _finite_column(nodes["bytes"])
+    return columns, attr_sets
+
+
+def _positions(index: pd.Index, values: pd.Series | list[Any]) -> np.ndarray:
+    """Each value's position in `index` (as a ``{value: position}`` dict finds it, the last of
+    equal values), -1 where it is not there."""
+    if index.is_unique:
+        return index.get_indexer(pd.Index(values, dtype=object)).astype(np.int64)
+    found = {value: i for i, value in enumerate(index.tolist())}
+    return np.array([found.get(value, -1) for value in values], np.int64)
 
 
 def _labels(
-    kind: str,
-    ops: list[str],
-    names: list[str],
-    attrs_list: list[dict[str, str]],
-    op_names: list[str],
-) -> list[str]:
-    """Each node's :func:`node_label`; ops whose label is the op itself (most) looked up once."""
-    plain: dict[str, bool] = {}
-    labels: list[str] = []
-    for op, name, attrs, op_name in zip(ops, names, attrs_list, op_names, strict=True):
-        is_plain = plain.get(op)
-        if is_plain is None:
-            is_plain = plain[op] = node_label(kind, op, "\0", {}, "\0") == op
-        if is_plain and not ("custom_call_target" in attrs or "call_target_name" in attrs):
-            labels.append(op)
-        else:
-            labels.append(node_label(kind, op, name, attrs, op_name))
+    graph: Graph,
+    op_codes: np.ndarray,
+    distinct_ops: list[str],
+    attr_codes: np.ndarray,
+    targeted: np.ndarray,
+) -> np.ndarray:
+    """Each node's :func:`node_label`: the op itself where that is its label whatever the node
+    (most), else written per node."""
+    kind = graph.kind
+    plain = np.array([node_label(kind, op, "\0", {}, "\0") == op for op in distinct_ops], bool)
+    labels = np.array(distinct_ops, dtype=object)[op_codes]
+    special = np.flatnonzero(~plain[op_codes] | targeted[attr_codes])
+    if len(special):
+        nodes = graph.nodes.iloc[special]
+        rows = zip(
+            nodes["op"].tolist(),
+            nodes["name"].tolist(),
+            nodes["attrs"].tolist(),
+            nodes["op_name"].tolist(),
+            strict=True,
+        )
+        labels[special] = [
+            node_label(kind, op, name, attrs if isinstance(attrs, dict) else {}, op_name)
+            for op, name, attrs, op_name in rows
+        ]
     return labels
 
 
@@ -387,65 +373,95 @@ def _texts(kind: str, texts: list[str]) -> list[str]:
     return shown
 
 
-def _whole_numbers(column: pd.Series) -> list[int]:
+def _whole_numbers(column: pd.Series) -> np.ndarray:
     """A nullable number column as ints, 0 where missing or not finite."""
     values = pd.to_numeric(column, errors="coerce").astype("float64").to_numpy()
-    return np.where(np.isfinite(values), values, 0).astype("int64").tolist()
+    return np.where(np.isfinite(values), values, 0).astype("int64")
 
 
-def _finite_column(column: pd.Series) -> list[float | None]:
-    """A number column as floats, None where missing or not finite."""
+def _finite_column(column: pd.Series) -> np.ndarray:
+    """A number column as floats, NaN where missing or not finite."""
     values = pd.to_numeric(column, errors="coerce").astype("float64").to_numpy()
+    return np.where(np.isfinite(values), values, np.nan)
+
+
+def _nullable(values: np.ndarray) -> list[float | None]:
+    """A float column as a list, None where NaN."""
     finite = np.isfinite(values)
     if finite.all():
         return values.tolist()
     return [v if ok else None for v, ok in zip(values.tolist(), finite.tolist(), strict=True)]
 
 
-def _attr_columns(attrs_list: list[dict[str, Any]], strings: _Strings) -> list[list[int]]:
-    """Each node's :func:`_flat_attrs`, nodes with the same attributes flattened once."""
-    seen: dict[tuple[tuple[str, Any], ...], list[int]] = {}
-    flat: list[list[int]] = []
+#: A node's attributes: (key, value) pairs.
+AttrItems = tuple[tuple[str, Any], ...]
+
+
+def _attr_sets(attrs_list: list[Any]) -> tuple[np.ndarray, list[AttrItems], np.ndarray]:
+    """Each node's attributes as the index of its set among the distinct sets (set 0: none),
+    the distinct sets (their items), and per set whether it names a call target (which
+    labels the node)."""
+    try:  # every node's a dict of hashable values: looked up at once
+        keys = list(map(tuple, map(dict.items, attrs_list)))
+        seen: dict[AttrItems, int] = {(): 0}
+        codes = [seen.setdefault(key, len(seen)) for key in keys]
+        distinct = list(seen)
+    except TypeError:
+        codes, distinct = _attr_sets_one_by_one(attrs_list)
+    targeted = [
+        any(key in ("custom_call_target", "call_target_name") for key, _ in items)
+        for items in distinct
+    ]
+    return np.array(codes, np.int64), distinct, np.array(targeted, bool)
+
+
+def _attr_sets_one_by_one(attrs_list: list[Any]) -> tuple[list[int], list[AttrItems]]:
+    """:func:`_attr_sets` where not every node's attributes are a dict of hashable values."""
+    seen: dict[AttrItems, int] = {(): 0}
+    distinct: list[AttrItems] = [()]
+    codes: list[int] = []
     for attrs in attrs_list:
-        if not attrs:
-            flat.append([])
+        if not attrs or not isinstance(attrs, dict):
+            codes.append(0)
             continue
         key = tuple(attrs.items())
         try:
-            found = seen.get(key)
-        except TypeError:  # a value that is not hashable
-            found = _flat_attrs(attrs, strings)
-        if found is None:
-            found = seen[key] = _flat_attrs(attrs, strings)
-        flat.append(found)
-    return flat
+            code = seen.setdefault(key, len(distinct))
+        except TypeError:  # a value that is not hashable: a set of its own
+            code = len(distinct)
+        if code == len(distinct):
+            distinct.append(key)
+        codes.append(code)
+    return codes, distinct
 
 
-def _flat_attrs(attrs: Mapping[str, Any], strings: _Strings) -> list[int]:
-    """A node's attributes as ``[key, value, key, value, ...]`` string indexes."""
-    if not attrs:
-        return []
-    flat: list[Any] = []
-    for key, value in attrs.items():
-        if value.__class__ is not str:
-            value = str(value)
-        flat += (key, value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …")
-    return strings.many(flat)
+def _flat_attr_sets(sets: list[AttrItems], strings: _Strings) -> list[list[int]]:
+    """Each set of attributes as ``[key, value, key, value, ...]`` string indexes (values
+    clipped to :data:`ATTR_LIMIT`), all interned at once."""
+    flat: list[str] = []
+    ends: list[int] = []
+    for items in sets:
+        for key, value in items:
+            if value.__class__ is not str:
+                value = str(value)
+            flat += (key, value if len(value) <= ATTR_LIMIT else value[:ATTR_LIMIT] + " …")
+        ends.append(len(flat))
+    found = strings.many(flat)
+    return [found[start:end] for start, end in zip([0, *ends[:-1]], ends, strict=True)]
 
 
-def _flat_edges(edges: pd.DataFrame, node_index: Mapping[str, int]) -> list[int]:
+def _flat_edges(edges: pd.DataFrame, node_ids: pd.Index) -> np.ndarray:
     """The payload's ``edges``: ``[source, target, kind code, ...]``."""
-    if edges.empty:
-        return []
-    index = pd.Series(node_index, dtype="int64")
     flat = np.empty((len(edges), 3), dtype=np.int64)
-    flat[:, 0] = index.loc[edges["source"]].to_numpy()
-    flat[:, 1] = index.loc[edges["target"]].to_numpy()
+    if edges.empty:
+        return flat.ravel()
+    flat[:, 0] = _positions(node_ids, edges["source"])
+    flat[:, 1] = _positions(node_ids, edges["target"])
     data_edge = EDGE_CODES["data"]
     codes, kinds = pd.factorize(edges["kind"])
     lookup = np.array([EDGE_CODES.get(kind, data_edge) for kind in kinds.tolist()], np.int64)
     flat[:, 2] = lookup[codes]
-    return flat.ravel().tolist()
+    return flat.ravel()
 
 
 def _custom_cost(nodes: pd.DataFrame, cost: Mapping[str, float] | pd.Series) -> list[float | None]:
@@ -458,40 +474,51 @@ def _custom_cost(nodes: pd.DataFrame, cost: Mapping[str, float] | pd.Series) -> 
 
 
 def _scope_columns(
-    scopes: pd.DataFrame,
-    strings: _Strings,
-    scope_index: Mapping[str, int],
-    node_index: Mapping[str, int],
-) -> dict[str, list[Any]]:
+    scopes: pd.DataFrame, strings: _Strings, scope_ids: pd.Index, node_ids: pd.Index
+) -> dict[str, list[int]]:
     """The payload's ``scopes`` columns."""
+    anchors = _positions(node_ids, scopes["node"].fillna("").tolist())
     return {
-        "parent": [scope_index.get(p, -1) for p in scopes["parent"]],
-        "label": [strings(label) for label in scopes["label"]],
-        "kind": [strings(kind) for kind in scopes["kind"]],
-        "anchor": [node_index.get(node, -1) if node else -1 for node in scopes["node"]],
-        "size": [int(size) for size in scopes["nodes"]],
+        "parent": _positions(scope_ids, scopes["parent"]).tolist(),
+        "label": [strings(label) for label in scopes["label"].tolist()],
+        "kind": [strings(kind) for kind in scopes["kind"].tolist()],
+        "anchor": anchors.tolist(),
+        "size": [int(size) for size in scopes["nodes"].tolist()],
     }
 
 
 @dataclass
 class GraphPart:
     """What a payload holds of its graph alone (no fallbacks, measured time or diff): the
-    ``nodes`` columns with their flops and bytes, the ``edges``, and the string table they
-    left (the rest of the payload interns its strings after these, as before)."""
+    ``nodes`` columns (arrays, as :func:`_node_columns` makes them) with their flops and
+    bytes, the distinct attribute sets, the ``edges``, and the string table they left (the rest
+    of the payload interns its strings after these, as before)."""
 
     strings: tuple[str, ...]
     string_index: dict[str, int]
-    node_index: dict[str, int]
-    scope_index: dict[str, int]
-    columns: dict[str, list[Any]]
-    flops: list[float | None]
-    nbytes: list[float | None]
-    edges: list[int]
+    node_ids: pd.Index
+    scope_ids: pd.Index
+    columns: dict[str, Any]
+    attr_sets: list[list[int]]
+    edges: np.ndarray
     #: Built for a graph of over :data:`BIG_NODES` nodes (without the ``text`` column).
     big: bool
     #: The length of these columns, edges and strings packed (:func:`packed_for_script`),
     #: once measured (:func:`least_packed_size`).
     packed_size: int | None = None
+
+    def listed(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The ``nodes`` columns as JSON lists (``attrs``: each node's flattened set) and the
+        ``flops`` and ``bytes`` columns (None for unknown)."""
+        columns: dict[str, Any] = {}
+        for key, column in self.columns.items():
+            if key == "attrSet":
+                sets = self.attr_sets
+                columns["attrs"] = [sets[code] for code in column.tolist()]
+            elif key not in ("flops", "bytes"):
+                columns[key] = column.tolist() if isinstance(column, np.ndarray) else column
+        costs = {key: _nullable(self.columns[key]) for key in ("flops", "bytes")}
+        return columns, costs
 
 
 #: The parts built, by the graph's ``nodes`` frame (a graph parsed once shares it with its
@@ -520,19 +547,18 @@ def graph_part(graph: Graph) -> GraphPart:
 def _built_part(graph: Graph, strings: _Strings) -> GraphPart:
     """`graph`'s :class:`GraphPart`, its strings interned into `strings` (kept by the part)."""
     nodes = graph.nodes
-    node_index = {node_id: i for i, node_id in enumerate(nodes["id"].tolist())}
-    scope_index = {scope_id: i for i, scope_id in enumerate(graph.scopes["id"].tolist())}
-    columns, flops, nbytes = _node_columns(graph, strings, scope_index)
-    edges = _flat_edges(graph.edges, node_index)
+    node_ids = pd.Index(nodes["id"], dtype=object)
+    scope_ids = pd.Index(graph.scopes["id"], dtype=object)
+    columns, attr_sets = _node_columns(graph, strings, node_ids, scope_ids)
+    edges = _flat_edges(graph.edges, node_ids)
     big = len(nodes) > BIG_NODES
     return GraphPart(
         tuple(strings.table),
         strings.index,
-        node_index,
-        scope_index,
+        node_ids,
+        scope_ids,
         columns,
-        flops,
-        nbytes,
+        attr_sets,
         edges,
         big,
     )
@@ -552,9 +578,9 @@ def measure_packed_size(graph: Graph) -> None:
     """Pack `graph`'s part once to know its size (what :func:`least_packed_size` tells)."""
     part = graph_part(graph)
     if part.packed_size is None and not part.big:
-        columns = {"flops": part.flops, "bytes": part.nbytes}
-        alone = {"strings": part.strings, "nodes": part.columns, "edges": part.edges}
-        part.packed_size = len(packed_for_script({**alone, "cost": columns}))
+        columns, costs = part.listed()
+        alone = {"strings": part.strings, "nodes": columns, "edges": part.edges.tolist()}
+        part.packed_size = len(packed_for_script({**alone, "cost": costs}))
 
 
 def least_packed_size(graph: Graph) -> int | None:
@@ -584,6 +610,7 @@ def payload(
     summary: str | None = None,
     measured: pd.DataFrame | None = None,
     start_strings: list[str] | None = None,
+    arrays: bool = False,
 ) -> dict[str, Any]:
     """The JSON the viewer reads (the module's docstring says what each field holds).
 
@@ -594,7 +621,10 @@ def payload(
     ``custom`` with a ``cost``, else ``time`` where something was measured, else op kind.
     ``diff_status`` holds a :data:`DIFF_CODES` code per node, ``peers`` the matching node's
     index in the other graph (-1: none). ``start_strings``: the string table to start from (a
-    payload sent as a patch of another, :mod:`.patch`, keeps that one's string indexes)."""
+    payload sent as a patch of another, :mod:`.patch`, keeps that one's string indexes);
+    ``arrays``: the columns of ``nodes`` (but ``text``), ``edges`` and the flops and bytes as
+    numpy arrays (NaN for unknown), ``nodes.attrSet`` in place of ``attrs`` with the distinct
+    sets in ``attrSets``, as :func:`binary_payload` sends them."""
     if color_by not in (None, *COLOR_BY):
         raise ValueError(f"color_by is one of {COLOR_BY[1:]} or None, not {color_by!r}")
     if measured is None:
@@ -608,8 +638,14 @@ def payload(
     else:  # strings indexed as the payload this one patches
         strings = _Strings(start=start_strings)
         part = _built_part(graph, strings)
-    node_index, scope_index, flat_edges = part.node_index, part.scope_index, part.edges
-    columns, flops, nbytes = dict(part.columns), part.flops, part.nbytes
+    columns: dict[str, Any]
+    if arrays:
+        columns = dict(part.columns)
+        flops, nbytes = columns.pop("flops"), columns.pop("bytes")
+        flat_edges: Any = part.edges
+    else:
+        columns, costs = part.listed()
+        flops, nbytes, flat_edges = costs["flops"], costs["bytes"], part.edges.tolist()
     if diff_status is not None:
         columns["diff"] = diff_status
     if peers is not None:
@@ -625,7 +661,7 @@ def payload(
         color_by = color_by or ("time" if extra["measured"]["node"] else None)
     if color_by == "time" and "measured" not in extra:
         color_by = None  # nothing measured: colour by op kind
-    scope_columns = _scope_columns(scopes, strings, scope_index, node_index)
+    scope_columns = _scope_columns(scopes, strings, part.scope_ids, part.node_ids)
     return {
         "version": PAYLOAD_VERSION,
         "kind": graph.kind,
@@ -639,7 +675,7 @@ def payload(
         "cost": cost_columns,
         **extra,
         "options": {"height": int(height), "colorBy": color_by or ""},
-    }
+    } | ({"attrSets": part.attr_sets} if arrays else {})
 
 
 #: The ``type`` of a ``<script>`` holding a payload as gzip, base64-encoded (read with the
@@ -656,40 +692,94 @@ def packed_for_script(data: Any, level: int = 6) -> str:
     return packed_bytes(text.encode("utf-8"), level)
 
 
-#: Columns of a payload's ``nodes`` that stay JSON lists in :func:`binary_columns`.
+#: Columns of a payload's ``nodes`` that stay JSON lists in :func:`binary_payload`.
 _LIST_COLUMNS = ("attrs", "text")
+#: Integer types of binary columns, narrowest first: (the key a column is sent under, dtype).
+_INT_TYPES = (("i8", "<i1"), ("u8", "<u1"), ("i16", "<i2"), ("u16", "<u2"), ("i32", "<i4"))
 
 
-def binary_columns(data: dict[str, Any]) -> dict[str, Any]:
-    """A payload whose number columns (``nodes`` but attrs and text, ``scopes``, ``edges``,
-    ``cost``) travel as little-endian binary in base64, ``{"i8": ...}``, ``{"i16": ...}`` or
-    ``{"i32": ...}`` (the narrowest that holds the column) or ``{"f64": ...}`` (NaN for null),
-    which ``model.js`` decodes: far quicker to write and read than JSON numbers."""
+def binary_payload(data: dict[str, Any]) -> bytes:
+    """A payload as one buffer, its number columns (``nodes`` but attrs and text, ``scopes``,
+    ``edges``, the lists of ``cost``) as little-endian binary, its ``strings`` as
+    ``{"utf8": [byte offset, bytes], "lengths": column}`` (the strings one after the other and
+    the length of each in UTF-16 code units, JavaScript's), the rest JSON: the JSON header's
+    length in bytes (uint32), the header (UTF-8; a binary column in it is
+    ``{"i8"|"u8"|"i16"|"u16"|"i32"|"f32"|"f64": [byte offset, count]}``, the narrowest type
+    that holds
+    its values as they are, a float column of whole numbers as integers), zeros up to a
+    multiple of 8 bytes, then the columns, each at an offset (from there) that is a multiple
+    of 8; ``edges`` as three columns, ``source``, ``target`` and ``kind``. ``model.js`` reads
+    the columns as typed arrays where they lie (``decodeBuffer``): nothing to parse per
+    number."""
+    chunks: list[bytes] = []
+    size = 0
+    # a column sent twice (a graph whose ids are its names) goes once: by id(column), the
+    # column kept (so that its id stays its own) and where it went
+    sent: dict[int, tuple[Any, dict[str, list[int]]]] = {}
 
-    def ints(values: list[int]) -> dict[str, str]:
+    def put(array: np.ndarray, key: str) -> dict[str, list[int]]:
+        nonlocal size
+        raw = array.tobytes()
+        chunks.append(raw + bytes(-len(raw) % 8))
+        size += len(chunks[-1])
+        return {key: [size - len(chunks[-1]), len(array)]}
+
+    def ints(values: Any) -> dict[str, list[int]]:
+        if id(values) in sent:
+            return sent[id(values)][1]
         array = np.asarray(values, dtype=np.int64)
         low, high = (int(array.min()), int(array.max())) if len(array) else (0, 0)
         key, dtype = next(
             (key, dtype)
-            for key, dtype in (("i8", "<i1"), ("i16", "<i2"), ("i32", "<i4"))
+            for key, dtype in _INT_TYPES
             if np.iinfo(dtype).min <= low and high <= np.iinfo(dtype).max
         )
-        return {key: base64.b64encode(array.astype(dtype).tobytes()).decode("ascii")}
+        sent[id(values)] = (values, put(array.astype(dtype), key))
+        return sent[id(values)][1]
 
-    def floats(values: list[float | None]) -> dict[str, str]:
-        raw = np.array(values, dtype="<f8").tobytes()  # None -> NaN
-        return {"f64": base64.b64encode(raw).decode("ascii")}
+    def floats(values: Any) -> Any:
+        if isinstance(values, str):
+            return values
+        array = np.asarray(values, dtype="<f8")  # None -> NaN
+        if np.isfinite(array).all() and (np.abs(array) < 2**31).all():
+            if (array == np.round(array)).all():
+                return ints(array.astype(np.int64))
+        narrow = array.astype("<f4")
+        if np.array_equal(narrow.astype("<f8"), array, equal_nan=True):
+            return put(narrow, "f32")
+        return put(array, "f64")
 
     nodes = {
         key: column if key in _LIST_COLUMNS else ints(column)
         for key, column in data["nodes"].items()
     }
     scopes = {key: ints(column) for key, column in data["scopes"].items()}
-    cost = {
-        key: floats(column) if isinstance(column, list) else column
-        for key, column in data["cost"].items()
-    }
-    return {**data, "nodes": nodes, "scopes": scopes, "edges": ints(data["edges"]), "cost": cost}
+    cost = {key: floats(column) for key, column in data["cost"].items()}
+    triples = np.asarray(data["edges"], dtype=np.int64).reshape(-1, 3)
+    edges = {key: ints(triples[:, i].copy()) for i, key in enumerate(("source", "target", "kind"))}
+    strings = _joined_strings(data["strings"])
+    text_bytes = np.frombuffer(strings[0].encode("utf-8"), np.uint8)
+    table = {**put(text_bytes, "utf8"), "lengths": ints(strings[1])}
+    header = {**data, "strings": table, "nodes": nodes, "scopes": scopes, "edges": edges}
+    header["cost"] = cost
+    text = json.dumps(header, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    head = json_visible_bidi(text).encode("utf-8")
+    prefix = len(head).to_bytes(4, "little") + head
+    prefix += bytes(-len(prefix) % 8)
+    return b"".join([prefix, *chunks])
+
+
+def _joined_strings(strings: list[str]) -> tuple[str, np.ndarray]:
+    """`strings` one after the other (bidirectional controls made visible, as
+    :func:`json_visible_bidi` shows them) and each one's length in UTF-16 code units."""
+    text = "".join(strings)
+    if text.isascii():
+        return text, np.fromiter(map(len, strings), np.int64, len(strings))
+    if any(control in text for control in BIDI_CONTROLS):
+        strings = [visible_bidi(string) for string in strings]
+        text = "".join(strings)
+    lengths = [len(string.encode("utf-16-le")) // 2 for string in strings]
+    return text, np.array(lengths, np.int64)
 
 
 def packed_bytes(raw: bytes, level: int = 6) -> str:

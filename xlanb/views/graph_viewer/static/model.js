@@ -13,7 +13,7 @@
  * ones below rather than draw it wrong. */
 (function (root) {
   "use strict";
-  var VERSION = "xlanb-graph-5";  // 5: payloads sent as patches of others (data-base)
+  var VERSION = "xlanb-graph-6";  // 6: a big graph's payload sent binary (data-format)
   var ns = root.XlanbGraph;
   if (ns && ns.version === VERSION && ns.complete) return;  // already on the page
   ns = root.XlanbGraph = { version: VERSION, complete: false };
@@ -40,55 +40,86 @@
     for (var k in FLAG) if (c.flags[k] !== FLAG[k]) throw new Error("flag " + k + " = " + c.flags[k] + " != " + FLAG[k]);
   }
 
-  /** Binary columns' types (payload.py's binary_columns). */
-  var BINARY = { i8: Int8Array, i16: Int16Array, i32: Int32Array, f64: Float64Array };
-  /** A column sent as little-endian binary in base64 ({i8|i16|i32|f64: ...}) decoded: a typed
-   * array of integers, or a list of numbers with null where the f64 is NaN; others as sent. */
-  function column(x) {
+  /** Binary columns' types (payload.py's binary_payload). */
+  var BINARY = { i8: Int8Array, u8: Uint8Array, i16: Int16Array, u16: Uint16Array, i32: Int32Array,
+    f32: Float32Array, f64: Float64Array };
+  /** A column of a binary payload ({i8|u8|i16|u16|i32|f32|f64: [byte offset from `start`,
+   * count]}) read where it lies in `buffer`, a typed array; `nullable` (the cost columns): a
+   * list of numbers with null where NaN, if there is a NaN; others as sent. */
+  function column(x, buffer, start, nullable) {
     if (!x || typeof x !== "object" || Array.isArray(x) || ArrayBuffer.isView(x)) return x;
     var type = null, key, i;
-    for (key in BINARY) if (typeof x[key] === "string") type = key;
+    for (key in BINARY) if (Array.isArray(x[key])) type = key;
     if (!type) return x;
-    var bytes;
-    if (typeof Uint8Array.fromBase64 === "function") {
-      bytes = Uint8Array.fromBase64(x[type]);  // native where the browser has it
-    } else {
-      var text = atob(x[type]);
-      bytes = new Uint8Array(text.length);
-      for (i = 0; i < text.length; i++) bytes[i] = text.charCodeAt(i);
-    }
-    var Type = BINARY[type];
-    var values = new Type(bytes.buffer, bytes.byteOffset, bytes.length / Type.BYTES_PER_ELEMENT);
-    if (type !== "f64") return values;
-    var list = new Array(values.length);
-    for (i = 0; i < values.length; i++) list[i] = values[i] === values[i] ? values[i] : null;
-    return list;
+    var values = new BINARY[type](buffer, start + x[type][0], x[type][1]);
+    if (!nullable || values.every(function (v) { return v === v; })) return values;
+    var out = new Array(values.length);
+    for (i = 0; i < values.length; i++) out[i] = values[i] === values[i] ? values[i] : null;
+    return out;
   }
-  /** The payload with its binary columns decoded (in place). */
-  function decodeColumns(data) {
+  /** The payload a binary payload (an ArrayBuffer: payload.py's binary_payload) holds: its JSON
+   * header, its columns typed arrays over the buffer, its strings cut from their text, its
+   * edges' three columns flat again. */
+  function decodeBuffer(buffer) {
+    var length = new DataView(buffer).getUint32(0, true);
+    var data = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, length)));
+    var start = Math.ceil((4 + length) / 8) * 8, table = data.strings;
+    var text = new TextDecoder().decode(new Uint8Array(buffer, start + table.utf8[0], table.utf8[1]));
+    var strings = new StringTable(text, column(table.lengths, buffer, start)), i;
+    data.stringTable = strings;  // the strings one at a time; data.strings: the list, once read
+    Object.defineProperty(data, "strings", { configurable: true, enumerable: true, get: function () {
+      var list = strings.all();
+      Object.defineProperty(data, "strings", { value: list, writable: true, configurable: true, enumerable: true });
+      return list;
+    } });
     [data.nodes, data.scopes, data.cost].forEach(function (group) {
-      for (var key in group || {}) group[key] = column(group[key]);
+      for (var key in group || {}) group[key] = column(group[key], buffer, start, group === data.cost);
     });
-    data.edges = column(data.edges);
+    var source = column(data.edges.source, buffer, start), target = column(data.edges.target, buffer, start);
+    var kind = column(data.edges.kind, buffer, start), edges = new Int32Array(3 * source.length);
+    for (i = 0; i < source.length; i++) {
+      edges[3 * i] = source[i]; edges[3 * i + 1] = target[i]; edges[3 * i + 2] = kind[i];
+    }
+    data.edges = edges;
     return data;
+  }
+  /** The strings of a binary payload, cut from their text (`lengths`: each one's length) when
+   * first read: most are node names, which the first drawing does not read. */
+  function StringTable(text, lengths) {
+    var ends = new Float64Array(lengths.length + 1);
+    for (var i = 0; i < lengths.length; i++) ends[i + 1] = ends[i] + lengths[i];
+    this.text = text; this.ends = ends; this.cut = new Array(lengths.length).fill(null);
+  }
+  StringTable.prototype.at = function (i) {
+    var found = this.cut[i];
+    if (found === null) found = this.cut[i] = this.text.substring(this.ends[i], this.ends[i + 1]);
+    return found;
+  };
+  StringTable.prototype.all = function () {
+    for (var i = 0; i < this.cut.length; i++) if (this.cut[i] === null) this.at(i);
+    return this.cut;
+  };
+  /** A list or a typed array of indexes into the payload's strings, as the strings. */
+  function stringsOf(data, list) {
+    var table = data.stringTable, out = new Array(list.length), j;
+    if (table) for (j = 0; j < list.length; j++) out[j] = table.at(list[j]);
+    else for (j = 0, table = data.strings; j < list.length; j++) out[j] = table[list[j]];
+    return out;
   }
 
   // ---- model ---------------------------------------------------------------------------
-  /** Decode the payload's column arrays; build scope trees and adjacency. */
+  /** The payload's columns as the viewer reads them, and its scope trees. The per-node lists of
+   * strings (name, label, op, shape, opName, file, func) and the adjacency lists (inputs,
+   * users) are made the first time they are read: the first drawing needs few of them. */
   function Model(data) {
     checkContract(data);
-    decodeColumns(data);
-    var s = data.strings, nd = data.nodes, sc = data.scopes, i;
-    function str(list) {  // a list or a typed array of string indexes
-      var out = new Array(list.length);
-      for (var j = 0; j < list.length; j++) out[j] = s[list[j]];
-      return out;
-    }
+    var nd = data.nodes, sc = data.scopes, i;
+    function str(list) { return stringsOf(data, list); }
     this.data = data;
     this.n = nd.name.length;
-    this.name = str(nd.name); this.label = str(nd.label); this.op = str(nd.op);
-    this.shape = str(nd.shape); this.opName = str(nd.opName); this.file = str(nd.file);
-    this.func = str(nd.func); this.text = nd.text || null; this.attrs = nd.attrs;
+    this.text = nd.text || null;
+    this.attrs = nd.attrs || null; this.attrSet = nd.attrSet || null;
+    this.attrSets = data.attrSets || null;
     this.line = Int32Array.from(nd.line); this.order = Int32Array.from(nd.order);
     this.flags = Uint8Array.from(nd.flags); this.cat = Uint8Array.from(nd.cat);
     this.categories = data.contract.categories;  // nodes.cat indexes this list of names
@@ -126,8 +157,6 @@
         }
       }
     }
-    this.inputs = adjacency(n, this.eDst, this.eSrc, this.eKind);
-    this.users = adjacency(n, this.eSrc, this.eDst, this.eKind);
     this.measured = data.measured ? measured(data.measured, n, str) : null;
     if (this.measured) this.cost.time = this.measured.time;
     this.haystack = null;  // built by the first search
@@ -153,6 +182,30 @@
     return lists;
   }
   var M = Model.prototype;
+  /** Columns of `data.nodes` read as lists of strings, made when first read. */
+  ["name", "label", "op", "shape", "opName", "file", "func"].forEach(function (key) {
+    Object.defineProperty(M, key, { configurable: true, get: function () {
+      var value = stringsOf(this.data, this.data.nodes[key]);
+      Object.defineProperty(this, key, { value: value, writable: true, configurable: true });
+      return value;
+    } });
+  });
+  /** Per node, the nodes at the other end of its data and control edges, made when first read. */
+  [["inputs", "eDst", "eSrc"], ["users", "eSrc", "eDst"]].forEach(function (names) {
+    Object.defineProperty(M, names[0], { configurable: true, get: function () {
+      var value = adjacency(this.n, this[names[1]], this[names[2]], this.eKind);
+      Object.defineProperty(this, names[0], { value: value, writable: true, configurable: true });
+      return value;
+    } });
+  });
+  /** The payload's string `i`. */
+  M.string = function (i) {
+    return this.data.stringTable ? this.data.stringTable.at(i) : this.data.strings[i];
+  };
+  /** Node v's attributes, flat: [key, value, ...] indexes into the strings (M.string). */
+  M.attrsOf = function (v) {
+    return (this.attrs ? this.attrs[v] : this.attrSets[this.attrSet[v]]) || [];
+  };
   M.scopePath = function (s) {
     var path = [];
     for (; s >= 0; s = this.sParent[s]) path.unshift(this.sLabel[s]);
@@ -162,8 +215,8 @@
    * out from its fields, `name = shape op(inputs), key=value, ...`. */
   M.textOf = function (v) {
     if (this.text) return this.text[v];
-    var self = this, s = this.data.strings, a = this.attrs[v] || [], parts = [], i;
-    for (i = 0; i + 1 < a.length; i += 2) parts.push(s[a[i]] + "=" + s[a[i + 1]]);
+    var self = this, a = this.attrsOf(v), parts = [], i;
+    for (i = 0; i + 1 < a.length; i += 2) parts.push(this.string(a[i]) + "=" + this.string(a[i + 1]));
     var inputs = this.inputs[v].map(function (u) { return self.name[u]; }).join(", ");
     return this.name[v] + " = " + (this.shape[v] ? this.shape[v] + " " : "") + this.op[v] +
       "(" + inputs + ")" + (parts.length ? ", " + parts.join(", ") : "");
@@ -235,6 +288,7 @@
   function Viewer(el, data, options) { this.start(el, data, options); }
 
   ns.Model = Model;
+  ns.decodeBuffer = decodeBuffer;
   ns.Viewer = Viewer;
   ns.FLAG = FLAG;
   ns.EDGE = EDGE;

@@ -360,10 +360,10 @@
     return -1;
   };
   V.nodeInfo = function (v) {
-    var m = this.m, attrs = {}, a = m.attrs[v] || [], s = m.data.strings;
-    for (var i = 0; i + 1 < a.length; i += 2) attrs[s[a[i]]] = s[a[i + 1]];
+    var m = this.m, attrs = {}, a = m.attrsOf(v);
+    for (var i = 0; i + 1 < a.length; i += 2) attrs[m.string(a[i])] = m.string(a[i + 1]);
     return {
-      index: v, id: m.data.nodes.id ? s[m.data.nodes.id[v]] : m.name[v], name: m.name[v],
+      index: v, id: m.data.nodes.id ? m.string(m.data.nodes.id[v]) : m.name[v], name: m.name[v],
       op: m.op[v], shape: m.shape[v], scope: m.scopePath(m.scope[v]).join(" / "),
       op_name: m.opName[v], source_file: m.file[v], source_line: m.line[v] || null,
       source_function: m.func[v], attrs: attrs, text: m.textOf(v),
@@ -492,7 +492,9 @@
   var PACKED = "application/x-xlanb-gzip-base64";
 
   /** The text of a packed script (gzip, base64): a promise. */
-  function unpack(base64) {
+  function unpack(base64) { return new Response(unpacked(base64)).text(); }
+  /** The bytes of a packed script (gzip, base64) as a stream. */
+  function unpacked(base64) {
     var bytes;
     if (typeof Uint8Array.fromBase64 === "function") {
       bytes = Uint8Array.fromBase64(base64.trim());  // native where the browser has it
@@ -501,8 +503,7 @@
       bytes = new Uint8Array(binary.length);
       for (var i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
     }
-    var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-    return new Response(stream).text();
+    return new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
   }
 
   /** The payload of a packed script: a promise, kept on the script (other payloads may be
@@ -513,6 +514,11 @@
     var base = baseId && document.getElementById(baseId);
     if (baseId && !base) {
       return Promise.reject(new Error("its base payload " + baseId + " is not on the page"));
+    }
+    if (script.getAttribute("data-format") === "binary") {  // payload.py's binary_payload
+      script.xlanbPayload = new Response(unpacked(script.textContent)).arrayBuffer()
+        .then(ns.decodeBuffer);
+      return script.xlanbPayload;
     }
     script.xlanbPayload = Promise.all([unpack(script.textContent), base ? payloadOf(base) : null])
       .then(function (both) {
