@@ -63,7 +63,7 @@ TEXT_LIMIT = 400
 ATTR_LIMIT = 200
 #: Graphs of more nodes carry no ``text`` column (the details panel writes an instruction out
 #: from its fields: the texts are most of a payload and unlike each other), and a page sends
-#: their number columns as binary (:func:`binary_columns`), packed.
+#: their payload as one binary buffer (:func:`binary_payload`), packed.
 BIG_NODES = 50_000
 
 _METADATA = re.compile(r',?\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
