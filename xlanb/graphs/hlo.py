@@ -35,7 +35,7 @@ _METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}
 _PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
 #: The common metadata body, JAX's: an op_name without escapes, and maybe a stack frame id.
-_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=([^\s}"]+))?')
+_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=(\d+))?')
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
 _NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
@@ -158,7 +158,7 @@ def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTa
         return _read_lines(text)
     finally:
         _metadata_cache.clear()
-        _attributes_cache.clear()
+        _rest_cache.clear()
         _tail_cache.clear()
 
 
@@ -251,21 +251,28 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
 def _read_tail(tail: str) -> _Tail:
     """What an instruction's tail (after its operands) holds: its metadata, its attributes
     (read-only: each instruction takes a copy), the computations it calls and its control
-    predecessors. Equal tails are read once while one text is read."""
+    predecessors. Equal tails, and equal tails without their metadata, are read once while
+    one text is read."""
     metadata: dict[str, str] = _NO_METADATA
     rest = tail
     if "metadata={" in tail:
         metadata, rest = _metadata(tail)
-    attrs = _attributes(rest) if rest else {}
+    rest_read = _rest_cache.get(rest)
+    if rest_read is None:
+        attrs = _attributes(rest) if rest else {}
+        rest_read = _rest_cache[rest] = (attrs, *_calls(attrs))
     if len(_tail_cache) > _METADATA_KEPT:
         _tail_cache.clear()
-    read = _tail_cache[tail] = (metadata, attrs, *_calls(attrs))
+        _rest_cache.clear()
+    read = _tail_cache[tail] = (metadata, *rest_read)
     return read
 
 
 #: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
 _Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
 _tail_cache: dict[str, _Tail] = {}
+#: An instruction's attributes, calls and control predecessors, by its tail without metadata.
+_rest_cache: dict[str, tuple[dict[str, str], list[tuple[str, str]], list[str]]] = {}
 
 
 def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
@@ -289,6 +296,11 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
     """The ``metadata={...}`` fields of an instruction's tail, and the tail without them.
     Equal metadata texts share one dict (read-only) while one text is read."""
     start = tail.find("metadata={")
+    if start >= 2 and tail[-1] == "}" and tail.startswith(", ", start - 2):  # the common case
+        body = tail[start + 10 : -1]
+        metadata = _metadata_cache.get(body) or _common_metadata(body)
+        if metadata is not None:
+            return metadata, tail[: start - 2]
     found = _METADATA_BODY.match(tail, start)
     if found is None:
         searched = _METADATA.search(tail)
@@ -303,20 +315,26 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
             start -= 1
     metadata = _metadata_cache.get(body)
     if metadata is None:
-        if len(_metadata_cache) > _METADATA_KEPT:
-            _metadata_cache.clear()
-        common = _COMMON_METADATA.fullmatch(body)
-        if common is not None:
-            metadata = {"op_name": common[1]}
-            if common[2] is not None:
-                metadata["stack_frame_id"] = common[2]
-        else:
-            metadata = {
-                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-                for k, v in _FIELD.findall(body)
-            }
+        metadata = _common_metadata(body) or {
+            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+            for k, v in _FIELD.findall(body)
+        }
         _metadata_cache[body] = metadata
     return metadata, tail[:start] + tail[end:]
+
+
+def _common_metadata(body: str) -> dict[str, str] | None:
+    """The fields of JAX's common metadata body (kept for equal bodies), None for another."""
+    common = _COMMON_METADATA.fullmatch(body)
+    if common is None:
+        return None
+    metadata = {"op_name": common[1]}
+    if common[2] is not None:
+        metadata["stack_frame_id"] = common[2]
+    if len(_metadata_cache) > _METADATA_KEPT:
+        _metadata_cache.clear()
+    _metadata_cache[body] = metadata
+    return metadata
 
 
 _METADATA_KEPT = 1 << 20
@@ -325,26 +343,14 @@ _metadata_cache: dict[str, dict[str, str]] = {}
 
 def _attributes(tail: str) -> dict[str, str]:
     """``key_values`` of an instruction's attributes, by one regex where each value is a name,
-    a number, a quoted string or braces without braces inside (the common case). Equal tails
-    are read once while one text is read (each instruction gets its own copy of the dict)."""
-    found_before = _attributes_cache.get(tail)
-    if found_before is not None:
-        return dict(found_before)
+    a number, a quoted string or braces without braces inside (the common case)."""
     text = tail.strip().lstrip(",").strip()
     if not text:
         return {}
     found = _ATTRIBUTES.findall(text)
     if sum(len(whole) for whole, _key, _value in found) == len(text):
-        attrs = {key: value for _whole, key, value in found}
-    else:
-        attrs = key_values(text)
-    if len(_attributes_cache) > _METADATA_KEPT:
-        _attributes_cache.clear()
-    _attributes_cache[tail] = attrs
-    return dict(attrs)
-
-
-_attributes_cache: dict[str, dict[str, str]] = {}
+        return {key: value for _whole, key, value in found}
+    return key_values(text)
 
 
 def _finish(
