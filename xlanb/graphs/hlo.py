@@ -460,6 +460,16 @@ def _add_nodes(
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
     ids = _node_ids(modules, computations)
+    _add_node_rows(builder, computations, ids, tables)
+    return _add_edges(builder, computations, ids)
+
+
+def _add_node_rows(
+    builder: GraphBuilder,
+    computations: list[_Computation],
+    ids: dict[int, dict[str, str]],
+    tables: StackTables,
+) -> None:
     origins: dict[int, tuple[str, str, int | None, str]] = {}  # by id() of a metadata dict
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
     add_row = builder.add_node_row
@@ -490,8 +500,15 @@ def _add_nodes(
                     "output": instruction.root,
                 }
             )
+
+
+def _add_edges(
+    builder: GraphBuilder, computations: list[_Computation], ids: dict[int, dict[str, str]]
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Data and control edges; each node's operand nodes and user nodes (data edges)."""
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
+    users_of = users.get
     edges: list[tuple[str, str, int, str]] = []
     edge_sources: list[int] = []  # node indexes of each edge's ends, known here
     edge_targets: list[int] = []
@@ -499,20 +516,10 @@ def _add_nodes(
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
         for instruction in computation.instructions:
-            target = names[instruction.name]
             node = instruction.node
             if instruction.operands:
-                try:
-                    sources = [nodes[operand] for operand in instruction.operands]
-                except KeyError as missing:
-                    raise ParseError(
-                        KIND,
-                        instruction.line,
-                        f"operand %{missing.args[0]} of "
-                        f"{instruction.name} is not defined in computation "
-                        f"{computation.name}",
-                        instruction.text,
-                    ) from None
+                sources = _operand_nodes(instruction, nodes, computation.name)
+                target = names[instruction.name]
                 edges += [
                     (names[operand], target, position, "data")
                     for position, operand in enumerate(instruction.operands)
@@ -521,14 +528,31 @@ def _add_nodes(
                 edge_targets += [node] * len(sources)
                 operands[node] = sources
                 for source in sources:
-                    users.setdefault(source, []).append(node)
+                    found = users_of(source)
+                    if found is None:
+                        users[source] = [node]
+                    else:
+                        found.append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
-                    edges.append((names[predecessor], target, -1, "control"))
+                    edges.append((names[predecessor], names[instruction.name], -1, "control"))
                     edge_sources.append(nodes[predecessor])
                     edge_targets.append(node)
     builder.add_resolved_edges(edges, edge_sources, edge_targets)
     return operands, users
+
+
+def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
+    try:
+        return [nodes[operand] for operand in instruction.operands]
+    except KeyError as missing:
+        raise ParseError(
+            KIND,
+            instruction.line,
+            f"operand %{missing.args[0]} of {instruction.name} is not defined in computation "
+            f"{computation}",
+            instruction.text,
+        ) from None
 
 
 def _node_ids(
@@ -546,6 +570,9 @@ def _node_ids(
                 counts[key] = counts.get(key, 0) + 1
     ids: dict[int, dict[str, str]] = {}
     for computation in computations:
+        if not counts and len(modules) <= 1:  # each id is the name
+            ids[id(computation)] = {i.name: i.name for i in computation.instructions}
+            continue
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
         ids[id(computation)] = {
@@ -562,6 +589,9 @@ def _source(
     """(op_name, source file, line, function) that metadata names."""
     if not meta:
         return "", "", None, ""
+    frame = meta.get("stack_frame_id", "")
+    if len(meta) == 2 and "op_name" in meta and frame.isdigit():  # JAX's common metadata
+        return meta["op_name"], *innermost(int(frame))
     file, line, function = meta.get("source_file", ""), None, ""
     source_line = meta.get("source_line", "")
     if source_line.isdigit():
