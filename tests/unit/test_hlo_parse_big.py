@@ -2,8 +2,9 @@
 object kept so far) and leaves the collector as it found it; the fast metadata path reads
 the same fields as the general one where quotes, braces and attribute order get in its way;
 a module grown from a recorded one (its computations repeated) parses to as many nodes,
-edges and ops per copy as the recorded one; instructions whose tails are read once keep
-their own attributes, and nothing read is kept after the parse."""
+edges and ops per copy as the recorded one; a name defined twice is the error of its second
+line; instructions whose tails are read once keep their own attributes, and nothing read is
+kept after the parse."""
 
 from __future__ import annotations
 
@@ -12,7 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from xlanb.graphs import hlo, parse
+from xlanb.graphs.errors import ParseError
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RECORDED = (
@@ -132,4 +136,21 @@ def test_instructions_with_one_tail_read_once_keep_their_own_attributes() -> Non
     assert (
         list(nodes.loc[["a", "b", "r1", "r2"], "op_name"]) == ["jit(f)/in"] * 2 + ["jit(f)/sum"] * 2
     )
-    assert not hlo._tail_cache and not hlo._metadata_cache  # nothing kept after a parse
+    assert not (hlo._tail_cache or hlo._metadata_cache or hlo._rest_cache)  # nothing kept
+
+
+TWICE = """HloModule twice
+
+ENTRY main {
+  a = f32[] parameter(0)
+  b = f32[] negate(a)
+  b = f32[] add(a, a)
+  ROOT c = f32[] add(b, a)
+}
+"""
+
+
+def test_a_name_defined_twice_is_the_error_of_its_second_line() -> None:
+    with pytest.raises(ParseError, match="b is defined twice") as raised:
+        parse(TWICE, "hlo")
+    assert raised.value.line == 6

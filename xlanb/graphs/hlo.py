@@ -35,7 +35,7 @@ _METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}
 _PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
 _FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
 #: The common metadata body, JAX's: an op_name without escapes, and maybe a stack frame id.
-_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=([^\s}"]+))?')
+_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=(\d+))?')
 _COMMENT = re.compile(r"/\*.*?\*/")
 #: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
 _NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
@@ -152,7 +152,7 @@ def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTa
         return _read_lines(text)
     finally:
         _metadata_cache.clear()
-        _attributes_cache.clear()
+        _rest_cache.clear()
         _tail_cache.clear()
 
 
@@ -245,21 +245,28 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
 def _read_tail(tail: str) -> _Tail:
     """What an instruction's tail (after its operands) holds: its metadata, its attributes
     (read-only: each instruction takes a copy), the computations it calls and its control
-    predecessors. Equal tails are read once while one text is read."""
+    predecessors. Equal tails, and equal tails without their metadata, are read once while
+    one text is read."""
     metadata: dict[str, str] = _NO_METADATA
     rest = tail
     if "metadata={" in tail:
         metadata, rest = _metadata(tail)
-    attrs = _attributes(rest) if rest else {}
+    rest_read = _rest_cache.get(rest)
+    if rest_read is None:
+        attrs = _attributes(rest) if rest else {}
+        rest_read = _rest_cache[rest] = (attrs, *_calls(attrs))
     if len(_tail_cache) > _METADATA_KEPT:
         _tail_cache.clear()
-    read = _tail_cache[tail] = (metadata, attrs, *_calls(attrs))
+        _rest_cache.clear()
+    read = _tail_cache[tail] = (metadata, *rest_read)
     return read
 
 
 #: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
 _Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
 _tail_cache: dict[str, _Tail] = {}
+#: An instruction's attributes, calls and control predecessors, by its tail without metadata.
+_rest_cache: dict[str, tuple[dict[str, str], list[tuple[str, str]], list[str]]] = {}
 
 
 def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
@@ -283,6 +290,11 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
     """The ``metadata={...}`` fields of an instruction's tail, and the tail without them.
     Equal metadata texts share one dict (read-only) while one text is read."""
     start = tail.find("metadata={")
+    if start >= 2 and tail[-1] == "}" and tail.startswith(", ", start - 2):  # the common case
+        body = tail[start + 10 : -1]
+        metadata = _metadata_cache.get(body) or _common_metadata(body)
+        if metadata is not None:
+            return metadata, tail[: start - 2]
     found = _METADATA_BODY.match(tail, start)
     if found is None:
         searched = _METADATA.search(tail)
@@ -297,20 +309,26 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
             start -= 1
     metadata = _metadata_cache.get(body)
     if metadata is None:
-        if len(_metadata_cache) > _METADATA_KEPT:
-            _metadata_cache.clear()
-        common = _COMMON_METADATA.fullmatch(body)
-        if common is not None:
-            metadata = {"op_name": common[1]}
-            if common[2] is not None:
-                metadata["stack_frame_id"] = common[2]
-        else:
-            metadata = {
-                k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-                for k, v in _FIELD.findall(body)
-            }
+        metadata = _common_metadata(body) or {
+            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
+            for k, v in _FIELD.findall(body)
+        }
         _metadata_cache[body] = metadata
     return metadata, tail[:start] + tail[end:]
+
+
+def _common_metadata(body: str) -> dict[str, str] | None:
+    """The fields of JAX's common metadata body (kept for equal bodies), None for another."""
+    common = _COMMON_METADATA.fullmatch(body)
+    if common is None:
+        return None
+    metadata = {"op_name": common[1]}
+    if common[2] is not None:
+        metadata["stack_frame_id"] = common[2]
+    if len(_metadata_cache) > _METADATA_KEPT:
+        _metadata_cache.clear()
+    _metadata_cache[body] = metadata
+    return metadata
 
 
 _METADATA_KEPT = 1 << 20
@@ -319,26 +337,14 @@ _metadata_cache: dict[str, dict[str, str]] = {}
 
 def _attributes(tail: str) -> dict[str, str]:
     """``key_values`` of an instruction's attributes, by one regex where each value is a name,
-    a number, a quoted string or braces without braces inside (the common case). Equal tails
-    are read once while one text is read (each instruction gets its own copy of the dict)."""
-    found_before = _attributes_cache.get(tail)
-    if found_before is not None:
-        return dict(found_before)
+    a number, a quoted string or braces without braces inside (the common case)."""
     text = tail.strip().lstrip(",").strip()
     if not text:
         return {}
     found = _ATTRIBUTES.findall(text)
     if sum(len(whole) for whole, _key, _value in found) == len(text):
-        attrs = {key: value for _whole, key, value in found}
-    else:
-        attrs = key_values(text)
-    if len(_attributes_cache) > _METADATA_KEPT:
-        _attributes_cache.clear()
-    _attributes_cache[tail] = attrs
-    return dict(attrs)
-
-
-_attributes_cache: dict[str, dict[str, str]] = {}
+        return {key: value for _whole, key, value in found}
+    return key_values(text)
 
 
 def _finish(
@@ -448,6 +454,16 @@ def _add_nodes(
 ) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
     ids = _node_ids(modules, computations)
+    _add_node_rows(builder, computations, ids, tables)
+    return _add_edges(builder, computations, ids)
+
+
+def _add_node_rows(
+    builder: GraphBuilder,
+    computations: list[_Computation],
+    ids: dict[int, dict[str, str]],
+    tables: StackTables,
+) -> None:
     origins: dict[int, tuple[str, str, int | None, str]] = {}  # by id() of a metadata dict
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
     add_row = builder.add_node_row
@@ -478,8 +494,15 @@ def _add_nodes(
                     "output": instruction.root,
                 }
             )
+
+
+def _add_edges(
+    builder: GraphBuilder, computations: list[_Computation], ids: dict[int, dict[str, str]]
+) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Data and control edges; each node's operand nodes and user nodes (data edges)."""
     operands: dict[int, list[int]] = {}
     users: dict[int, list[int]] = {}
+    users_of = users.get
     edges: list[tuple[str, str, int, str]] = []
     edge_sources: list[int] = []  # node indexes of each edge's ends, known here
     edge_targets: list[int] = []
@@ -487,20 +510,10 @@ def _add_nodes(
         names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
         for instruction in computation.instructions:
-            target = names[instruction.name]
             node = instruction.node
             if instruction.operands:
-                try:
-                    sources = [nodes[operand] for operand in instruction.operands]
-                except KeyError as missing:
-                    raise ParseError(
-                        KIND,
-                        instruction.line,
-                        f"operand %{missing.args[0]} of "
-                        f"{instruction.name} is not defined in computation "
-                        f"{computation.name}",
-                        instruction.text,
-                    ) from None
+                sources = _operand_nodes(instruction, nodes, computation.name)
+                target = names[instruction.name]
                 edges += [
                     (names[operand], target, position, "data")
                     for position, operand in enumerate(instruction.operands)
@@ -509,14 +522,31 @@ def _add_nodes(
                 edge_targets += [node] * len(sources)
                 operands[node] = sources
                 for source in sources:
-                    users.setdefault(source, []).append(node)
+                    found = users_of(source)
+                    if found is None:
+                        users[source] = [node]
+                    else:
+                        found.append(node)
             for predecessor in instruction.control:
                 if predecessor in names:
-                    edges.append((names[predecessor], target, -1, "control"))
+                    edges.append((names[predecessor], names[instruction.name], -1, "control"))
                     edge_sources.append(nodes[predecessor])
                     edge_targets.append(node)
     builder.add_resolved_edges(edges, edge_sources, edge_targets)
     return operands, users
+
+
+def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
+    try:
+        return [nodes[operand] for operand in instruction.operands]
+    except KeyError as missing:
+        raise ParseError(
+            KIND,
+            instruction.line,
+            f"operand %{missing.args[0]} of {instruction.name} is not defined in computation "
+            f"{computation}",
+            instruction.text,
+        ) from None
 
 
 def _node_ids(
@@ -534,6 +564,9 @@ def _node_ids(
                 counts[key] = counts.get(key, 0) + 1
     ids: dict[int, dict[str, str]] = {}
     for computation in computations:
+        if not counts and len(modules) <= 1:  # each id is the name
+            ids[id(computation)] = {i.name: i.name for i in computation.instructions}
+            continue
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
         ids[id(computation)] = {
@@ -550,6 +583,9 @@ def _source(
     """(op_name, source file, line, function) that metadata names."""
     if not meta:
         return "", "", None, ""
+    frame = meta.get("stack_frame_id", "")
+    if len(meta) == 2 and "op_name" in meta and frame.isdigit():  # JAX's common metadata
+        return meta["op_name"], *innermost(int(frame))
     file, line, function = meta.get("source_file", ""), None, ""
     source_line = meta.get("source_line", "")
     if source_line.isdigit():

@@ -248,9 +248,13 @@ def _mark_costs(nodes: list[dict[str, Any]], operand_shapes: list[list[str]]) ->
 
 def _node_frame(nodes: list[dict[str, Any]]) -> pd.DataFrame:
     """The nodes frame, each column made once in its dtype (no inference)."""
-    columns = zip(*map(operator.itemgetter(*NODE_COLUMNS), nodes), strict=True)
+    return _frame(NODE_COLUMNS, zip(*map(operator.itemgetter(*NODE_COLUMNS), nodes), strict=True))
+
+
+def _frame(names: list[str], columns: Iterable[tuple[Any, ...]]) -> pd.DataFrame:
+    """A frame of the columns ``names`` holding ``columns``' values, each in its dtype."""
     data: dict[str, Any] = {}
-    for column, values in zip(NODE_COLUMNS, columns, strict=True):
+    for column, values in zip(names, columns, strict=True):
         dtype = _DTYPES.get(column, "object")
         if dtype == "object":
             data[column] = array = np.empty(len(values), dtype=object)
@@ -379,30 +383,36 @@ class GraphBuilder:
                     raise ParseError(self.kind, 0, f"edge to unknown node {missing!r}")
         group_crowds(self)
         self._order()
-        operand_shapes: list[list[str]] = [[] for _ in nodes]
-        for (_source, _target, operand, kind), s, t in zip(
-            self.edges, sources, targets, strict=True
-        ):
-            if kind == "data" and operand >= 0:
-                shapes = operand_shapes[t]
-                while len(shapes) <= operand:
-                    shapes.append("")
-                shapes[operand] = nodes[s]["shape"]
-        _mark_costs(nodes, operand_shapes)
+        _mark_costs(nodes, self._operand_shapes())
         scopes = self._scopes_parents_first()
         self._roll_up(scopes)
         node_frame = _node_frame(nodes) if nodes else _empty(NODE_COLUMNS)
         edge_frame = (
-            pd.DataFrame(
-                {column: [edge[i] for edge in self.edges] for i, column in enumerate(EDGE_COLUMNS)}
-            )
+            _frame(EDGE_COLUMNS, zip(*self.edges, strict=True))
             if self.edges
             else _empty(EDGE_COLUMNS)
-        ).astype({"operand": "int64"})
+        )
         scope_frame = (
             pd.DataFrame(scopes, columns=SCOPE_COLUMNS) if scopes else _empty(SCOPE_COLUMNS)
         ).astype({"nodes": "int64"})
         return Graph(node_frame, edge_frame, scope_frame, kind=self.kind, name=name, text=self.text)
+
+    def _operand_shapes(self) -> list[list[str]]:
+        """Each node's operands' shapes, by position (``""`` where no data edge says)."""
+        shape_of = [node["shape"] for node in self.nodes]
+        operand_shapes: list[list[str]] = [[] for _ in self.nodes]
+        for (_source, _target, operand, kind), s, t in zip(
+            self.edges, *self.edge_ends(), strict=True
+        ):
+            if kind == "data" and operand >= 0:
+                shapes = operand_shapes[t]
+                if operand == len(shapes):
+                    shapes.append(shape_of[s])
+                    continue
+                while len(shapes) <= operand:
+                    shapes.append("")
+                shapes[operand] = shape_of[s]
+        return operand_shapes
 
     def _order(self) -> None:
         """Kahn's algorithm, text position breaking ties; on a cycle the earliest remaining

@@ -97,17 +97,25 @@ def group_by_op_name(
             paths[index] = _common(found) if found else ()  # type: ignore[arg-type]
     resolved: dict[int, tuple[str, ...]] = {i: p or () for i, p in paths.items()}
     prefix = len(_common(list(set(resolved.values()))))  # each distinct path once
-    root = _Trie()
+    by_path: dict[tuple[str, ...], list[int]] = {}  # in the order paths first appear
     for index in members:
+        path = resolved[index]
+        same_path = by_path.get(path)
+        if same_path is None:
+            by_path[path] = [index]
+        else:
+            same_path.append(index)
+    root = _Trie()
+    for path, indexes in by_path.items():
         node = root
-        node.total += 1
-        for part in resolved[index][prefix:]:
+        node.total += len(indexes)
+        for part in path[prefix:]:
             child = node.children.get(part)
             if child is None:
                 child = node.children[part] = _Trie()
             node = child
-            node.total += 1
-        node.members.append(index)
+            node.total += len(indexes)
+        node.members += indexes
     _emit(builder, root, base, base, "")
 
 
@@ -156,12 +164,7 @@ def group_crowds(
         if not scope["node"]:
             level_scopes.setdefault(scope["parent"], []).append(scope)
     anchored = {s["node"]: s for s in builder.scopes if s["node"]}
-    linked: dict[int, set[int]] = {}  # node -> the nodes its data edges feed
-    for (_source, _target, _operand, kind), source, target in zip(
-        builder.edges, *builder.edge_ends(), strict=True
-    ):
-        if kind == "data":
-            linked.setdefault(source, set()).add(target)
+    linked = _linked(builder)
     for level, members in list(level_nodes.items()):
         scopes_here = level_scopes.get(level, [])
         if len(members) + len(scopes_here) <= crowded:
@@ -170,6 +173,22 @@ def group_crowds(
         rest = _group_families(builder, level, rest, anchored, linked, family)
         if len(rest) + len(scopes_here) > chunked:
             _chunk(builder, level, rest, scopes_here, anchored, chunks)
+
+
+def _linked(builder: GraphBuilder) -> dict[int, set[int]]:
+    """Each node -> the nodes its data edges feed."""
+    linked: dict[int, set[int]] = {}
+    linked_from = linked.get
+    for (_source, _target, _operand, kind), source, target in zip(
+        builder.edges, *builder.edge_ends(), strict=True
+    ):
+        if kind == "data":
+            found = linked_from(source)
+            if found is None:
+                linked[source] = {target}
+            else:
+                found.add(target)
+    return linked
 
 
 def _move(
