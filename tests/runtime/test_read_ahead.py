@@ -254,3 +254,30 @@ def test_the_first_programs_stablehlo_is_parsed_while_xla_compiles_it(run, shell
     run(CELL.format(var="ra_early", scale="1.375"))
     assert seen == [("xlanb-read-ahead", True)]
     assert shell.user_ns["ra_early"].graph(0, kind="stablehlo").nodes.shape[0] > 0
+
+
+def test_the_worker_reads_a_drawn_text_once_for_its_costs_and_its_graph(monkeypatch):
+    """An optimized HLO text the viewer draws (a recorded H100 program): the worker's costs
+    and categories and its graph share one read of it, and the graph is the one a parse of
+    its own makes."""
+    from pathlib import Path
+
+    from xlanb.graphs import hlo, parse
+
+    folder = Path(__file__).resolve().parent.parent / "data" / "xla_gpu" / "mlp_cmdbuf"
+    text = next((folder / "xla_dump").glob("*after_optimizations.txt")).read_text() + "\n\n\n"
+    reads: list[int] = []
+    read_once = hlo._read_once
+
+    def counted(read_text: str):
+        reads.append(len(read_text))
+        return read_once(read_text)
+
+    monkeypatch.setattr(hlo, "_read_once", counted)
+    ahead.warm(text, None, parse=True)
+    assert reads == [len(text)]
+    assert not hlo._SHARED_READS  # dropped after the worker's block
+    shared = ahead.parse_once(text, "hlo_optimized")
+    alone = parse(text, "hlo_optimized")
+    pd.testing.assert_frame_equal(shared.nodes, alone.nodes)
+    pd.testing.assert_frame_equal(shared.edges, alone.edges)

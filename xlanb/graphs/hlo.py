@@ -11,9 +11,10 @@ grouped by their ``op_name`` path.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from xlanb.formats.jax_text import STACK_TABLES, StackTables
@@ -147,7 +148,35 @@ def computations(text: str) -> list[_Computation]:
     return _read(text)[1]
 
 
-def _read(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
+_Read = tuple[list[tuple[str, int]], list[_Computation], StackTables]
+#: Texts whose read is shared while :func:`sharing_reads` runs: text -> its read (None: not
+#: read yet).
+_SHARED_READS: dict[str, _Read | None] = {}
+
+
+@contextlib.contextmanager
+def sharing_reads(text: str) -> Iterator[None]:
+    """Within the block, :func:`parse` and :func:`computations` of `text` share one read of
+    it (the read-ahead worker asks for a program's costs and then its graph); the read is
+    dropped after the block. Parsing sets only each instruction's node index, which
+    :func:`computations`' users do not read."""
+    _SHARED_READS[text] = None
+    try:
+        yield
+    finally:
+        _SHARED_READS.pop(text, None)
+
+
+def _read(text: str) -> _Read:
+    if text in _SHARED_READS:
+        found = _SHARED_READS[text]
+        if found is None:
+            found = _SHARED_READS[text] = _read_once(text)
+        return found
+    return _read_once(text)
+
+
+def _read_once(text: str) -> _Read:
     try:
         return _read_lines(text)
     finally:

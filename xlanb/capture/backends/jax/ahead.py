@@ -13,6 +13,7 @@ graph: a big program's texts fill its budget); the others are read at the end.
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from xlanb.formats.buffer_assignment import Temporary
 from xlanb.formats.hlo_text import count_hlo_instructions, hlo_op_sources
 from xlanb.formats.jax_text import count_stablehlo_ops
 from xlanb.graphs import parse_once
+from xlanb.graphs.hlo import sharing_reads
 from xlanb.graphs.hlo_cost import matmul_dtype, op_costs
 from xlanb.graphs.prepared import prepare
 
@@ -181,17 +183,18 @@ def warm(
     (the trace's ops) and the roofline's costs, and (`parse`) the graphs of both texts where
     the viewer could draw them."""
     try:
-        if hlo_text:
-            hlo_op_sources(hlo_text, cell_filename)
-            hlo_op_sources(hlo_text)  # as later cells that run the program name its lines
-            instruction_categories(hlo_text)
-            op_costs(hlo_text)
-            matmul_dtype(hlo_text)
-        if not parse:
-            return
-        if hlo_text and count_hlo_instructions(hlo_text) <= PARSED_NODES:
-            prepare(parse_once(hlo_text, "hlo_optimized"))
-        if stablehlo and count_stablehlo_ops(stablehlo) <= PARSED_NODES:
+        drawn = bool(parse and hlo_text and count_hlo_instructions(hlo_text) <= PARSED_NODES)
+        # the costs' read of a text the viewer draws is the parse's too
+        with sharing_reads(hlo_text) if drawn and hlo_text else contextlib.nullcontext():
+            if hlo_text:
+                hlo_op_sources(hlo_text, cell_filename)
+                hlo_op_sources(hlo_text)  # as later cells that run the program name its lines
+                instruction_categories(hlo_text)
+                op_costs(hlo_text)
+                matmul_dtype(hlo_text)
+            if drawn and hlo_text:
+                prepare(parse_once(hlo_text, "hlo_optimized"))
+        if parse and stablehlo and count_stablehlo_ops(stablehlo) <= PARSED_NODES:
             prepare(parse_once(stablehlo, "stablehlo"))
     except Exception:
         pass  # the display parses the text itself, and says why it does not parse
