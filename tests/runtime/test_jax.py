@@ -959,7 +959,7 @@ def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, mo
     waits = spans[spans["lane"] == "sync_wait"]
     # the runtime's marks, 2 a run, are left out; the reads' waits are kept
     short = waits[waits["seconds"] < 1e-6]
-    assert short["name"].isin(READ_WAITS).all() and len(waits) < 20
+    assert short["name"].isin(READ_WAITS).all()
     lanes = {trace["name"]: trace for trace in timeline_figure(shell.user_ns["prof"])["data"]}
     drawn = [lasted for _name, lasted in lanes["sync_wait"]["customdata"]]
     assert len(drawn) == (waits["seconds"] > 0).sum() and min(drawn) > 0
