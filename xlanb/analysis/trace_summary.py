@@ -446,8 +446,8 @@ def _host_spans(inside: Columns) -> list[_Span]:
     main = _matching(inside.line_names, lambda line: bool(MAIN_THREAD.fullmatch(line)))
     hosts = hosts[np.isin(inside.line[hosts], main)]
     # A wait of under a microsecond holds nothing up (XLA:CPU marks one per argument buffer a
-    # run waits on, over a thousand a transformer step): left out, but for a read, which the
-    # account follows with the device's idle gap (:mod:`xlanb.analysis.sync_cost`).
+    # run waits on): left out, but for a read, which the account follows with the device's
+    # idle gap (:mod:`xlanb.analysis.sync_cost`).
     kept = (inside.duration[hosts] >= SHORTEST_WAIT_NS) | (kinds[hosts] == "transfer")
     hosts = hosts[kept | np.isin(inside.name[hosts], list(READ_WAITS))]
     starts = inside.start[hosts]

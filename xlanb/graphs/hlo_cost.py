@@ -61,9 +61,9 @@ class ModuleFacts(NamedTuple):
 @functools.lru_cache(maxsize=16)
 def module_facts(hlo_text: str) -> ModuleFacts:
     """The :class:`ModuleFacts` of an optimized HLO text, read once: the instructions read
-    are not kept (a 350,000-instruction module's take about 0.6 GB), what is drawn from them
-    is (a program's categories, costs and products are asked for at the end of every cell
-    that runs it)."""
+    are not kept (a big module's take many times what is drawn from them), what is drawn is
+    (a program's categories, costs and products are asked for at the end of every cell that
+    runs it)."""
     with no_cyclic_gc():  # an object or more per instruction, no cycles
         found = computations(hlo_text)
         entry = next((c for c in found if c.entry), None)
