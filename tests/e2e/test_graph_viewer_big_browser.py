@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, browser_page
+from tests.support.browser import CHROMIUM, checked_page
 from xlanb.graphs import parse
 from xlanb.views.graph_viewer import graph_page
 
@@ -41,13 +41,8 @@ MODEL = """() => {
 
 @pytest.fixture(scope="module")
 def page():
-    with browser_page() as (page, blocked):
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with checked_page() as (page, _blocked, _errors):
         yield page
-        assert not blocked, f"the viewer tried the network: {blocked}"
-        assert not errors, errors
 
 
 def _open(page, path: Path, text: str) -> None:

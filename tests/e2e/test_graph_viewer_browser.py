@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.browser import CHROMIUM, browser_page
+from tests.support.browser import CHROMIUM, checked_page
 from xlanb import graphs
 from xlanb.views.graph_viewer import graph_page, widget_module
 
@@ -32,13 +32,8 @@ def mlp_step(w1, w2, x):
 
 @pytest.fixture(scope="module")
 def page():
-    with browser_page() as (page, blocked):
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        yield page, blocked, errors
-        assert not blocked, f"the viewer tried the network: {blocked}"
-        assert not errors, errors
+    with checked_page() as found:
+        yield found
 
 
 @pytest.fixture(scope="module")

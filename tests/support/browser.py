@@ -54,6 +54,20 @@ def browser_page(
 
 
 @contextlib.contextmanager
+def checked_page() -> Iterator[tuple[object, list[str], list[str]]]:
+    """:func:`browser_page` that also records the page's uncaught errors and console errors
+    in the list yielded third, and at its end asserts that there were none and that no
+    request left the machine."""
+    with browser_page() as (page, blocked):
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        yield page, blocked, errors
+        assert not blocked, f"the page tried the network: {blocked}"
+        assert not errors, errors
+
+
+@contextlib.contextmanager
 def jupyter_lab(root: Path, token: str = "xlanb-test", app: str = "lab") -> Iterator[str]:
     """A JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) server on localhost serving
     `root`; yields its base URL with the token."""
