@@ -97,3 +97,27 @@ def test_a_modules_read_runs_no_cyclic_collection():
     assert len(started) <= 1  # the first allocation after the pause may start one
     assert gc.isenabled()
     assert len(facts.instructions) > 3000 and len(facts.costs) > 600
+
+
+def test_a_shared_read_serves_only_the_thread_that_shares_it(monkeypatch):
+    # another thread's parse of the same text would set the shared instructions' node
+    # indexes under the worker's own parse
+    import threading
+
+    text = MLP.read_text() + "\n\n\n\n"
+    reads: list[str] = []
+    read_once = hlo._read_once
+
+    def counted(read_text: str):
+        reads.append(threading.current_thread().name)
+        return read_once(read_text)
+
+    monkeypatch.setattr(hlo, "_read_once", counted)
+    with hlo.sharing_reads(text):
+        first = hlo.computations(text)
+        assert hlo.computations(text) is first
+        other = threading.Thread(target=hlo.computations, args=(text,), name="other")
+        other.start()
+        other.join()
+    assert hlo.computations(text) is not first  # dropped after the block
+    assert reads == [threading.current_thread().name, "other", threading.current_thread().name]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -149,18 +150,18 @@ def computations(text: str) -> list[_Computation]:
 
 
 _Read = tuple[list[tuple[str, int]], list[_Computation], StackTables]
-#: Texts whose read is shared while :func:`sharing_reads` runs: text -> its read (None: not
-#: read yet).
-_SHARED_READS: dict[str, _Read | None] = {}
+#: Reads shared while :func:`sharing_reads` runs: text -> (the thread sharing it, its read, or
+#: None before the first).
+_SHARED_READS: dict[str, tuple[int, _Read | None]] = {}
 
 
 @contextlib.contextmanager
 def sharing_reads(text: str) -> Iterator[None]:
-    """Within the block, :func:`parse` and :func:`computations` of `text` share one read of
-    it (the read-ahead worker asks for a program's costs and then its graph); the read is
-    dropped after the block. Parsing sets only each instruction's node index, which
-    :func:`computations`' users do not read."""
-    _SHARED_READS[text] = None
+    """Within the block, :func:`parse` and :func:`computations` of `text` on this thread share
+    one read of it (the read-ahead worker asks for a program's costs and then its graph); the
+    read is dropped after the block. Parsing sets each instruction's node index, which
+    :func:`computations`' users do not read; another thread reads the text anew."""
+    _SHARED_READS[text] = (threading.get_ident(), None)
     try:
         yield
     finally:
@@ -168,12 +169,14 @@ def sharing_reads(text: str) -> Iterator[None]:
 
 
 def _read(text: str) -> _Read:
-    if text in _SHARED_READS:
-        found = _SHARED_READS[text]
-        if found is None:
-            found = _SHARED_READS[text] = _read_once(text)
-        return found
-    return _read_once(text)
+    shared = _SHARED_READS.get(text)
+    if shared is None or shared[0] != threading.get_ident():
+        return _read_once(text)
+    found = shared[1]
+    if found is None:
+        found = _read_once(text)
+        _SHARED_READS[text] = (shared[0], found)
+    return found
 
 
 def _read_once(text: str) -> _Read:
