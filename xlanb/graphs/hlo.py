@@ -324,7 +324,9 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
     start = tail.find("metadata={")
     if start >= 2 and tail[-1] == "}" and tail.startswith(", ", start - 2):  # the common case
         body = tail[start + 10 : -1]
-        metadata = _metadata_cache.get(body) or _common_metadata(body)
+        metadata = _metadata_cache.get(body)
+        if metadata is None and (metadata := _common_metadata(body)) is not None:
+            _remember(body, metadata)
         if metadata is not None:
             return metadata, tail[: start - 2]
     found = _METADATA_BODY.match(tail, start)
@@ -345,22 +347,26 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
             k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
             for k, v in _FIELD.findall(body)
         }
-        _metadata_cache[body] = metadata
+        _remember(body, metadata)
     return metadata, tail[:start] + tail[end:]
 
 
 def _common_metadata(body: str) -> dict[str, str] | None:
-    """The fields of JAX's common metadata body (kept for equal bodies), None for another."""
+    """The fields of JAX's common metadata body, None for another."""
     common = _COMMON_METADATA.fullmatch(body)
     if common is None:
         return None
     metadata = {"op_name": common[1]}
     if common[2] is not None:
         metadata["stack_frame_id"] = common[2]
+    return metadata
+
+
+def _remember(body: str, metadata: dict[str, str]) -> None:
+    """Keep `metadata` for equal bodies (at most :data:`_METADATA_KEPT` at once)."""
     if len(_metadata_cache) > _METADATA_KEPT:
         _metadata_cache.clear()
     _metadata_cache[body] = metadata
-    return metadata
 
 
 _METADATA_KEPT = 1 << 20
@@ -594,11 +600,10 @@ def _node_ids(
             for instruction in computation.instructions:
                 key = (computation.module, instruction.name)
                 counts[key] = counts.get(key, 0) + 1
+    if not counts and len(modules) <= 1:  # each id is the name
+        return {id(c): {i.name: i.name for i in c.instructions} for c in computations}
     ids: dict[int, dict[str, str]] = {}
     for computation in computations:
-        if not counts and len(modules) <= 1:  # each id is the name
-            ids[id(computation)] = {i.name: i.name for i in computation.instructions}
-            continue
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
         ids[id(computation)] = {

@@ -760,8 +760,14 @@ def binary_payload(data: dict[str, Any]) -> bytes:
     strings = _joined_strings(data["strings"])
     text_bytes = np.frombuffer(strings[0].encode("utf-8"), np.uint8)
     table = {**put(text_bytes, "utf8"), "lengths": ints(strings[1])}
-    header = {**data, "strings": table, "nodes": nodes, "scopes": scopes, "edges": edges}
-    header["cost"] = cost
+    header = {
+        **data,
+        "strings": table,
+        "nodes": nodes,
+        "scopes": scopes,
+        "edges": edges,
+        "cost": cost,
+    }
     text = json.dumps(header, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     head = json_visible_bidi(text).encode("utf-8")
     prefix = len(head).to_bytes(4, "little") + head

@@ -183,17 +183,17 @@ def warm(
     (the trace's ops) and the roofline's costs, and (`parse`) the graphs of both texts where
     the viewer could draw them."""
     try:
-        drawn = bool(parse and hlo_text and count_hlo_instructions(hlo_text) <= PARSED_NODES)
-        # the costs' read of a text the viewer draws is the parse's too
-        with sharing_reads(hlo_text) if drawn and hlo_text else contextlib.nullcontext():
-            if hlo_text:
+        if hlo_text:
+            drawn = parse and count_hlo_instructions(hlo_text) <= PARSED_NODES
+            # the costs' read of a text the viewer draws is the parse's too
+            with sharing_reads(hlo_text) if drawn else contextlib.nullcontext():
                 hlo_op_sources(hlo_text, cell_filename)
                 hlo_op_sources(hlo_text)  # as later cells that run the program name its lines
                 instruction_categories(hlo_text)
                 op_costs(hlo_text)
                 matmul_dtype(hlo_text)
-            if drawn and hlo_text:
-                prepare(parse_once(hlo_text, "hlo_optimized"))
+                if drawn:
+                    prepare(parse_once(hlo_text, "hlo_optimized"))
         if parse and stablehlo and count_stablehlo_ops(stablehlo) <= PARSED_NODES:
             prepare(parse_once(stablehlo, "stablehlo"))
     except Exception:
