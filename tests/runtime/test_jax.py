@@ -961,8 +961,9 @@ def test_the_timeline_draws_no_bar_for_a_wait_that_lasted_no_time(run, shell, mo
     short = waits[waits["seconds"] < 1e-6]
     assert short["name"].isin(READ_WAITS).all()
     lanes = {trace["name"]: trace for trace in timeline_figure(shell.user_ns["prof"])["data"]}
-    drawn = [lasted for _name, lasted in lanes["sync_wait"]["customdata"]]
-    assert len(drawn) == (waits["seconds"] > 0).sum() and min(drawn) > 0
+    # no lane where no wait is left to draw (the marks were all the cell's waits)
+    drawn = [lasted for _name, lasted in lanes.get("sync_wait", {}).get("customdata", [])]
+    assert len(drawn) == (waits["seconds"] > 0).sum() and all(lasted > 0 for lasted in drawn)
 
 
 def test_a_recompiling_transformer_cell_shows_in_bounded_bytes(run, shell):
