@@ -1,7 +1,7 @@
 # Two environments: .venv (torch 2.13 CPU + JAX, the embedded default runtimes) and
 # .venv-xla (torch 2.9 + torch_xla 2.9, which pins its own torch); and two at the other ends
 # of the supported ranges (xlanb/capture/versions.py), running only the runtime-specific
-# tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.14.1, the newest torch._lazy),
+# tests: .venv-jax-old (JAX 0.6.1, the oldest JAX; torch 2.15.0, the newest torch._lazy),
 # .venv-jax-new (JAX 0.12.0.1, the newest JAX, on Python 3.12, which JAX 0.11 and newer need)
 # and .venv-xla-old (torch_xla 2.7 + torch 2.7, the oldest torch_xla and torch._lazy).
 PYTHON ?= python3
@@ -66,14 +66,15 @@ $(VENV_XLA)/.ready: pyproject.toml
 	$(PY_XLA) -m pip install -q -e '.[notebook,test]'
 	touch $@
 
+# Where /etc/xdg/pip caps torch (these machines' pip takes torch up to 2.14.1 from their disk),
+# an empty constraints file lifts the cap for this one install: PyPI's torch 2.15.0, a CUDA build.
 $(VENV_JAX_OLD)/.ready: pyproject.toml
 	$(PYTHON) -m venv $(VENV_JAX_OLD)
-	$(PY_JAX_OLD) -m pip install -q jax==0.6.1 jaxlib==0.6.1 torch==2.14.1
+	PIP_CONSTRAINT=/dev/null $(PY_JAX_OLD) -m pip install -q jax==0.6.1 jaxlib==0.6.1 torch==2.15.0
 	$(PY_JAX_OLD) -m pip install -q -e '.[notebook]' $(COMPAT_TEST_DEPS)
 	touch $@
 
-# JAX 0.11 and newer need Python 3.12; no torch here (PyPI's torch for 3.12 is a CUDA build of
-# several GB, and this machine's pip caps torch at 2.14.1): torch 2.15 stays untested.
+# JAX 0.11 and newer need Python 3.12; no torch here (torch 2.15 is tested in .venv-jax-old).
 $(VENV_JAX_NEW)/.ready: pyproject.toml
 	$(PYTHON312) -m venv $(VENV_JAX_NEW)
 	$(PY_JAX_NEW) -m pip install -q jax==0.12.0.1 jaxlib==0.12.0.1
@@ -113,7 +114,7 @@ test-xla: $(VENV_XLA)/.ready
 	PJRT_DEVICE=CPU $(PY_XLA) -m pytest -q tests/xla
 	$(PRUNE) $(VENV_XLA)
 
-# The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.14.1), JAX
+# The other ends of the supported ranges: JAX 0.6.1 (+ torch._lazy on torch 2.15.0), JAX
 # 0.12.0.1 on Python 3.12, then torch_xla 2.7 and torch._lazy on torch 2.7 (two processes:
 # torch_xla replaces the lazy TorchScript backend once imported).
 test-compat: test-compat-jax test-compat-jax-new test-compat-xla test-compat-lazy

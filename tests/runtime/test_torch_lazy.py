@@ -330,12 +330,12 @@ def test_debug_files_are_emptied_after_each_cell(run, shell):
 
 
 def test_torch_is_a_release_the_gate_supports(run, shell):
-    """`make test` runs these tests on torch 2.13.0 (.venv), 2.14.1 and 2.7.0 (the ends of
+    """`make test` runs these tests on torch 2.13.0 (.venv), 2.15.0 and 2.7.0 (the ends of
     the range); each is inside the gate, so every feature is on and nothing is said."""
     from xlanb.capture import versions
 
     gate = versions.gate("torch_lazy")
-    # the package metadata may lack the build's local tag (2.14.1 for 2.14.1+cu130)
+    # the package metadata may lack the build's local tag (2.15.0 for 2.15.0+cu132)
     assert versions.parse_version(gate.version) == versions.parse_version(torch.__version__)
     assert gate.supported and gate.note is None
     run(
@@ -367,7 +367,7 @@ def test_outside_the_supported_range_only_counters_remain_and_it_is_said_once(
     first, second = shell.user_ns["old_first"], shell.user_ns["old_second"]
     outside = [note for note in first.notes if "outside xlanb's supported range" in note]
     assert outside == [
-        "torch_lazy: torch 2.6.0 is outside xlanb's supported range (2.7 to 2.14.x), so sync "
+        "torch_lazy: torch 2.6.0 is outside xlanb's supported range (2.7 to 2.15.x), so sync "
         "times (cached / uncached), graphs and sync locations, runtime metrics are off; "
         "counters and fallbacks still work."
     ]

@@ -33,7 +33,7 @@ def test_release_numbers(text, release):
     ("backend", "inside", "outside"),
     [
         ("jax", ["0.6.1", "0.8.2", "0.10.2", "0.11.2", "0.12.0.1"], ["0.4.38", "0.6.0"]),
-        ("torch_lazy", ["2.7.0", "2.8.0", "2.13.0", "2.14.1+cpu"], ["2.6.0"]),
+        ("torch_lazy", ["2.7.0", "2.8.0", "2.13.0", "2.14.1+cpu", "2.15.0+cu132"], ["2.6.0"]),
         ("torch_xla", ["2.8.0", "2.9.0"], ["2.6.0"]),
     ],
 )
@@ -62,7 +62,7 @@ def test_gate_in_and_below_the_range(backend, inside, outside):
     ("backend", "newer"),
     [
         ("jax", ["0.13.0", "0.14.1", "1.0.0"]),
-        ("torch_lazy", ["2.15.0", "2.15.0+cpu", "3.0.0"]),
+        ("torch_lazy", ["2.16.0", "2.16.0+cpu", "3.0.0"]),
         ("torch_xla", ["2.10.0", "2.11.0rc1"]),
     ],
 )

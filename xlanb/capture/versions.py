@@ -105,8 +105,8 @@ RUNTIMES: dict[str, Runtime] = {
         backend="torch_lazy",
         distribution="torch",
         oldest=(2, 7),
-        below=(2, 15),
-        tested=("2.7.0", "2.13.0", "2.14.1"),
+        below=(2, 16),
+        tested=("2.7.0", "2.13.0", "2.15.0"),
         features=(
             Feature(
                 "counters and fallbacks",
