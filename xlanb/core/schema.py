@@ -799,8 +799,8 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "estimated",
             "bool",
             "",
-            "the step's run is estimated, not measured: it ran after the device trace's "
-            "window (its span is `estimated`)",
+            "the step's run is estimated, not measured (its span is `estimated`): it ran "
+            "after the device trace's window, or was timed by xlanb (torch._lazy's mark_step)",
             ("time_account",),
         ),
         _rank(),

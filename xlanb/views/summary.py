@@ -165,8 +165,8 @@ def trace_coverage(profile: Profile) -> str:
 
 def steps_line(profile: Profile) -> str:
     """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15% · 50
-    estimated after the trace's window`` ("" when the cell ran no loop, or no step of it ran
-    without compiling)."""
+    estimated after the trace's window`` (``from xlanb's timers`` without a window: no device
+    trace) ("" when the cell ran no loop, or no step of it ran without compiling)."""
     steps = profile.step_times
     if steps.empty:
         return ""
@@ -193,7 +193,11 @@ def steps_line(profile: Profile) -> str:
     parts.append(f"{int(steady.sum())} steady, median {format_seconds(median)}: {mix}")
     guessed = int(steps["estimated"].fillna(False).sum()) if "estimated" in steps else 0
     if guessed:
-        parts.append(f"{guessed} estimated after the trace's window")
+        # without a trace's window (torch._lazy, or no trace) the runs' times are xlanb's own
+        source = (
+            "after the trace's window" if profile.shown.traced_window else "from xlanb's timers"
+        )
+        parts.append(f"{guessed} estimated {source}")
     traced = " in the trace's window" if profile.shown.traced_window and not guessed else ""
     return f"steps{traced}: " + " · ".join(parts)
 
