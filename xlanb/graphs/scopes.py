@@ -14,9 +14,9 @@ from xlanb.formats.text import split_top
 class GraphBuilder(Protocol):
     """What grouping reads and adds to of :class:`xlanb.graphs.model.GraphBuilder`."""
 
-    nodes: list[dict[str, Any]]
+    columns: dict[str, list[Any]]
     index: dict[str, int]
-    edges: list[tuple[str, str, int, str]]
+    edge_columns: dict[str, list[Any]]
     scopes: list[dict[str, str]]
     scope_index: dict[str, int]
 
@@ -68,12 +68,18 @@ def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     return first[:length]
 
 
+class Neighbours(Protocol):
+    """Each node's operand or user nodes, by node index (a dict, or lists made when asked)."""
+
+    def get(self, index: int, default: Any = None, /) -> Any: ...
+
+
 def group_by_op_name(
     builder: GraphBuilder,
     members: list[int],
     base: str,
-    operands: dict[int, list[int]],
-    users: dict[int, list[int]],
+    operands: Neighbours,
+    users: Neighbours,
 ) -> None:
     """Put the nodes ``members`` (builder indices, one computation in text order, all in scope
     ``base``) into nested ``op_name`` scopes under ``base``.
@@ -82,9 +88,9 @@ def group_by_op_name(
     its users (else by its operands); the prefix shared by all nodes is dropped; a scope with
     one child and no nodes of its own merges with the child; a scope of one node dissolves."""
     inside = set(members)
-    nodes = builder.nodes
+    op_names = builder.columns["op_name"]
     paths: dict[int, tuple[str, ...] | None] = {
-        index: _scope_path(nodes[index]["op_name"]) for index in members
+        index: _scope_path(op_names[index]) for index in members
     }
     for index in reversed(members):
         if paths[index] is None:
@@ -120,8 +126,9 @@ def group_by_op_name(
 
 
 def _emit(builder: GraphBuilder, trie: _Trie, scope: str, id_prefix: str, label: str) -> None:
+    scope_of = builder.columns["scope"]
     for index in trie.members:
-        builder.nodes[index]["scope"] = scope
+        scope_of[index] = scope
     for part, child in trie.children.items():
         name = part
         while not child.members and len(child.children) == 1:  # merge single-child chains
@@ -155,10 +162,13 @@ def group_crowds(
     op_name (an optimizer's update of every weight) into one group each; a level still holding
     more than ``chunked`` boxes is cut into about ``chunks`` consecutive runs (in text order,
     so the runs only feed later runs)."""
-    nodes = builder.nodes
     level_nodes: dict[str, list[int]] = {}
-    for index, node in enumerate(nodes):
-        level_nodes.setdefault(node["scope"], []).append(index)
+    for index, scope in enumerate(builder.columns["scope"]):
+        found = level_nodes.get(scope)
+        if found is None:
+            level_nodes[scope] = [index]
+        else:
+            found.append(index)
     level_scopes: dict[str, list[dict[str, str]]] = {}
     for scope in builder.scopes:
         if not scope["node"]:
@@ -179,8 +189,8 @@ def _linked(builder: GraphBuilder) -> dict[int, set[int]]:
     """Each node -> the nodes its data edges feed."""
     linked: dict[int, set[int]] = {}
     linked_from = linked.get
-    for (_source, _target, _operand, kind), source, target in zip(
-        builder.edges, *builder.edge_ends(), strict=True
+    for kind, source, target in zip(
+        builder.edge_columns["kind"], *builder.edge_ends(), strict=True
     ):
         if kind == "data":
             found = linked_from(source)
@@ -194,17 +204,18 @@ def _linked(builder: GraphBuilder) -> dict[int, set[int]]:
 def _move(
     builder: GraphBuilder, members: list[int], scope: str, anchored: dict[str, dict[str, str]]
 ) -> None:
+    scope_of, ids = builder.columns["scope"], builder.columns["id"]
     for index in members:
-        node = builder.nodes[index]
-        node["scope"] = scope
-        if node["id"] in anchored:
-            anchored[node["id"]]["parent"] = scope
+        scope_of[index] = scope
+        if ids[index] in anchored:
+            anchored[ids[index]]["parent"] = scope
 
 
 def _group_inputs(
     builder: GraphBuilder, level: str, members: list[int], anchored: dict[str, dict[str, str]]
 ) -> list[int]:
-    inputs = [i for i in members if builder.nodes[i]["op"] in _INPUT_OPS]
+    ops = builder.columns["op"]
+    inputs = [i for i in members if ops[i] in _INPUT_OPS]
     if len(inputs) < 8:
         return members
     scope = builder.add_scope(
@@ -227,8 +238,9 @@ def _group_families(
     family: int,
 ) -> list[int]:
     by_name: dict[str, list[int]] = {}
+    op_names = builder.columns["op_name"]
     for index in members:
-        op_name = builder.nodes[index]["op_name"]
+        op_name = op_names[index]
         if op_name:
             by_name.setdefault(op_name.split(";", 1)[0], []).append(index)
     taken: set[int] = set()
@@ -261,8 +273,7 @@ def _chunk(
     wanted = {s["id"] for s in scopes_here}
     first_line: dict[str, int] = {}
     seen: set[str] = set()
-    for index, node in enumerate(builder.nodes):
-        scope_id = node["scope"]
+    for index, scope_id in enumerate(builder.columns["scope"]):
         if scope_id and scope_id not in seen:
             seen.add(scope_id)
             for ancestor in _ancestors(builder, scope_id):
@@ -300,11 +311,11 @@ def _ancestors(builder: GraphBuilder, scope_id: str) -> list[str]:
 def _dominant(builder: GraphBuilder, members: list[int]) -> str:
     """The most common source line (or op) of a run of nodes, to label it."""
     counts: dict[str, int] = {}
+    files, lines, ops = (builder.columns[c] for c in ("source_file", "source_line", "op"))
     for index in members:
-        node = builder.nodes[index]
-        if node["source_file"] and node["source_line"]:
-            key = f"{node['source_file'].rsplit('/', 1)[-1]}:{node['source_line']}"
+        if files[index] and lines[index]:
+            key = f"{files[index].rsplit('/', 1)[-1]}:{lines[index]}"
         else:
-            key = node["op"]
+            key = ops[index]
         counts[key] = counts.get(key, 0) + 1
     return max(counts, key=counts.__getitem__) if counts else ""
