@@ -494,7 +494,7 @@ def _add_nodes(
     modules: list[tuple[str, int]],
     computations: list[_Computation],
     tables: StackTables,
-) -> tuple[dict[int, list[int]], _Users]:
+) -> _Neighbours:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
     instructions = [i for c in computations for i in c.instructions]
     if instructions:
@@ -550,76 +550,70 @@ class _Edges:
         self.kinds.append("control")
 
 
-def _add_edges(
-    builder: GraphBuilder, computations: list[_Computation]
-) -> tuple[dict[int, list[int]], _Users]:
+def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neighbours:
     """Data and control edges; each node's operand nodes and user nodes (data edges)."""
-    operands: dict[int, list[int]] = {}
     edges = _Edges()
     for computation in computations:
         nodes = {i.name: i.node for i in computation.instructions}
         if any(i.control for i in computation.instructions):
-            _add_edges_in_turn(computation, nodes, operands, edges)
+            _add_edges_in_turn(computation, nodes, edges)
             continue
         using = [i for i in computation.instructions if i.operands]
-        found = _operands_of(using, nodes, computation.name)
-        operands.update(zip([i.node for i in using], found, strict=True))
+        counts = [len(i.operands) for i in using]
+        names = list(itertools.chain.from_iterable(i.operands for i in using))
+        try:
+            sources = list(map(nodes.__getitem__, names))
+        except KeyError:
+            for instruction in using:
+                _operand_nodes(instruction, nodes, computation.name)
+            raise
         edges.add_data(
-            list(itertools.chain.from_iterable(found)),
-            [i.node for i in using for _ in i.operands],
-            [position for i in using for position in range(len(i.operands))],
+            sources,
+            [i.node for i, count in zip(using, counts, strict=True) for _ in range(count)],
+            [position for count in counts for position in range(count)],
         )
     builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
-    return operands, _Users(edges, builder.node_count)
+    return _neighbours(edges, builder.node_count)
 
 
-def _add_edges_in_turn(
-    computation: _Computation,
-    nodes: dict[str, int],
-    operands: dict[int, list[int]],
-    edges: _Edges,
-) -> None:
+def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: _Edges) -> None:
     """:func:`_add_edges` of a computation with control edges: each instruction's data edges,
     then its control edges."""
     for instruction in computation.instructions:
         node = instruction.node
         if instruction.operands:
             sources = _operand_nodes(instruction, nodes, computation.name)
-            operands[node] = sources
             edges.add_data(sources, [node] * len(sources), list(range(len(sources))))
         for predecessor in instruction.control:
             if predecessor in nodes:
                 edges.add_control(nodes[predecessor], node)
 
 
-class _Users:
-    """Each node's user nodes by its data edges (a list made when asked, in edge order)."""
+class _Adjacent:
+    """Each node's neighbours along data edges, one way (a list made when asked, in edge
+    order); ``get`` as a dict's."""
 
-    def __init__(self, edges: _Edges, count: int) -> None:
-        sources = np.array(edges.sources, dtype=np.int64)
-        targets = np.array(edges.targets, dtype=np.int64)
-        if "control" in edges.kinds:
-            data = np.array(edges.kinds, dtype=object) == "data"
-            sources, targets = sources[data], targets[data]
-        by_source = np.argsort(sources, kind="stable")
-        self._users = targets[by_source].tolist()
-        self._starts = np.searchsorted(sources[by_source], np.arange(count + 1)).tolist()
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, count: int) -> None:
+        by_start = np.argsort(starts, kind="stable")
+        self._ends = ends[by_start].tolist()
+        self._starts = np.searchsorted(starts[by_start], np.arange(count + 1)).tolist()
 
     def get(self, index: int, default: Any = None, /) -> Any:
         start, end = self._starts[index], self._starts[index + 1]
-        return self._users[start:end] if end > start else default
+        return self._ends[start:end] if end > start else default
 
 
-def _operands_of(
-    instructions: list[_Instruction], nodes: dict[str, int], computation: str
-) -> list[list[int]]:
-    """Each instruction's operand nodes."""
-    try:
-        return [[nodes[operand] for operand in i.operands] for i in instructions]
-    except KeyError:
-        for instruction in instructions:
-            _operand_nodes(instruction, nodes, computation)
-        raise
+#: Each node's operand nodes and user nodes.
+_Neighbours = tuple[_Adjacent, _Adjacent]
+
+
+def _neighbours(edges: _Edges, count: int) -> _Neighbours:
+    sources = np.array(edges.sources, dtype=np.int64)
+    targets = np.array(edges.targets, dtype=np.int64)
+    if "control" in edges.kinds:
+        data = np.array(edges.kinds, dtype=object) == "data"
+        sources, targets = sources[data], targets[data]
+    return _Adjacent(targets, sources, count), _Adjacent(sources, targets, count)
 
 
 def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
@@ -678,7 +672,7 @@ def _assign_scopes(
     builder: GraphBuilder,
     modules: list[tuple[str, int]],
     computations: list[_Computation],
-    neighbours: tuple[dict[int, list[int]], _Users],
+    neighbours: _Neighbours,
 ) -> None:
     by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
     uses: dict[int, list[tuple[_Instruction, str]]] = {}
@@ -742,8 +736,8 @@ class _Placer:
         self,
         builder: GraphBuilder,
         nested: dict[int, list[tuple[str, _Computation]]],
-        operands: dict[int, list[int]],
-        users: _Users,
+        operands: _Adjacent,
+        users: _Adjacent,
     ) -> None:
         self.builder = builder
         self.nested = nested

@@ -8,6 +8,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
+
 from xlanb.formats.text import split_top
 
 
@@ -174,7 +176,7 @@ def group_crowds(
         if not scope["node"]:
             level_scopes.setdefault(scope["parent"], []).append(scope)
     anchored = {s["node"]: s for s in builder.scopes if s["node"]}
-    linked = _linked(builder)
+    linked = _Linked(builder)
     for level, members in list(level_nodes.items()):
         scopes_here = level_scopes.get(level, [])
         if len(members) + len(scopes_here) <= crowded:
@@ -185,20 +187,30 @@ def group_crowds(
             _chunk(builder, level, rest, scopes_here, anchored, chunks)
 
 
-def _linked(builder: GraphBuilder) -> dict[int, set[int]]:
-    """Each node -> the nodes its data edges feed."""
-    linked: dict[int, set[int]] = {}
-    linked_from = linked.get
-    for kind, source, target in zip(
-        builder.edge_columns["kind"], *builder.edge_ends(), strict=True
-    ):
-        if kind == "data":
-            found = linked_from(source)
-            if found is None:
-                linked[source] = {target}
-            else:
-                found.add(target)
-    return linked
+class _Linked:
+    """Each node -> the nodes its data edges feed (``get`` as a dict's), read from the
+    builder's edges when first asked."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+        self._targets: list[int] = []
+        self._starts: list[int] = []
+
+    def get(self, index: int, default: Any = None, /) -> Any:
+        if not self._starts:
+            self._read()
+        start, end = self._starts[index], self._starts[index + 1]
+        return self._targets[start:end] if end > start else default
+
+    def _read(self) -> None:
+        builder = self.builder
+        sources, targets = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)
+        data = np.array(builder.edge_columns["kind"], dtype=object) == "data"
+        sources, targets = sources[data], targets[data]
+        by_source = np.argsort(sources, kind="stable")
+        self._targets = targets[by_source].tolist()
+        count = len(builder.columns["id"])
+        self._starts = np.searchsorted(sources[by_source], np.arange(count + 1)).tolist()
 
 
 def _move(
@@ -234,7 +246,7 @@ def _group_families(
     level: str,
     members: list[int],
     anchored: dict[str, dict[str, str]],
-    linked: dict[int, set[int]],
+    linked: _Linked,
     family: int,
 ) -> list[int]:
     by_name: dict[str, list[int]] = {}
