@@ -99,8 +99,13 @@ class _Instruction:
     text: str
     parameter: int = -1
     node: int = -1  # index in the builder
-    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result.
+    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result (and
+    #: for operands past the list's end).
     elements: list[int] = field(default_factory=list)
+
+
+#: The elements of operands that each read a whole result (shared: read-only).
+_WHOLE_RESULTS: list[int] = []
 
 
 @dataclass
@@ -254,15 +259,29 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
         read = _read_tail(tail)
     metadata, tail_attrs, calls, control = read
     attrs = dict(tail_attrs)
+    if _PLAIN_OPERANDS.fullmatch(arguments) and op != "parameter" and op != "constant":
+        if "op_type" in metadata:
+            attrs["op_type"] = metadata["op_type"]
+        return _Instruction(
+            name,
+            op,
+            hlo_shape(shape_text),
+            arguments.replace("%", "").split(", "),  # a "%" only starts a name
+            attrs,
+            metadata,
+            calls,
+            control,
+            bool(root),
+            lineno,
+            raw.strip(),
+            elements=_WHOLE_RESULTS,
+        )
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
         attrs["parameter"] = arguments.strip()
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    elif _PLAIN_OPERANDS.fullmatch(arguments):  # a "%" only starts a name
-        operands = arguments.replace("%", "").split(", ")
-        elements = [-1] * len(operands)
     else:
         if "/*" in arguments:
             arguments = _COMMENT.sub("", arguments)

@@ -5,6 +5,7 @@ thousands of instructions."""
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -43,8 +44,28 @@ def split_op_name(op_name: str) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _scope_path(op_name: str) -> tuple[str, ...] | None:
     """The scopes an op_name path names (all but its last part), None for a bare name."""
-    parts = split_op_name(op_name)
-    return tuple(parts[:-1]) if len(parts) > 1 else None
+    if ";" in op_name:
+        op_name = op_name.split(";", 1)[0]
+    if "/" not in op_name:
+        return None
+    parts = _split_path(op_name)[0]
+    return parts[:-1] if len(parts) > 1 else None
+
+
+#: A path part without brackets, quotes or escapes: it cannot change where a path splits.
+_PLAIN_PART = re.compile(r'[^(){}\[\]"\\/]*')
+
+
+@functools.lru_cache(maxsize=65536)
+def _split_path(path: str) -> tuple[tuple[str, ...], bool]:
+    """``split_top(path, "/")``, and whether a ``/`` after ``path`` would split it. Paths
+    that differ in a plain last part share their head's split (one per layer, not per op)."""
+    head, slash, last = path.rpartition("/")
+    if slash and _PLAIN_PART.fullmatch(last):
+        parts, splits_after = _split_path(head)
+        if splits_after:
+            return (*parts, last.strip()) if last.strip() else parts, True
+    return tuple(split_top(path, "/")), split_top(path + "/x", "/")[-1] == "x"
 
 
 @dataclass
