@@ -537,10 +537,11 @@ def _costs(
     columns: dict[str, list[Any]], operand_shapes: _OperandShapes
 ) -> tuple[list[bool], list[float], list[float]]:
     """Each node's ``fallback``, ``flops`` and ``bytes``; computed once per distinct op and
-    target (fallback) and per distinct op, shape and first operand's shape (costs of the ops
-    whose estimate reads no attribute)."""
-    fallbacks: dict[tuple[str, str | None, str | None, str | None], bool] = {}
-    costs: dict[tuple[str, str, str | None], tuple[float, float]] = {}
+    target (fallback), per distinct op, shape and first operand's shape (costs of the ops
+    whose estimate reads no attribute) and per distinct op, shape, operands' shapes and
+    attributes (the others)."""
+    fallbacks: dict[Any, bool] = {}
+    costs: dict[tuple[Any, ...], tuple[float, float]] = {}
     reads = {op: reads_attributes(op) for op in set(columns["op"])}
     fallback_of: list[bool] = []
     flops: list[float] = []
@@ -548,18 +549,21 @@ def _costs(
     for index, (op, shape, attrs, first) in enumerate(
         zip(columns["op"], columns["shape"], columns["attrs"], operand_shapes.first, strict=True)
     ):
-        get = attrs.get
-        target = (op, get("custom_call_target"), get("call_target_name"), get("is_host_transfer"))
+        target: Any = op  # a node without attributes has no call target
+        if attrs:
+            get = attrs.get
+            custom, named = get("custom_call_target"), get("call_target_name")
+            target = (op, custom, named, get("is_host_transfer"))
         fallback = fallbacks.get(target)
         if fallback is None:
             fallback = fallbacks[target] = is_host_callback(op, attrs)
         fallback_of.append(fallback)
-        key = (op, shape, first)
-        cost = None if reads[op] else costs.get(key)
+        key: tuple[Any, ...] = (op, shape, first)
+        if reads[op]:
+            key = (op, shape, tuple(operand_shapes.of(index)), tuple(attrs.items()))
+        cost = costs.get(key)
         if cost is None:
-            cost = estimate(op, shape, attrs, operand_shapes.of(index))
-            if not reads[op]:
-                costs[key] = cost
+            cost = costs[key] = estimate(op, shape, attrs, operand_shapes.of(index))
         flops.append(cost[0])
         bytes_of.append(cost[1])
     return fallback_of, flops, bytes_of
