@@ -4,7 +4,7 @@ the same fields as the general one where quotes, braces and attribute order get 
 a module grown from a recorded one (its computations repeated) parses to as many nodes,
 edges and ops per copy as the recorded one; a name defined twice is the error of its second
 line; instructions whose tails are read once keep their own attributes, and nothing read is
-kept after the parse."""
+kept after the parse; op_name scope paths split by their head's split as whole paths do."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from typing import Any
 
 import pytest
 
-from xlanb.graphs import hlo, parse
+from xlanb.graphs import hlo, parse, scopes
 from xlanb.graphs.errors import ParseError
+from xlanb.graphs.scopes import split_op_name
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 RECORDED = (
@@ -154,3 +155,31 @@ def test_a_name_defined_twice_is_the_error_of_its_second_line() -> None:
     with pytest.raises(ParseError, match="b is defined twice") as raised:
         parse(TWICE, "hlo")
     assert raised.value.line == 6
+
+
+@pytest.mark.parametrize(
+    "op_name",
+    [
+        "jit(step)/jvp(model)/layer_0/dot_general",
+        "jit(f)/while/body/closed_call/add",
+        "jit(f)/cond[branch=1]/x/y",
+        "jit(f)/pjit(g/h)/mul",  # a `/` inside brackets does not split
+        "jit(f)/a\\/b/c",  # an escaped `/` neither
+        'jit(f)/custom["a/b"]/c',
+        "a)/b/c",  # a closer without an opener
+        "jit(f/x/y",  # an opener never closed
+        "a//b/ c /d",
+        "x/y;z/w/v",
+        "plain",
+        "",
+    ],
+)
+def test_scope_paths_split_by_head_as_the_whole_path_splits(op_name: str) -> None:
+    parts = split_op_name(op_name)
+    expected = tuple(parts[:-1]) if len(parts) > 1 else None
+    for first in ("", op_name.rsplit("/", 1)[0] + "/other"):  # the head split before or not
+        scopes._scope_path.cache_clear()
+        scopes._split_path.cache_clear()
+        if first:
+            scopes._scope_path(first)
+        assert scopes._scope_path(op_name) == expected

@@ -308,8 +308,9 @@ class _Parser:
             builder.add_edge(source, target, position, "data")
         sources = {s for s, _t, _a, _l in self.edges}
         targets = {t for _s, t, _a, _l in self.edges}
-        for node in builder.nodes:
-            node["output"] = node["id"] not in sources and node["id"] in targets
+        builder.columns["output"] = [
+            node_id not in sources and node_id in targets for node_id in builder.columns["id"]
+        ]
 
 
 def _label_lines(label: str) -> list[str]:

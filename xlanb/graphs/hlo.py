@@ -11,19 +11,24 @@ grouped by their ``op_name`` path.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
+import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from xlanb.formats.jax_text import STACK_TABLES, StackTables
 from xlanb.formats.text import closing, key_values, split_top, unquote
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph, GraphBuilder
 from xlanb.graphs.scopes import group_by_op_name
-from xlanb.graphs.shapes import dtype_of, hlo_shape
+from xlanb.graphs.shapes import hlo_shape
 
 KIND = "hlo"
 
@@ -94,8 +99,13 @@ class _Instruction:
     text: str
     parameter: int = -1
     node: int = -1  # index in the builder
-    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result.
+    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result (and
+    #: for operands past the list's end).
     elements: list[int] = field(default_factory=list)
+
+
+#: The elements of operands that each read a whole result (shared: read-only).
+_WHOLE_RESULTS: list[int] = []
 
 
 @dataclass
@@ -249,15 +259,29 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
         read = _read_tail(tail)
     metadata, tail_attrs, calls, control = read
     attrs = dict(tail_attrs)
+    if _PLAIN_OPERANDS.fullmatch(arguments) and op != "parameter" and op != "constant":
+        if "op_type" in metadata:
+            attrs["op_type"] = metadata["op_type"]
+        return _Instruction(
+            name,
+            op,
+            hlo_shape(shape_text),
+            arguments.replace("%", "").split(", "),  # a "%" only starts a name
+            attrs,
+            metadata,
+            calls,
+            control,
+            bool(root),
+            lineno,
+            raw.strip(),
+            elements=_WHOLE_RESULTS,
+        )
     operands: list[str] = []
     elements: list[int] = []
     if op == "parameter":
         attrs["parameter"] = arguments.strip()
     elif op == "constant":
         attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    elif _PLAIN_OPERANDS.fullmatch(arguments):  # a "%" only starts a name
-        operands = arguments.replace("%", "").split(", ")
-        elements = [-1] * len(operands)
     else:
         if "/*" in arguments:
             arguments = _COMMENT.sub("", arguments)
@@ -489,89 +513,126 @@ def _add_nodes(
     modules: list[tuple[str, int]],
     computations: list[_Computation],
     tables: StackTables,
-) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+) -> _Neighbours:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
-    ids = _node_ids(modules, computations)
-    _add_node_rows(builder, computations, ids, tables)
-    return _add_edges(builder, computations, ids)
+    instructions = [i for c in computations for i in c.instructions]
+    if instructions:
+        columns = _node_columns(instructions, tables)
+        columns["id"] = _node_ids(modules, computations, columns["name"])
+        start = builder.add_nodes(columns)
+        for index, instruction in enumerate(instructions, start):
+            instruction.node = index
+    return _add_edges(builder, computations)
 
 
-def _add_node_rows(
-    builder: GraphBuilder,
-    computations: list[_Computation],
-    ids: dict[int, dict[str, str]],
-    tables: StackTables,
-) -> None:
-    origins: dict[int, tuple[str, str, int | None, str]] = {}  # by id() of a metadata dict
+def _node_columns(instructions: list[_Instruction], tables: StackTables) -> dict[str, list[Any]]:
+    """The instructions' node columns but ``id``, each made in one pass."""
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
-    add_row = builder.add_node_row
-    for computation in computations:
-        names = ids[id(computation)]
-        for instruction in computation.instructions:
-            meta = instruction.metadata
-            origin = origins.get(id(meta))
-            if origin is None:
-                origin = origins[id(meta)] = _source(meta, innermost)
-            op_name, file, line, function = origin
-            shape = instruction.shape
-            instruction.node = add_row(
-                {
-                    "id": names[instruction.name],
-                    "name": instruction.name,
-                    "op": instruction.op,
-                    "shape": shape,
-                    "dtype": dtype_of(shape),
-                    "scope": "",
-                    "op_name": op_name,
-                    "source_file": file,
-                    "source_line": line,
-                    "source_function": function,
-                    "attrs": instruction.attrs,
-                    "text": instruction.text,
-                    "line": instruction.line,
-                    "output": instruction.root,
-                }
-            )
+    metadata = [i.metadata for i in instructions]
+    distinct = {id(meta): meta for meta in metadata}  # equal texts share one dict
+    origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
+    op_names, files, lines, functions = zip(*[origins[id(meta)] for meta in metadata], strict=True)
+    return {
+        "name": [i.name for i in instructions],
+        "op": [i.op for i in instructions],
+        "shape": [i.shape for i in instructions],
+        "op_name": list(op_names),
+        "source_file": list(files),
+        "source_line": list(lines),
+        "source_function": list(functions),
+        "attrs": [i.attrs for i in instructions],
+        "text": [i.text for i in instructions],
+        "line": [i.line for i in instructions],
+        "output": [i.root for i in instructions],
+    }
 
 
-def _add_edges(
-    builder: GraphBuilder, computations: list[_Computation], ids: dict[int, dict[str, str]]
-) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+class _Edges:
+    """Edges by column (node indexes of their ends), in the order they are added."""
+
+    def __init__(self) -> None:
+        self.sources: list[int] = []
+        self.targets: list[int] = []
+        self.operands: list[int] = []
+        self.kinds: list[str] = []
+
+    def add_data(self, sources: list[int], targets: list[int], operands: list[int]) -> None:
+        self.sources += sources
+        self.targets += targets
+        self.operands += operands
+        self.kinds += ["data"] * len(sources)
+
+    def add_control(self, source: int, target: int) -> None:
+        self.sources.append(source)
+        self.targets.append(target)
+        self.operands.append(-1)
+        self.kinds.append("control")
+
+
+def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neighbours:
     """Data and control edges; each node's operand nodes and user nodes (data edges)."""
-    operands: dict[int, list[int]] = {}
-    users: dict[int, list[int]] = {}
-    users_of = users.get
-    edges: list[tuple[str, str, int, str]] = []
-    edge_sources: list[int] = []  # node indexes of each edge's ends, known here
-    edge_targets: list[int] = []
+    edges = _Edges()
     for computation in computations:
-        names = ids[id(computation)]
         nodes = {i.name: i.node for i in computation.instructions}
-        for instruction in computation.instructions:
-            node = instruction.node
-            if instruction.operands:
-                sources = _operand_nodes(instruction, nodes, computation.name)
-                target = names[instruction.name]
-                edges += [
-                    (names[operand], target, position, "data")
-                    for position, operand in enumerate(instruction.operands)
-                ]
-                edge_sources += sources
-                edge_targets += [node] * len(sources)
-                operands[node] = sources
-                for source in sources:
-                    found = users_of(source)
-                    if found is None:
-                        users[source] = [node]
-                    else:
-                        found.append(node)
-            for predecessor in instruction.control:
-                if predecessor in names:
-                    edges.append((names[predecessor], names[instruction.name], -1, "control"))
-                    edge_sources.append(nodes[predecessor])
-                    edge_targets.append(node)
-    builder.add_resolved_edges(edges, edge_sources, edge_targets)
-    return operands, users
+        if any(i.control for i in computation.instructions):
+            _add_edges_in_turn(computation, nodes, edges)
+            continue
+        using = [i for i in computation.instructions if i.operands]
+        counts = [len(i.operands) for i in using]
+        names = list(itertools.chain.from_iterable(i.operands for i in using))
+        try:
+            sources = list(map(nodes.__getitem__, names))
+        except KeyError:
+            for instruction in using:
+                _operand_nodes(instruction, nodes, computation.name)
+            raise
+        edges.add_data(
+            sources,
+            [i.node for i, count in zip(using, counts, strict=True) for _ in range(count)],
+            [position for count in counts for position in range(count)],
+        )
+    builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
+    return _neighbours(edges, builder.node_count)
+
+
+def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: _Edges) -> None:
+    """:func:`_add_edges` of a computation with control edges: each instruction's data edges,
+    then its control edges."""
+    for instruction in computation.instructions:
+        node = instruction.node
+        if instruction.operands:
+            sources = _operand_nodes(instruction, nodes, computation.name)
+            edges.add_data(sources, [node] * len(sources), list(range(len(sources))))
+        for predecessor in instruction.control:
+            if predecessor in nodes:
+                edges.add_control(nodes[predecessor], node)
+
+
+class _Adjacent:
+    """Each node's neighbours along data edges, one way (a list made when asked, in edge
+    order); ``get`` as a dict's."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, count: int) -> None:
+        by_start = np.argsort(starts, kind="stable")
+        self._ends = ends[by_start].tolist()
+        self._starts = np.searchsorted(starts[by_start], np.arange(count + 1)).tolist()
+
+    def get(self, index: int, default: Any = None, /) -> Any:
+        start, end = self._starts[index], self._starts[index + 1]
+        return self._ends[start:end] if end > start else default
+
+
+#: Each node's operand nodes and user nodes.
+_Neighbours = tuple[_Adjacent, _Adjacent]
+
+
+def _neighbours(edges: _Edges, count: int) -> _Neighbours:
+    sources = np.array(edges.sources, dtype=np.int64)
+    targets = np.array(edges.targets, dtype=np.int64)
+    if "control" in edges.kinds:
+        data = np.array(edges.kinds, dtype=object) == "data"
+        sources, targets = sources[data], targets[data]
+    return _Adjacent(targets, sources, count), _Adjacent(sources, targets, count)
 
 
 def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
@@ -588,29 +649,22 @@ def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation
 
 
 def _node_ids(
-    modules: list[tuple[str, int]], computations: list[_Computation]
-) -> dict[int, dict[str, str]]:
-    """Per computation (by ``id()``), each instruction name's node id: the name, prefixed by
-    its computation's where the name is not unique in its module, and by its module's when
-    the text holds several."""
-    counts: dict[tuple[int, str], int] = {}
-    names = [i.name for c in computations for i in c.instructions]
-    if len(set(names)) < len(names):
-        for computation in computations:
-            for instruction in computation.instructions:
-                key = (computation.module, instruction.name)
-                counts[key] = counts.get(key, 0) + 1
-    if not counts and len(modules) <= 1:  # each id is the name
-        return {id(c): {i.name: i.name for i in c.instructions} for c in computations}
-    ids: dict[int, dict[str, str]] = {}
+    modules: list[tuple[str, int]], computations: list[_Computation], names: list[str]
+) -> list[str]:
+    """Each instruction's node id (``names``: the instructions' names, in text order): the
+    name, prefixed by its computation's where the name is not unique in its module, and by
+    its module's when the text holds several."""
+    if len(modules) <= 1 and len(set(names)) == len(names):  # each id is the name
+        return names
+    counts = collections.Counter((c.module, i.name) for c in computations for i in c.instructions)
+    ids: list[str] = []
     for computation in computations:
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
-        ids[id(computation)] = {
-            i.name: prefix
-            + (f"{computation.name}/{i.name}" if counts.get((module, i.name), 1) > 1 else i.name)
+        ids += [
+            prefix + (f"{computation.name}/{i.name}" if counts[(module, i.name)] > 1 else i.name)
             for i in computation.instructions
-        }
+        ]
     return ids
 
 
@@ -637,7 +691,7 @@ def _assign_scopes(
     builder: GraphBuilder,
     modules: list[tuple[str, int]],
     computations: list[_Computation],
-    neighbours: tuple[dict[int, list[int]], dict[int, list[int]]],
+    neighbours: _Neighbours,
 ) -> None:
     by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
     uses: dict[int, list[tuple[_Instruction, str]]] = {}
@@ -701,8 +755,8 @@ class _Placer:
         self,
         builder: GraphBuilder,
         nested: dict[int, list[tuple[str, _Computation]]],
-        operands: dict[int, list[int]],
-        users: dict[int, list[int]],
+        operands: _Adjacent,
+        users: _Adjacent,
     ) -> None:
         self.builder = builder
         self.nested = nested
@@ -712,8 +766,9 @@ class _Placer:
     def place(self, computation: _Computation, scope: str, group: bool) -> None:
         builder = self.builder
         members = [i.node for i in computation.instructions]
+        scope_of = builder.columns["scope"]
         for index in members:
-            builder.nodes[index]["scope"] = scope
+            scope_of[index] = scope
         if group:
             group_by_op_name(builder, members, scope, self.operands, self.users)
         for instruction in computation.instructions:
@@ -723,15 +778,14 @@ class _Placer:
 
     def _nest(self, caller: _Instruction, callees: list[tuple[str, _Computation]]) -> None:
         builder = self.builder
-        node = builder.nodes[caller.node]
-        parent = node["scope"]
+        parent = builder.columns["scope"][caller.node]
         kind = _SCOPE_KINDS.get(caller.op, "call")
         anchored = builder.add_scope(
             f"{parent}/{caller.name}" if parent else caller.name,
             parent=parent,
             label=caller.name,
             kind=kind,
-            node=node["id"],
+            node=builder.columns["id"][caller.node],
         )
         branches = [c for k, c in callees if k == "branch_computations"]
         for key, callee in callees:
@@ -753,7 +807,8 @@ class _Placer:
         """Edges from the caller's operands to the callee's parameters, and from the callee's
         root back to the caller."""
         builder = self.builder
-        caller_id = builder.nodes[caller.node]["id"]
+        ids = builder.columns["id"]
+        caller_id = ids[caller.node]
         operand_ids = self._operand_ids(caller)
         if key in ("body", "condition"):
             pairs = [(0, 0)]
@@ -768,13 +823,11 @@ class _Placer:
         for operand, number in pairs:
             parameter = callee.parameter(number)
             if parameter is not None and operand < len(operand_ids):
-                builder.add_edge(
-                    operand_ids[operand], builder.nodes[parameter.node]["id"], operand, "param"
-                )
+                builder.add_edge(operand_ids[operand], ids[parameter.node], operand, "param")
         root = callee.root()
         if root is not None:
-            builder.add_edge(builder.nodes[root.node]["id"], caller_id, 0, "root")
+            builder.add_edge(ids[root.node], caller_id, 0, "root")
 
     def _operand_ids(self, caller: _Instruction) -> list[str]:
-        nodes = self.builder.nodes
-        return [nodes[i]["id"] for i in self.operands.get(caller.node, [])]
+        ids = self.builder.columns["id"]
+        return [ids[i] for i in self.operands.get(caller.node, [])]

@@ -58,9 +58,9 @@ def parse(text: str) -> Graph:
         if closed:
             break
         _node(builder, raw, lineno, operands, users)
-    if not builder.nodes:
+    if not builder.node_count:
         raise ParseError(KIND, 0, "no IR node (`%N = shape op(...)`) found")
-    group_by_op_name(builder, list(range(len(builder.nodes))), "", operands, users)
+    group_by_op_name(builder, list(range(builder.node_count)), "", operands, users)
     return builder.build("IR")
 
 

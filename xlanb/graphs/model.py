@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import math
-import operator
 import os
 import re
 from collections.abc import Iterable
@@ -222,39 +220,11 @@ _DTYPES = {
 }
 
 
-def _mark_costs(nodes: list[dict[str, Any]], operand_shapes: list[list[str]]) -> None:
-    """Each node's ``fallback``, ``flops`` and ``bytes``; computed once per distinct op and
-    target (fallback) and per distinct op, shape and first operand's shape (costs of the ops
-    whose estimate reads no attribute)."""
-    fallbacks: dict[tuple[str, str | None, str | None, str | None], bool] = {}
-    costs: dict[tuple[str, str, str | None], tuple[float, float]] = {}
-    for node, shapes in zip(nodes, operand_shapes, strict=True):
-        op, attrs, shape = node["op"], node["attrs"], node["shape"]
-        get = attrs.get
-        target = (op, get("custom_call_target"), get("call_target_name"), get("is_host_transfer"))
-        fallback = fallbacks.get(target)
-        if fallback is None:
-            fallback = fallbacks[target] = is_host_callback(op, attrs)
-        node["fallback"] = fallback
-        if reads_attributes(op):
-            node["flops"], node["bytes"] = estimate(op, shape, attrs, shapes)
-            continue
-        key = (op, shape, shapes[0] if shapes else None)
-        cost = costs.get(key)
-        if cost is None:
-            cost = costs[key] = estimate(op, shape, attrs, shapes)
-        node["flops"], node["bytes"] = cost
-
-
-def _node_frame(nodes: list[dict[str, Any]]) -> pd.DataFrame:
-    """The nodes frame, each column made once in its dtype (no inference)."""
-    return _frame(NODE_COLUMNS, zip(*map(operator.itemgetter(*NODE_COLUMNS), nodes), strict=True))
-
-
-def _frame(names: list[str], columns: Iterable[tuple[Any, ...]]) -> pd.DataFrame:
+def _frame(names: list[str], columns: dict[str, list[Any]]) -> pd.DataFrame:
     """A frame of the columns ``names`` holding ``columns``' values, each in its dtype."""
     data: dict[str, Any] = {}
-    for column, values in zip(names, columns, strict=True):
+    for column in names:
+        values = columns[column]
         dtype = _DTYPES.get(column, "object")
         if dtype == "object":
             data[column] = array = np.empty(len(values), dtype=object)
@@ -266,19 +236,40 @@ def _frame(names: list[str], columns: Iterable[tuple[Any, ...]]) -> pd.DataFrame
     return pd.DataFrame(data, copy=False)
 
 
+#: Node columns a parser fills; :meth:`GraphBuilder.build` adds the others.
+FILLED_COLUMNS = [c for c in NODE_COLUMNS if c not in ("order", "fallback", "flops", "bytes")]
+#: The default of each filled column a parser may leave out of :meth:`GraphBuilder.add_nodes`.
+_DEFAULTS: dict[str, Any] = {
+    "scope": "",
+    "op_name": "",
+    "source_file": "",
+    "source_line": None,
+    "source_function": "",
+    "text": "",
+    "line": 0,
+    "output": False,
+}
+
+
 class GraphBuilder:
-    """Collects nodes, edges and scopes while a parser reads; :meth:`build` makes the Graph."""
+    """Collects nodes, edges and scopes while a parser reads; :meth:`build` makes the Graph.
+
+    Nodes are held by column (``columns[name][index]``), edges too (``edge_columns``)."""
 
     def __init__(self, kind: str, text: str) -> None:
         self.kind = kind
         self.text = text
-        self.nodes: list[dict[str, Any]] = []
+        self.columns: dict[str, list[Any]] = {column: [] for column in FILLED_COLUMNS}
         self.index: dict[str, int] = {}
-        self.edges: list[tuple[str, str, int, str]] = []
+        self.edge_columns: dict[str, list[Any]] = {column: [] for column in EDGE_COLUMNS}
         self.scopes: list[dict[str, str]] = []
         self.scope_index: dict[str, int] = {}
         self._sources: list[int] = []
         self._targets: list[int] = []
+
+    @property
+    def node_count(self) -> int:
+        return len(self.columns["id"])
 
     def add_node(
         self,
@@ -300,62 +291,76 @@ class GraphBuilder:
         """Add a node; a second node with the same id is a :class:`ParseError`."""
         if node_id in self.index:
             raise ParseError(self.kind, line, f"{name} is defined twice", text)
-        self.index[node_id] = len(self.nodes)
-        self.nodes.append(
-            {
-                "id": node_id,
-                "name": name,
-                "op": op,
-                "shape": shape,
-                "dtype": dtype_of(shape),
-                "scope": scope,
-                "op_name": op_name,
-                "source_file": source_file,
-                "source_line": source_line,
-                "source_function": source_function,
-                "attrs": attrs or {},
-                "text": text,
-                "line": line,
-                "output": output,
-            }
-        )
-        return len(self.nodes) - 1
+        index = self.index[node_id] = self.node_count
+        row: list[Any] = [node_id, name, op, shape, dtype_of(shape), scope, op_name, source_file]
+        row += [source_line, source_function, attrs or {}, text, line, output]
+        for values, value in zip(self.columns.values(), row, strict=True):
+            values.append(value)
+        return index
 
-    def add_node_row(self, row: dict[str, Any]) -> int:
-        """:meth:`add_node` of a row that holds every column :meth:`add_node` fills (a
-        parser's hot path: no keyword arguments)."""
-        node_id = row["id"]
-        if node_id in self.index:
-            raise ParseError(self.kind, row["line"], f"{row['name']} is defined twice", row["text"])
-        self.index[node_id] = len(self.nodes)
-        self.nodes.append(row)
-        return len(self.nodes) - 1
+    def add_nodes(self, columns: dict[str, list[Any]]) -> int:
+        """Add the nodes ``columns`` hold (``id``, ``name``, ``op``, ``shape``, ``attrs``
+        and any other filled column; ``dtype`` is read from ``shape``); returns the index of
+        the first. An id defined twice is the :class:`ParseError` of its second node."""
+        ids = columns["id"]
+        start, count = self.node_count, len(ids)
+        fresh = dict(zip(ids, range(start, start + count), strict=True))
+        if len(fresh) < count or not self.index.keys().isdisjoint(fresh):
+            self._raise_defined_twice(columns)
+        self.index.update(fresh)
+        shapes = columns["shape"]
+        if "dtype" not in columns:
+            dtypes = {shape: dtype_of(shape) for shape in set(shapes)}
+            columns = {**columns, "dtype": [dtypes[shape] for shape in shapes]}
+        for column, values in self.columns.items():
+            given = columns.get(column)
+            values += [_DEFAULTS[column]] * count if given is None else given
+        return start
+
+    def _raise_defined_twice(self, columns: dict[str, list[Any]]) -> None:
+        seen = set(self.index)
+        for position, node_id in enumerate(columns["id"]):
+            if node_id in seen:
+                line = columns["line"][position] if "line" in columns else 0
+                text = columns["text"][position] if "text" in columns else ""
+                name = columns["name"][position]
+                raise ParseError(self.kind, line, f"{name} is defined twice", text)
+            seen.add(node_id)
 
     def add_edge(self, source: str, target: str, operand: int = 0, kind: str = "data") -> None:
-        self.edges.append((source, target, operand, kind))
+        edges = self.edge_columns
+        edges["source"].append(source)
+        edges["target"].append(target)
+        edges["operand"].append(operand)
+        edges["kind"].append(kind)
 
     def add_resolved_edges(
-        self, edges: list[tuple[str, str, int, str]], sources: list[int], targets: list[int]
+        self, sources: list[int], targets: list[int], operands: list[int], kinds: list[str]
     ) -> None:
-        """Add edges whose ends' node indexes the parser knows (``sources``, ``targets``):
+        """Add edges between the nodes of indexes ``sources`` and ``targets``:
         :meth:`edge_ends` does not look them up again."""
-        if len(self._sources) == len(self.edges):
+        edges = self.edge_columns
+        if len(self._sources) == len(edges["source"]):
             self._sources += sources
             self._targets += targets
-        self.edges += edges
+        ids = self.columns["id"]
+        edges["source"] += [ids[s] for s in sources]
+        edges["target"] += [ids[t] for t in targets]
+        edges["operand"] += operands
+        edges["kind"] += kinds
 
     def edge_ends(self) -> tuple[list[int], list[int]]:
         """The node indexes of each edge's source and target (-1: no such node yet), looked
         up once per edge however often asked."""
         done = len(self._sources)
         get = self.index.get
-        if done < len(self.edges):
-            added = self.edges[done:]
-            self._sources += [get(edge[0], -1) for edge in added]
-            self._targets += [get(edge[1], -1) for edge in added]
+        sources, targets = self.edge_columns["source"], self.edge_columns["target"]
+        if done < len(sources):
+            self._sources += [get(source, -1) for source in sources[done:]]
+            self._targets += [get(target, -1) for target in targets[done:]]
         if -1 in self._sources or -1 in self._targets:  # a node added since: look again
-            self._sources = [get(edge[0], -1) for edge in self.edges]
-            self._targets = [get(edge[1], -1) for edge in self.edges]
+            self._sources = [get(source, -1) for source in sources]
+            self._targets = [get(target, -1) for target in targets]
         return self._sources, self._targets
 
     def add_scope(
@@ -374,59 +379,38 @@ class GraphBuilder:
 
     def build(self, name: str = "") -> Graph:
         """The Graph: topological order, host callbacks, cost estimates, scope sizes."""
-        nodes = self.nodes
         sources, targets = self.edge_ends()
         if -1 in sources or -1 in targets:
-            for source, target, _operand, _kind in self.edges:
+            for source, target in zip(
+                self.edge_columns["source"], self.edge_columns["target"], strict=True
+            ):
                 if source not in self.index or target not in self.index:
                     missing = source if source not in self.index else target
                     raise ParseError(self.kind, 0, f"edge to unknown node {missing!r}")
         group_crowds(self)
-        self._order()
-        _mark_costs(nodes, self._operand_shapes())
-        scopes = self._scopes_parents_first()
-        self._roll_up(scopes)
-        node_frame = _node_frame(nodes) if nodes else _empty(NODE_COLUMNS)
-        edge_frame = (
-            _frame(EDGE_COLUMNS, zip(*self.edges, strict=True))
-            if self.edges
-            else _empty(EDGE_COLUMNS)
+        columns: dict[str, list[Any]] = dict(self.columns)
+        columns["order"] = self._order()
+        columns["fallback"], columns["flops"], columns["bytes"] = _costs(
+            columns, _OperandShapes(self)
         )
+        scopes = self._scopes_parents_first()
+        self._roll_up(scopes, columns)
+        node_frame = _frame(NODE_COLUMNS, columns) if self.node_count else _empty(NODE_COLUMNS)
+        edge_frame = _frame(EDGE_COLUMNS, self.edge_columns) if sources else _empty(EDGE_COLUMNS)
         scope_frame = (
             pd.DataFrame(scopes, columns=SCOPE_COLUMNS) if scopes else _empty(SCOPE_COLUMNS)
         ).astype({"nodes": "int64"})
         return Graph(node_frame, edge_frame, scope_frame, kind=self.kind, name=name, text=self.text)
 
-    def _operand_shapes(self) -> list[list[str]]:
-        """Each node's operands' shapes, by position (``""`` where no data edge says)."""
-        shape_of = [node["shape"] for node in self.nodes]
-        operand_shapes: list[list[str]] = [[] for _ in self.nodes]
-        for (_source, _target, operand, kind), s, t in zip(
-            self.edges, *self.edge_ends(), strict=True
-        ):
-            if kind == "data" and operand >= 0:
-                shapes = operand_shapes[t]
-                if operand == len(shapes):
-                    shapes.append(shape_of[s])
-                    continue
-                while len(shapes) <= operand:
-                    shapes.append("")
-                shapes[operand] = shape_of[s]
-        return operand_shapes
-
-    def _order(self) -> None:
-        """Kahn's algorithm, text position breaking ties; on a cycle the earliest remaining
-        node goes next, so every node gets a rank."""
-        count = len(self.nodes)
-        successors: list[list[int]] = [[] for _ in range(count)]
-        indegree = [0] * count
-        for s, t in zip(*self.edge_ends(), strict=True):
-            if s != t:
-                successors[s].append(t)
-                indegree[t] += 1
+    def _order(self) -> list[int]:
+        """Each node's rank by Kahn's algorithm, text position breaking ties; on a cycle the
+        earliest remaining node goes next, so every node gets a rank."""
+        count = self.node_count
+        successors, starts, indegree = _successors(*self.edge_ends(), count)
         ready = [i for i in range(count) if indegree[i] == 0]
         heapq.heapify(ready)
         done = [False] * count
+        order = [0] * count
         rank = 0
         next_unfinished = 0
         while rank < count:
@@ -439,12 +423,13 @@ class GraphBuilder:
             if done[index]:
                 continue
             done[index] = True
-            self.nodes[index]["order"] = rank
+            order[index] = rank
             rank += 1
-            for successor in successors[index]:
+            for successor in successors[starts[index] : starts[index + 1]]:
                 indegree[successor] -= 1
                 if indegree[successor] == 0 and not done[successor]:
                     heapq.heappush(ready, successor)
+        return order
 
     def _scopes_parents_first(self) -> list[dict[str, Any]]:
         ordered: list[dict[str, Any]] = []
@@ -464,26 +449,121 @@ class GraphBuilder:
             stack.extend(reversed(children.get(scope["id"], [])))
         return ordered
 
-    def _roll_up(self, scopes: list[dict[str, Any]]) -> None:
-        """Node counts per scope, and a caller's FLOPs = the sum over the scope it calls."""
+    def _roll_up(self, scopes: list[dict[str, Any]], columns: dict[str, list[Any]]) -> None:
+        """Node counts per scope, and a caller's FLOPs = the sum over the scope it calls;
+        a node whose scope is not one (``columns``' ``scope``) goes to the top level."""
         position = {scope["id"]: i for i, scope in enumerate(scopes)}
-        counts = [0] * len(scopes)
-        flops = [0.0] * len(scopes)
-        for node in self.nodes:
-            index = position.get(node["scope"])
-            if node["scope"] and index is None:
-                node["scope"] = ""
-            if index is not None:
-                counts[index] += 1
-                if not math.isnan(node["flops"]):
-                    flops[index] += node["flops"]
+        get = position.get
+        scope_of = columns["scope"]
+        codes = np.array([get(scope, -1) for scope in scope_of], dtype=np.int64)
+        if (codes < 0).any():
+            columns["scope"] = [s if c >= 0 else "" for s, c in zip(scope_of, codes, strict=True)]
+        inside = codes >= 0
+        node_flops = np.array(columns["flops"], dtype=np.float64)
+        weights = np.where(np.isnan(node_flops), 0.0, node_flops)[inside]
+        counts = np.bincount(codes[inside], minlength=len(scopes)).tolist()
+        flops = np.bincount(codes[inside], weights=weights, minlength=len(scopes)).tolist()
+        anchored: list[tuple[int, float]] = []
         for index in range(len(scopes) - 1, -1, -1):
             scope = scopes[index]
             scope["nodes"] = counts[index]
-            parent = position.get(scope["parent"])
+            parent = get(scope["parent"])
             if parent is not None:
                 counts[parent] += counts[index]
                 flops[parent] += flops[index]
             anchor = self.index.get(scope["node"]) if scope["node"] else None
             if anchor is not None:
-                self.nodes[anchor]["flops"] = flops[index]
+                anchored.append((anchor, flops[index]))
+        if anchored:
+            columns["flops"] = rolled = list(columns["flops"])
+            for anchor, total in anchored:
+                rolled[anchor] = total
+
+
+def _successors(
+    sources: list[int], targets: list[int], count: int
+) -> tuple[list[int], list[int], list[int]]:
+    """Each node's successors (``successors[starts[i]:starts[i + 1]]``, self-loops left out)
+    and its number of predecessors."""
+    ends = np.array([sources, targets], dtype=np.int64).reshape(2, -1)
+    ends = ends[:, ends[0] != ends[1]]
+    by_source = np.argsort(ends[0], kind="stable")
+    starts = np.searchsorted(ends[0][by_source], np.arange(count + 1))
+    indegree = np.bincount(ends[1], minlength=count)
+    return ends[1][by_source].tolist(), starts.tolist(), indegree.tolist()
+
+
+class _OperandShapes:
+    """Each node's operands' shapes by position (``""`` where no data edge says), read from
+    the data edges by node when asked; the first operand's shape of every node at once."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        count = builder.node_count
+        edges = builder.edge_columns
+        operands = np.array(edges["operand"], dtype=np.int64)
+        data = (np.array(edges["kind"], dtype=object) == "data") & (operands >= 0)
+        ends = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)[:, data]
+        by_target = np.argsort(ends[1], kind="stable")
+        self.shapes = builder.columns["shape"]
+        self._sources = ends[0][by_target].tolist()
+        self._operands = operands[data][by_target].tolist()
+        self._starts = np.searchsorted(ends[1][by_target], np.arange(count + 1)).tolist()
+        first = np.full(count, None, dtype=object)
+        first[np.diff(self._starts) > 0] = ""
+        zero = self._operands_zero(ends, operands[data])
+        first[ends[1][zero]] = np.array(self.shapes, dtype=object)[ends[0][zero]]
+        self.first: list[str | None] = first.tolist()
+
+    @staticmethod
+    def _operands_zero(ends: np.ndarray, operands: np.ndarray) -> np.ndarray:
+        """The positions of the last data edge into each operand 0."""
+        zero = np.flatnonzero(operands == 0)
+        last = len(zero) - 1 - np.unique(ends[1][zero][::-1], return_index=True)[1]
+        return zero[last]
+
+    def of(self, node: int) -> list[str]:
+        shapes: list[str] = []
+        start, end = self._starts[node], self._starts[node + 1]
+        for source, operand in zip(
+            self._sources[start:end], self._operands[start:end], strict=True
+        ):
+            while len(shapes) <= operand:
+                shapes.append("")
+            shapes[operand] = self.shapes[source]
+        return shapes
+
+
+def _costs(
+    columns: dict[str, list[Any]], operand_shapes: _OperandShapes
+) -> tuple[list[bool], list[float], list[float]]:
+    """Each node's ``fallback``, ``flops`` and ``bytes``; computed once per distinct op and
+    target (fallback), per distinct op, shape and first operand's shape (costs of the ops
+    whose estimate reads no attribute) and per distinct op, shape, operands' shapes and
+    attributes (the others)."""
+    fallbacks: dict[Any, bool] = {}
+    costs: dict[tuple[Any, ...], tuple[float, float]] = {}
+    reads = {op: reads_attributes(op) for op in set(columns["op"])}
+    fallback_of: list[bool] = []
+    flops: list[float] = []
+    bytes_of: list[float] = []
+    for index, (op, shape, attrs, first) in enumerate(
+        zip(columns["op"], columns["shape"], columns["attrs"], operand_shapes.first, strict=True)
+    ):
+        target: Any = op  # a node without attributes has no call target
+        if attrs:
+            get = attrs.get
+            custom, named = get("custom_call_target"), get("call_target_name")
+            target = (op, custom, named, get("is_host_transfer"))
+        fallback = fallbacks.get(target)
+        if fallback is None:
+            fallback = fallbacks[target] = is_host_callback(op, attrs)
+        fallback_of.append(fallback)
+        key: tuple[Any, ...] = (op, shape, first)
+        if reads[op]:
+            key = (op, shape, tuple(operand_shapes.of(index)), tuple(attrs.items()))
+        cost = costs.get(key)
+        if cost is None:
+            cost = costs[key] = estimate(op, shape, attrs, operand_shapes.of(index))
+        flops.append(cost[0])
+        bytes_of.append(cost[1])
+    return fallback_of, flops, bytes_of

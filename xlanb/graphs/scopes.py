@@ -5,8 +5,11 @@ thousands of instructions."""
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import numpy as np
 
 from xlanb.formats.text import split_top
 
@@ -14,9 +17,9 @@ from xlanb.formats.text import split_top
 class GraphBuilder(Protocol):
     """What grouping reads and adds to of :class:`xlanb.graphs.model.GraphBuilder`."""
 
-    nodes: list[dict[str, Any]]
+    columns: dict[str, list[Any]]
     index: dict[str, int]
-    edges: list[tuple[str, str, int, str]]
+    edge_columns: dict[str, list[Any]]
     scopes: list[dict[str, str]]
     scope_index: dict[str, int]
 
@@ -41,8 +44,28 @@ def split_op_name(op_name: str) -> list[str]:
 @functools.lru_cache(maxsize=65536)
 def _scope_path(op_name: str) -> tuple[str, ...] | None:
     """The scopes an op_name path names (all but its last part), None for a bare name."""
-    parts = split_op_name(op_name)
-    return tuple(parts[:-1]) if len(parts) > 1 else None
+    if ";" in op_name:
+        op_name = op_name.split(";", 1)[0]
+    if "/" not in op_name:
+        return None
+    parts = _split_path(op_name)[0]
+    return parts[:-1] if len(parts) > 1 else None
+
+
+#: A path part without brackets, quotes or escapes: it cannot change where a path splits.
+_PLAIN_PART = re.compile(r'[^(){}\[\]"\\/]*')
+
+
+@functools.lru_cache(maxsize=65536)
+def _split_path(path: str) -> tuple[tuple[str, ...], bool]:
+    """``split_top(path, "/")``, and whether a ``/`` after ``path`` would split it. Paths
+    that differ in a plain last part share their head's split (one per layer, not per op)."""
+    head, slash, last = path.rpartition("/")
+    if slash and _PLAIN_PART.fullmatch(last):
+        parts, splits_after = _split_path(head)
+        if splits_after:
+            return (*parts, last.strip()) if last.strip() else parts, True
+    return tuple(split_top(path, "/")), split_top(path + "/x", "/")[-1] == "x"
 
 
 @dataclass
@@ -68,12 +91,18 @@ def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     return first[:length]
 
 
+class Neighbours(Protocol):
+    """Each node's operand or user nodes, by node index (a dict, or lists made when asked)."""
+
+    def get(self, index: int, default: Any = None, /) -> Any: ...
+
+
 def group_by_op_name(
     builder: GraphBuilder,
     members: list[int],
     base: str,
-    operands: dict[int, list[int]],
-    users: dict[int, list[int]],
+    operands: Neighbours,
+    users: Neighbours,
 ) -> None:
     """Put the nodes ``members`` (builder indices, one computation in text order, all in scope
     ``base``) into nested ``op_name`` scopes under ``base``.
@@ -82,9 +111,9 @@ def group_by_op_name(
     its users (else by its operands); the prefix shared by all nodes is dropped; a scope with
     one child and no nodes of its own merges with the child; a scope of one node dissolves."""
     inside = set(members)
-    nodes = builder.nodes
+    op_names = builder.columns["op_name"]
     paths: dict[int, tuple[str, ...] | None] = {
-        index: _scope_path(nodes[index]["op_name"]) for index in members
+        index: _scope_path(op_names[index]) for index in members
     }
     for index in reversed(members):
         if paths[index] is None:
@@ -120,8 +149,9 @@ def group_by_op_name(
 
 
 def _emit(builder: GraphBuilder, trie: _Trie, scope: str, id_prefix: str, label: str) -> None:
+    scope_of = builder.columns["scope"]
     for index in trie.members:
-        builder.nodes[index]["scope"] = scope
+        scope_of[index] = scope
     for part, child in trie.children.items():
         name = part
         while not child.members and len(child.children) == 1:  # merge single-child chains
@@ -155,16 +185,19 @@ def group_crowds(
     op_name (an optimizer's update of every weight) into one group each; a level still holding
     more than ``chunked`` boxes is cut into about ``chunks`` consecutive runs (in text order,
     so the runs only feed later runs)."""
-    nodes = builder.nodes
     level_nodes: dict[str, list[int]] = {}
-    for index, node in enumerate(nodes):
-        level_nodes.setdefault(node["scope"], []).append(index)
+    for index, scope in enumerate(builder.columns["scope"]):
+        found = level_nodes.get(scope)
+        if found is None:
+            level_nodes[scope] = [index]
+        else:
+            found.append(index)
     level_scopes: dict[str, list[dict[str, str]]] = {}
     for scope in builder.scopes:
         if not scope["node"]:
             level_scopes.setdefault(scope["parent"], []).append(scope)
     anchored = {s["node"]: s for s in builder.scopes if s["node"]}
-    linked = _linked(builder)
+    linked = _Linked(builder)
     for level, members in list(level_nodes.items()):
         scopes_here = level_scopes.get(level, [])
         if len(members) + len(scopes_here) <= crowded:
@@ -175,36 +208,47 @@ def group_crowds(
             _chunk(builder, level, rest, scopes_here, anchored, chunks)
 
 
-def _linked(builder: GraphBuilder) -> dict[int, set[int]]:
-    """Each node -> the nodes its data edges feed."""
-    linked: dict[int, set[int]] = {}
-    linked_from = linked.get
-    for (_source, _target, _operand, kind), source, target in zip(
-        builder.edges, *builder.edge_ends(), strict=True
-    ):
-        if kind == "data":
-            found = linked_from(source)
-            if found is None:
-                linked[source] = {target}
-            else:
-                found.add(target)
-    return linked
+class _Linked:
+    """Each node -> the nodes its data edges feed (``get`` as a dict's), read from the
+    builder's edges when first asked."""
+
+    def __init__(self, builder: GraphBuilder) -> None:
+        self.builder = builder
+        self._targets: list[int] = []
+        self._starts: list[int] = []
+
+    def get(self, index: int, default: Any = None, /) -> Any:
+        if not self._starts:
+            self._read()
+        start, end = self._starts[index], self._starts[index + 1]
+        return self._targets[start:end] if end > start else default
+
+    def _read(self) -> None:
+        builder = self.builder
+        sources, targets = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)
+        data = np.array(builder.edge_columns["kind"], dtype=object) == "data"
+        sources, targets = sources[data], targets[data]
+        by_source = np.argsort(sources, kind="stable")
+        self._targets = targets[by_source].tolist()
+        count = len(builder.columns["id"])
+        self._starts = np.searchsorted(sources[by_source], np.arange(count + 1)).tolist()
 
 
 def _move(
     builder: GraphBuilder, members: list[int], scope: str, anchored: dict[str, dict[str, str]]
 ) -> None:
+    scope_of, ids = builder.columns["scope"], builder.columns["id"]
     for index in members:
-        node = builder.nodes[index]
-        node["scope"] = scope
-        if node["id"] in anchored:
-            anchored[node["id"]]["parent"] = scope
+        scope_of[index] = scope
+        if ids[index] in anchored:
+            anchored[ids[index]]["parent"] = scope
 
 
 def _group_inputs(
     builder: GraphBuilder, level: str, members: list[int], anchored: dict[str, dict[str, str]]
 ) -> list[int]:
-    inputs = [i for i in members if builder.nodes[i]["op"] in _INPUT_OPS]
+    ops = builder.columns["op"]
+    inputs = [i for i in members if ops[i] in _INPUT_OPS]
     if len(inputs) < 8:
         return members
     scope = builder.add_scope(
@@ -223,12 +267,13 @@ def _group_families(
     level: str,
     members: list[int],
     anchored: dict[str, dict[str, str]],
-    linked: dict[int, set[int]],
+    linked: _Linked,
     family: int,
 ) -> list[int]:
     by_name: dict[str, list[int]] = {}
+    op_names = builder.columns["op_name"]
     for index in members:
-        op_name = builder.nodes[index]["op_name"]
+        op_name = op_names[index]
         if op_name:
             by_name.setdefault(op_name.split(";", 1)[0], []).append(index)
     taken: set[int] = set()
@@ -261,8 +306,7 @@ def _chunk(
     wanted = {s["id"] for s in scopes_here}
     first_line: dict[str, int] = {}
     seen: set[str] = set()
-    for index, node in enumerate(builder.nodes):
-        scope_id = node["scope"]
+    for index, scope_id in enumerate(builder.columns["scope"]):
         if scope_id and scope_id not in seen:
             seen.add(scope_id)
             for ancestor in _ancestors(builder, scope_id):
@@ -300,11 +344,11 @@ def _ancestors(builder: GraphBuilder, scope_id: str) -> list[str]:
 def _dominant(builder: GraphBuilder, members: list[int]) -> str:
     """The most common source line (or op) of a run of nodes, to label it."""
     counts: dict[str, int] = {}
+    files, lines, ops = (builder.columns[c] for c in ("source_file", "source_line", "op"))
     for index in members:
-        node = builder.nodes[index]
-        if node["source_file"] and node["source_line"]:
-            key = f"{node['source_file'].rsplit('/', 1)[-1]}:{node['source_line']}"
+        if files[index] and lines[index]:
+            key = f"{files[index].rsplit('/', 1)[-1]}:{lines[index]}"
         else:
-            key = node["op"]
+            key = ops[index]
         counts[key] = counts.get(key, 0) + 1
     return max(counts, key=counts.__getitem__) if counts else ""

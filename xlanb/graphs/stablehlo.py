@@ -19,6 +19,8 @@ from xlanb.graphs.scopes import group_by_op_name
 from xlanb.graphs.shapes import mlir_type
 
 KIND = "stablehlo"
+#: The node columns a location fills, in the order ``Locations.resolve`` gives them.
+_ORIGIN_COLUMNS = ("op_name", "source_file", "source_line", "source_function")
 
 _ALIAS = re.compile(r"\s*(#loc\d*)\s*=\s*loc\((.*)\)\s*$")
 _FUNCTION = re.compile(r"(?:func\.func|func)\s+(?:public\s+|private\s+|nested\s+)*@([\w.$\-]+)\(")
@@ -240,19 +242,20 @@ class _Reader:
             )
             frame.values[value.strip()[1:]] = node_id
             function.arguments.append(node_id)
-            function.members.append(len(self.builder.nodes) - 1)
+            function.members.append(self.builder.node_count - 1)
         if not body.endswith("{"):  # a declaration without a body
             self.frames.pop()
 
     def _open_region(self, owner: str, label: str, lineno: int) -> None:
         parent = self.frames[-1]
         builder = self.builder
-        owner_node = builder.nodes[builder.index[owner]]
+        columns, owner_index = builder.columns, builder.index[owner]
+        owner_scope = columns["scope"][owner_index]
         if owner not in self.region_scopes:
             anchored = builder.add_scope(
                 owner,
-                parent=owner_node["scope"],
-                label=f"{owner_node['name']} {owner_node['op'].split('.')[-1]}",
+                parent=owner_scope,
+                label=f"{columns['name'][owner_index]} {columns['op'][owner_index].split('.')[-1]}",
                 kind="region",
                 node=owner,
             )
@@ -272,7 +275,7 @@ class _Reader:
                 name=name,
                 op="parameter",
                 scope=scope,
-                shape=builder.nodes[builder.index[operand]]["shape"],
+                shape=builder.columns["shape"][builder.index[operand]],
                 attrs={"index": str(position)},
                 text=f"{name} = {operand}",
                 line=lineno,
@@ -311,16 +314,16 @@ class _Reader:
             label = rest.strip(", {").strip() or ""
             self._open_region(frame.anchor, label, lineno)
             return
-        node = self.builder.nodes[self.builder.index[frame.anchor]]
+        columns, index = self.builder.columns, self.builder.index[frame.anchor]
         if rest.startswith(")"):  # end of a generic op's regions: `}) : (...) -> type`
             types = _signature(rest[1:])
-            if types and not node["shape"]:
-                node["shape"] = mlir_type(types)
-        if location and not node["op_name"] and not node["source_file"]:
+            if types and not columns["shape"][index]:
+                columns["shape"][index] = mlir_type(types)
+        if location and not columns["op_name"][index] and not columns["source_file"][index]:
             # the op's own loc follows its last region
-            node["op_name"], node["source_file"], node["source_line"], node["source_function"] = (
-                self.locations.resolve(location)
-            )
+            origin = self.locations.resolve(location)
+            for column, value in zip(_ORIGIN_COLUMNS, origin, strict=True):
+                columns[column][index] = value
 
     # -- ops -------------------------------------------------------------------------------
     def _op(self, body: str, location: str, lineno: int, raw: str) -> None:
@@ -403,7 +406,7 @@ class _Reader:
         if frame.kind == "function":
             self.functions[-1].returned = values
             for value in values:
-                builder.nodes[builder.index[value]]["output"] = True
+                builder.columns["output"][builder.index[value]] = True
         elif frame.anchor:
             for position, value in enumerate(values):
                 builder.add_edge(value, frame.anchor, position, "root")
@@ -438,13 +441,13 @@ class _Reader:
             scope = builder.scopes[builder.scope_index[function.scope]]
             sites = call_sites.get(function.name, [])
             if len(sites) == 1 and function.name in by_name:
-                call_node = builder.nodes[builder.index[sites[0]]]
-                scope.update(kind="function", node=call_node["id"], label=function.name)
-                for position, operand in enumerate(self._operands_of(call_node["id"])):
+                call_id = builder.columns["id"][builder.index[sites[0]]]
+                scope.update(kind="function", node=call_id, label=function.name)
+                for position, operand in enumerate(self._operands_of(call_id)):
                     if position < len(function.arguments):
                         builder.add_edge(operand, function.arguments[position], position, "param")
                 for position, value in enumerate(function.returned):
-                    builder.add_edge(value, call_node["id"], position, "root")
+                    builder.add_edge(value, call_id, position, "root")
             else:
                 if not shared:
                     shared = builder.add_scope("functions", label="functions", kind="group")
@@ -453,19 +456,18 @@ class _Reader:
             group_by_op_name(builder, function.members, function.scope, self.operands, self.users)
         for scope in builder.scopes:  # anchored scopes sit where their op was grouped
             if scope["node"]:
-                scope["parent"] = builder.nodes[builder.index[scope["node"]]]["scope"]
+                scope["parent"] = builder.columns["scope"][builder.index[scope["node"]]]
         self._merge_single_regions()
 
     def _operands_of(self, node_id: str) -> list[str]:
-        nodes = self.builder.nodes
-        return [nodes[i]["id"] for i in self.operands.get(self.builder.index[node_id], [])]
+        ids = self.builder.columns["id"]
+        return [ids[i] for i in self.operands.get(self.builder.index[node_id], [])]
 
     def _move_scope(self, scope_id: str, target: str) -> None:
         """Dissolve scope ``scope_id`` into ``target``."""
         builder = self.builder
-        for node in builder.nodes:
-            if node["scope"] == scope_id:
-                node["scope"] = target
+        scope_of = builder.columns["scope"]
+        builder.columns["scope"] = [target if s == scope_id else s for s in scope_of]
         for scope in builder.scopes:
             if scope["parent"] == scope_id:
                 scope["parent"] = target

@@ -101,7 +101,7 @@ class _Reader:
         if stripped.startswith("return"):
             for value in _VALUE.findall(stripped):
                 if value in self.values:
-                    builder.nodes[builder.index[self.values[value]]]["output"] = True
+                    builder.columns["output"][builder.index[self.values[value]]] = True
             return
         if stripped.startswith("->"):
             anchor = self.blocks[-1][2] if self.blocks else ""
@@ -117,9 +117,9 @@ class _Reader:
 
     def _block(self, block: re.Match[str], lineno: int, indent: int, raw: str) -> None:
         builder = self.builder
-        if not builder.nodes:
+        if not builder.node_count:
             raise ParseError(KIND, lineno, "block outside any node", raw)
-        anchor = builder.nodes[-1]
+        anchor = {column: values[-1] for column, values in builder.columns.items()}
         anchored = next((s["id"] for s in builder.scopes if s["node"] == anchor["id"]), None)
         if anchored is None:
             anchored = builder.add_scope(
