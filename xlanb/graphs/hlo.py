@@ -260,21 +260,20 @@ def _instruction(raw: str, lineno: int) -> _Instruction:
     metadata, tail_attrs, calls, control = read
     attrs = dict(tail_attrs)
     if _PLAIN_OPERANDS.fullmatch(arguments) and op != "parameter" and op != "constant":
-        if "op_type" in metadata:
-            attrs["op_type"] = metadata["op_type"]
-        return _Instruction(
+        plain = arguments.replace("%", "").split(", ")  # a "%" only starts a name
+        return _finish(
             name,
             op,
-            hlo_shape(shape_text),
-            arguments.replace("%", "").split(", "),  # a "%" only starts a name
+            shape_text,
+            plain,
+            _WHOLE_RESULTS,
             attrs,
             metadata,
+            root,
+            lineno,
+            raw,
             calls,
             control,
-            bool(root),
-            lineno,
-            raw.strip(),
-            elements=_WHOLE_RESULTS,
         )
     operands: list[str] = []
     elements: list[int] = []
