@@ -25,6 +25,7 @@ import numpy as np
 
 from xlanb.formats.jax_text import STACK_TABLES, StackTables
 from xlanb.formats.text import closing, key_values, split_top, unquote
+from xlanb.graphs.adjacency import Adjacent
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.model import Graph, GraphBuilder
 from xlanb.graphs.scopes import group_by_op_name
@@ -607,22 +608,8 @@ def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: 
                 edges.add_control(nodes[predecessor], node)
 
 
-class _Adjacent:
-    """Each node's neighbours along data edges, one way (a list made when asked, in edge
-    order); ``get`` as a dict's."""
-
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, count: int) -> None:
-        by_start = np.argsort(starts, kind="stable")
-        self._ends = ends[by_start].tolist()
-        self._starts = np.searchsorted(starts[by_start], np.arange(count + 1)).tolist()
-
-    def get(self, index: int, default: Any = None, /) -> Any:
-        start, end = self._starts[index], self._starts[index + 1]
-        return self._ends[start:end] if end > start else default
-
-
-#: Each node's operand nodes and user nodes.
-_Neighbours = tuple[_Adjacent, _Adjacent]
+#: Each node's operand nodes and user nodes (along data edges).
+_Neighbours = tuple[Adjacent, Adjacent]
 
 
 def _neighbours(edges: _Edges, count: int) -> _Neighbours:
@@ -631,7 +618,7 @@ def _neighbours(edges: _Edges, count: int) -> _Neighbours:
     if "control" in edges.kinds:
         data = np.array(edges.kinds, dtype=object) == "data"
         sources, targets = sources[data], targets[data]
-    return _Adjacent(targets, sources, count), _Adjacent(sources, targets, count)
+    return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
 
 
 def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
@@ -754,8 +741,8 @@ class _Placer:
         self,
         builder: GraphBuilder,
         nested: dict[int, list[tuple[str, _Computation]]],
-        operands: _Adjacent,
-        users: _Adjacent,
+        operands: Adjacent,
+        users: Adjacent,
     ) -> None:
         self.builder = builder
         self.nested = nested

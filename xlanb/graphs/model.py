@@ -14,6 +14,7 @@ import pandas as pd
 
 from xlanb.core.files import write_atomically
 from xlanb.core.seams import implementation
+from xlanb.graphs.adjacency import grouped
 from xlanb.graphs.cost import estimate, reads_attributes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.ops import base_op
@@ -487,10 +488,8 @@ def _successors(
     and its number of predecessors."""
     ends = np.array([sources, targets], dtype=np.int64).reshape(2, -1)
     ends = ends[:, ends[0] != ends[1]]
-    by_source = np.argsort(ends[0], kind="stable")
-    starts = np.searchsorted(ends[0][by_source], np.arange(count + 1))
-    indegree = np.bincount(ends[1], minlength=count)
-    return ends[1][by_source].tolist(), starts.tolist(), indegree.tolist()
+    starts, (successors,) = grouped(ends[0], count, ends[1])
+    return successors, starts, np.bincount(ends[1], minlength=count).tolist()
 
 
 class _OperandShapes:
@@ -503,11 +502,10 @@ class _OperandShapes:
         operands = np.array(edges["operand"], dtype=np.int64)
         data = (np.array(edges["kind"], dtype=object) == "data") & (operands >= 0)
         ends = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)[:, data]
-        by_target = np.argsort(ends[1], kind="stable")
         self.shapes = builder.columns["shape"]
-        self._sources = ends[0][by_target].tolist()
-        self._operands = operands[data][by_target].tolist()
-        self._starts = np.searchsorted(ends[1][by_target], np.arange(count + 1)).tolist()
+        self._starts, (self._sources, self._operands) = grouped(
+            ends[1], count, ends[0], operands[data]
+        )
         first = np.full(count, None, dtype=object)
         first[np.diff(self._starts) > 0] = ""
         zero = self._operands_zero(ends, operands[data])

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from xlanb.formats.text import split_top
+from xlanb.graphs.adjacency import Adjacent
 
 
 class GraphBuilder(Protocol):
@@ -214,24 +215,15 @@ class _Linked:
 
     def __init__(self, builder: GraphBuilder) -> None:
         self.builder = builder
-        self._targets: list[int] = []
-        self._starts: list[int] = []
+        self._feeds: Adjacent | None = None
 
     def get(self, index: int, default: Any = None, /) -> Any:
-        if not self._starts:
-            self._read()
-        start, end = self._starts[index], self._starts[index + 1]
-        return self._targets[start:end] if end > start else default
-
-    def _read(self) -> None:
-        builder = self.builder
-        sources, targets = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)
-        data = np.array(builder.edge_columns["kind"], dtype=object) == "data"
-        sources, targets = sources[data], targets[data]
-        by_source = np.argsort(sources, kind="stable")
-        self._targets = targets[by_source].tolist()
-        count = len(builder.columns["id"])
-        self._starts = np.searchsorted(sources[by_source], np.arange(count + 1)).tolist()
+        if self._feeds is None:
+            builder = self.builder
+            sources, targets = np.array(builder.edge_ends(), dtype=np.int64).reshape(2, -1)
+            data = np.array(builder.edge_columns["kind"], dtype=object) == "data"
+            self._feeds = Adjacent(sources[data], targets[data], len(builder.columns["id"]))
+        return self._feeds.get(index, default)
 
 
 def _move(
