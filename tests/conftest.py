@@ -35,6 +35,10 @@ def pytest_configure(config):
         "trace_seconds: keeps the trace window's seconds on, WINDOW_SECONDS and "
         "FIRST_WINDOW_SECONDS (tests/conftest.py)",
     )
+    config.addinivalue_line(
+        "markers",
+        "trace_reuse: a cell run again reuses its last trace, REUSE_TRACES (tests/conftest.py)",
+    )
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -51,13 +55,15 @@ def _trace_windows_by_runs_in_the_session():
     """The trace window's budget of the cell's time and its seconds close it after a number
     of runs that depends on the machine's speed and load, and tests count traced runs (steps,
     ops, bars, bytes drawn): both are off for the whole session, the profiles that module
-    and session fixtures make included. Yields the settings xlanb ships with."""
+    and session fixtures make included, and so is the reuse of a cell's last trace (tests
+    run a cell again to count what it traced). Yields the settings xlanb ships with."""
     from tests.support import helpers
 
     shipped = helpers.trace_window_settings()
     with pytest.MonkeyPatch.context() as patch:
         helpers.trace_without_budget(patch)
         helpers.trace_without_seconds(patch)
+        helpers.trace_every_run_of_a_cell(patch)
         yield shipped
 
 

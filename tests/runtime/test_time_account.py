@@ -950,3 +950,103 @@ def test_the_step_program_is_the_jitted_step_not_an_eager_op_with_more_device_ti
     assert device[list(set(eager["graph"]) & set(device.index))].max() > device["jit(ta_tiny)"]
     steps = prof.step_times
     assert set(steps["graph"]) == {"jit(ta_tiny)"} and len(steps) == 5
+
+
+#: A steady cell: 6 runs of a program compiled before it; `ta_reused` and `ta_input` are set
+#: by the tests (the cell's source stays the same).
+REUSED_CELL = (
+    "%%xla_profile -b jax -q --var reused\nfor _ in range(6):\n"
+    "    out = ta_reused(ta_input)\nout.block_until_ready()"
+)
+
+
+def _new_reused_program(run) -> None:
+    run(
+        "@jax.jit\ndef ta_reused(a):\n    return jnp.tanh(a @ a) @ a\n"
+        "ta_input = ta_big[:256, :256]\nta_reused(ta_input).block_until_ready()"
+    )
+
+
+def _traces_started() -> int:
+    from xlanb.capture import device_trace
+
+    return device_trace._STATE.counter
+
+
+@pytest.mark.trace_reuse
+def test_a_cell_run_again_reuses_its_last_trace_and_traces_nothing(run, shell):
+    """A steady cell run again traces nothing (a trace's stop and read cost tens of ms
+    whatever its window): its per-op rows are its last trace's, its runs estimated from that
+    trace's runs, and the account still adds up."""
+    from xlanb.core.schema import REUSED_TRACE
+    from xlanb.views.summary import account_line, steps_line, trace_coverage
+
+    _new_reused_program(run)
+    run(REUSED_CELL)
+    first = shell.user_ns["reused"]
+    device = first.spans[first.spans["lane"] == "device"]
+    traced = device[~device["estimated"]]
+    assert len(traced) == 6  # no budget in tests: the window holds every run
+    started = _traces_started()
+    run(REUSED_CELL)
+    prof = shell.user_ns["reused"]
+    assert _traces_started() == started
+    window = prof.spans[prof.spans["lane"] == "trace"]
+    assert window["name"].tolist() == [REUSED_TRACE] and window["seconds"].tolist() == [0.0]
+    columns = ["graph", "op", "count", "seconds", "runs", "cell_line"]
+    pd.testing.assert_frame_equal(prof.ops[columns], first.ops[columns])
+    device = prof.spans[prof.spans["lane"] == "device"]
+    assert len(device) == 6 and device["estimated"].all()
+    # each run is its program's mean traced run, shortened alike only to fit in the cell
+    assert (device["seconds"] <= traced["seconds"].mean() * (1 + 1e-9)).all()
+    row = prof.executions.set_index("graph").loc["jit(ta_reused)"]
+    assert row["count"] == 6 and bool(row["seconds_estimated"])
+    assert_adds_up(prof)
+    assert "estimated from this cell's last trace" in account_line(prof)
+    assert steps_line(prof).endswith("estimated from this cell's last trace")
+    assert trace_coverage(prof) == REUSED_TRACE
+    run(REUSED_CELL)  # and again: the same trace still stands for it
+    assert _traces_started() == started
+
+
+@pytest.mark.trace_reuse
+def test_a_compile_or_a_new_program_in_a_cell_run_again_starts_its_trace(run, shell):
+    """The same cell source is traced again where its last trace cannot stand for its runs: a
+    compile (new shapes), a function that trace never ran (redefined), a window the user
+    sized with --trace-runs."""
+    _new_reused_program(run)
+    run(REUSED_CELL)
+    run(REUSED_CELL)
+    started = _traces_started()
+    run("ta_input = ta_big[:128, :128]")  # new shapes: compiles in the cell
+    run(REUSED_CELL)
+    prof = shell.user_ns["reused"]
+    assert _traces_started() == started + 1
+    assert prof.compiles["graph"].tolist() == ["jit(ta_reused)"]
+    device = prof.spans[prof.spans["lane"] == "device"]
+    assert (~device["estimated"]).sum() == 6  # the compile's run traced, and the rest
+    assert_adds_up(prof)
+    run(REUSED_CELL)  # the new shapes' trace is reused now
+    assert _traces_started() == started + 1
+    _new_reused_program(run)  # compiled before the cell, but a function the trace never ran
+    run(REUSED_CELL)
+    assert _traces_started() == started + 2
+    assert not shell.user_ns["reused"].spans["estimated"].all()
+    sized = REUSED_CELL.replace("--var reused", "--var reused --trace-runs 3")
+    run(sized)
+    run(sized)
+    assert _traces_started() == started + 4
+
+
+@pytest.mark.trace_reuse
+def test_a_program_traced_only_in_the_run_after_its_compile_is_traced_again(run, shell):
+    """A compile's run is a warm-up, not like the next ones: a program whose only traced run
+    followed its compile is traced again the next time rather than estimated from it."""
+    run("@jax.jit\ndef ta_once(a):\n    return a @ a\n")
+    cell = "%%xla_profile -b jax -q --var once\nta_once(ta_big).block_until_ready()"
+    run(cell)  # compiles, one run
+    started = _traces_started()
+    run(cell)
+    assert _traces_started() == started + 1  # traced again: a steady run this time
+    run(cell)
+    assert _traces_started() == started + 1  # reused

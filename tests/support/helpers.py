@@ -240,6 +240,7 @@ def trace_stop_times() -> Iterator[list[float]]:
 TRACE_WINDOW_SETTINGS = {
     "trace_budget": ("TRACE_BUDGET_SHARE",),
     "trace_seconds": ("WINDOW_SECONDS", "FIRST_WINDOW_SECONDS"),
+    "trace_reuse": ("REUSE_TRACES",),
 }
 
 
@@ -257,6 +258,14 @@ def trace_without_budget(monkeypatch: Any) -> None:
     from xlanb.capture import device_trace
 
     monkeypatch.setattr(device_trace, "TRACE_BUDGET_SHARE", math.inf)
+
+
+def trace_every_run_of_a_cell(monkeypatch: Any) -> None:
+    """Trace a cell run again as on its first run, instead of reusing its last trace: tests
+    that run a cell twice count what the second run traced."""
+    from xlanb.capture import device_trace
+
+    monkeypatch.setattr(device_trace, "REUSE_TRACES", False)
 
 
 #: A window's time limit that never closes it.

@@ -487,6 +487,7 @@ def after_window_from_calls(
     unsampled: Sequence[tuple[str, int]] = (),
     graphs: Mapping[str, str] | None = None,
     drained: bool = False,
+    traced_here: bool = True,
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs a trace's window did not hold, from the calls
     that launched them (JAX).
@@ -504,6 +505,8 @@ def after_window_from_calls(
         so every run fits before it: where the traced mean (traced runs are slower) would
         queue the runs past it, each is shortened alike until they fit.
       unsampled: (program key, calls) the calls leave out; spread after the queued runs.
+      traced_here: the traced runs are the capture's own (False: an earlier capture's, so
+        every call is estimated).
     Programs with no traced run get none (unknown)."""
     durations: dict[str, list[float]] = {}
     names: dict[str, str] = {}
@@ -516,7 +519,7 @@ def after_window_from_calls(
     for key, launched in calls:
         if key in means:
             seen[key] += 1
-            if seen[key] > len(durations[key]):
+            if not traced_here or seen[key] > len(durations[key]):
                 picked.append((key, launched))
     spans: list[dict[str, Any]] = []
     last_call = queue_end = window_end

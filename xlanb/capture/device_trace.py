@@ -36,7 +36,7 @@ from xlanb.analysis.device_time import rows as rows
 from xlanb.analysis.device_time import summarize, whole_runs_in
 from xlanb.capture import workdir
 from xlanb.capture.runtime_stderr import runtime_noise_dropped
-from xlanb.core.schema import WHOLE_TRACE
+from xlanb.core.schema import REUSED_TRACE, WHOLE_TRACE
 from xlanb.formats.xspace import XSpaceError, find_xspace_files, parse_xspace, read_xspace
 
 #: Traces larger than this are not read (a note says so): reading 200 MB takes seconds.
@@ -78,6 +78,13 @@ MIN_BUDGET_RUNS = 2
 
 #: Codes remembered (the oldest forgotten first).
 KEPT_SIZES = 256
+
+#: A cell run again whose programs were all traced by the last run of the same cell is not
+#: traced again (its per-op times and run times are that trace's, its runs estimated from it):
+#: a trace of a steady cell costs its fixed stop and read whatever its window
+#: (:mod:`xlanb.capture.backends.jax.reuse`). A compile, or a program the last trace did not
+#: hold, starts the trace there.
+REUSE_TRACES = True
 
 
 @dataclass(eq=False)
@@ -633,6 +640,22 @@ def window_span(
             "graph": None,
             "start": trace.started_at,
             "seconds": max(end - trace.started_at, 0.0),
+            "estimated": False,
+        }
+    ]
+
+
+def reused_span(backend: str, at: float) -> list[dict[str, Any]]:
+    """The ``trace`` lane's span of a capture that traced nothing and reused the last trace of
+    its code (:data:`REUSED_TRACE`): no time of the capture's own."""
+    return [
+        {
+            "backend": backend,
+            "lane": "trace",
+            "name": REUSED_TRACE,
+            "graph": None,
+            "start": at,
+            "seconds": 0.0,
             "estimated": False,
         }
     ]

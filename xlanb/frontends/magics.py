@@ -147,6 +147,8 @@ class XlaProfileMagics(Magics):
         except (BackendUnavailable, ValueError) as error:
             raise UsageError(str(error)) from None
         recorder.options.cell_line_offset = line_offset
+        # a window the user sized is traced again, not reused from the cell's last trace
+        recorder.options.reuse_trace = "--trace-runs" not in line
         recorder.options.cell_numbers = cell_numbers(self.shell)
         recorder.options.shown = not args.quiet or bool(args.output)
         live = None

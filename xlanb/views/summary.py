@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from xlanb.core.profile import Profile
-from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, headline_host_kinds
+from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, REUSED_TRACE, headline_host_kinds
 from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
 
 
@@ -131,11 +131,12 @@ def account_line(profile: Profile) -> str:
         f"{bucket} {format_seconds(seconds)} ({percent(share)})" for bucket, seconds, share in parts
     )
     if estimated:
-        body += (
-            " (device time after the trace's window partly estimated)"
-            if trace_coverage(profile)
-            else " (estimated from xlanb's timers)"
-        )
+        if reused_trace(profile):
+            body += " (device time estimated from this cell's last trace)"
+        elif trace_coverage(profile):
+            body += " (device time after the trace's window partly estimated)"
+        else:
+            body += " (estimated from xlanb's timers)"
     line = f"wall {format_seconds(profile.wall_seconds)} = {body}"
     host = profile.shown.host_activity
     if host is not None:
@@ -157,10 +158,17 @@ def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
     the start of the cell (its window closed), else "": the per-op times come from that part."""
     window, name = profile.shown.traced_window, profile.shown.traced_window_name
-    if window is None:
+    if window is None or name is None:
         return ""
+    if reused_trace(profile):
+        return name  # nothing of this cell was traced
     covered = format_seconds(window[1] - window[0])
     return f"{name}, {covered} of {format_seconds(profile.wall_seconds)}"
+
+
+def reused_trace(profile: Profile) -> bool:
+    """Whether the cell traced nothing and reused its last trace (a cell run again)."""
+    return str(profile.shown.traced_window_name or "").startswith(REUSED_TRACE)
 
 
 def steps_line(profile: Profile) -> str:
@@ -194,9 +202,12 @@ def steps_line(profile: Profile) -> str:
     guessed = int(steps["estimated"].fillna(False).sum()) if "estimated" in steps else 0
     if guessed:
         # without a trace's window (torch._lazy, or no trace) the runs' times are xlanb's own
-        source = (
-            "after the trace's window" if profile.shown.traced_window else "from xlanb's timers"
-        )
+        if reused_trace(profile):
+            source = "from this cell's last trace"
+        elif profile.shown.traced_window:
+            source = "after the trace's window"
+        else:
+            source = "from xlanb's timers"
         parts.append(f"{guessed} estimated {source}")
     traced = " in the trace's window" if profile.shown.traced_window and not guessed else ""
     return f"steps{traced}: " + " · ".join(parts)

@@ -44,6 +44,9 @@ class CaptureOptions:
     #: The code captured (a cell's source): a window is sized from the last trace of the same
     #: code (:func:`xlanb.capture.device_trace.window_limit`).
     source: str = ""
+    #: A cell run again may reuse its last trace instead of tracing (JAX:
+    #: :mod:`xlanb.capture.backends.jax.reuse`); off where the user sized the window.
+    reuse_trace: bool = True
     #: The profile is displayed when the capture ends (``%%xla_profile`` without ``-q``): the
     #: JAX backend parses the texts of the cell's first program ahead, for the graph viewer.
     shown: bool = False

@@ -25,7 +25,7 @@ from typing import Any
 from xlanb.analysis.peaks import part_of
 from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
-from xlanb.capture.backends.jax import hooks, rows, trace_session
+from xlanb.capture.backends.jax import hooks, reuse, rows, trace_session
 from xlanb.capture.backends.jax.ahead import AHEAD
 from xlanb.capture.backends.jax.events import Duration
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
@@ -148,31 +148,56 @@ def begin(options: CaptureOptions) -> Token:
     hooks.explain_enter()
     token.thread = threading.get_ident()
     if options.device_trace:
-        window = device_trace.Window(
-            runs=_runs,
-            window_runs=options.trace_runs,
-            settle=_settle,
-            source=options.source,
-            making=_making_seconds,
-            known_budget_runs=1,
-        )
-        token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
-        if token.trace is not None and token.trace.window_runs is not None:
-            if stops_where_launched():
-                token.trace.hand_over = _hand_over
-            STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
-            # a window over its budget may close after its fewest runs
-            fewest = min(token.trace.budget_runs, token.trace.window_runs)
-            STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
-        if note:
-            notes.append(note)
-        elif token.trace is not None:
-            notes.extend(versions.tell_once([hooks.profiler_session().note]))
+        known = None
+        if STATE.is_idle():  # the outermost capture only
+            known = reuse.known_functions(STATE.session.traces, options, _function_name)
+        if known is None:
+            _start_trace(token, options)
+        else:
+            token.reusing = True
+
+            def trace_late() -> None:
+                STATE.traced_functions = STATE.trace_late = None
+                token.reusing = False
+                _start_trace(token, options)
+
+            STATE.trace_late, STATE.traced_functions = trace_late, known
     token.started_at = time.time()
     if token.trace is not None:
         token.trace.capture_start = token.started_at
     STATE.activate(token)
     return token
+
+
+def _function_name(function: Any) -> str:
+    return hooks.function_name(function)[0]
+
+
+def _start_trace(token: Token, options: CaptureOptions) -> None:
+    """Start `token`'s device trace now (when its capture begins, or at the first compile or
+    new program of a capture that reused its cell's last trace until then)."""
+    window = device_trace.Window(
+        runs=_runs,
+        window_runs=options.trace_runs,
+        settle=_settle,
+        source=options.source,
+        making=_making_seconds,
+        known_budget_runs=1,
+    )
+    token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
+    if token.trace is not None and token.trace.window_runs is not None:
+        if stops_where_launched():
+            token.trace.hand_over = _hand_over
+        STATE.probe, STATE.probe_at = None, STATE.sample_count + token.trace.window_runs
+        # a window over its budget may close after its fewest runs
+        fewest = min(token.trace.budget_runs, token.trace.window_runs)
+        STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
+    if note:
+        token.notes.append(note)
+    elif token.trace is not None:
+        token.notes.extend(versions.tell_once([hooks.profiler_session().note]))
+    if token.trace is not None and token.started_at:  # a late start
+        token.trace.capture_start = token.started_at
 
 
 #: The note of a cell that ended while its last run was still on the device.
@@ -246,6 +271,8 @@ def _settle(ended: device_trace.Until) -> None:
 
 def end(token: Token, options: CaptureOptions) -> Capture:
     STATE.stop_here = None  # a window still open is closed by device_trace.finish, here
+    if token.reusing:
+        STATE.traced_functions = STATE.trace_late = None
     if token.thread == threading.get_ident():
         hooks.explain_exit()
     if token.trace is not None:
@@ -273,6 +300,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
             (token.started_at, ended_at),
             token.trace if trace_events is not None else None,
             drained=QUEUED_AT_END not in token.notes,
+            reused=token.reusing,
         )
     finally:
         AHEAD.drop()  # reads no row took (a nested capture's rows took them first)

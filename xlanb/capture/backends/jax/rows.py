@@ -39,6 +39,8 @@ from xlanb.capture.backends.jax.events import (
     Transfer,
     UnusedDonation,
 )
+from xlanb.capture.backends.jax.reuse import remember as remember_traced
+from xlanb.capture.backends.jax.reuse import reused_rows
 from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
 from xlanb.formats.buffer_assignment import dumped_temporaries, temporary_rows
@@ -77,13 +79,19 @@ def fill(
     window: tuple[float, float],
     trace: device_trace.Trace | None = None,
     drained: bool = False,
+    reused: bool = False,
 ) -> None:
     """Add the rows of one capture to `capture` (`trace_events`: the device trace's events,
     None without a trace, and `trace` the trace they come from; `window`: the capture's
-    wall-clock start and end; `drained`: its last run had ended by then)."""
+    wall-clock start and end; `drained`: its last run had ended by then; `reused`: it traced
+    nothing, its cell's last trace stands for its runs: :mod:`.reuse`)."""
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
-    if trace_events is not None:
+    if reused:
+        calls, unsampled = _calls_by_program(taken)
+        called = [_program_key(hooks.function_name(call.function)[0]) for call in taken.calls]
+        reused_rows(capture, session.traces, options, called, calls, unsampled, window, drained)
+    elif trace_events is not None:
         remember_dumped_programs(session)
         _trace_rows(capture, trace_events, window, options, session, taken)
         if trace is not None:
@@ -100,7 +108,7 @@ def fill(
     for row in executions:
         if row["graph"] in session.peaks:
             row["peak_bytes"] = session.peaks[row["graph"]]
-    _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None)
+    _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None or reused)
     capture.rows["executions"] = executions
     _remember_programs(capture, session)
     if options.graphs:
@@ -108,6 +116,21 @@ def fill(
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
     _read_rows(capture, taken.reads, options)
     _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
+    if trace is not None and trace_events is not None:
+        with_callbacks = {
+            _program_key(str(row["graph"]))
+            for row in capture.rows.get("fallbacks", [])
+            if row.get("cause") == HOST_CALLBACK
+        }
+        remember_traced(
+            session.traces,
+            options,
+            capture,
+            [call.function for call in taken.calls],
+            lambda function: hooks.function_name(function)[0],
+            with_callbacks,
+            {_program_key(str(row["graph"])) for row in compiles},
+        )
 
 
 #: Functions whose compiled peak memory the session remembers (the least recent forgotten).
@@ -479,17 +502,7 @@ def _untraced_runs(
     """Estimated ``device`` spans for the runs the trace's window did not hold
     (:func:`xlanb.analysis.device_time.after_window_from_calls`): the capture's calls by
     program and launch time, from the dispatch samples, and the calls past their cap."""
-    wall_offset = time.time() - time.perf_counter()
-    programs = {
-        function: _program_key(hooks.function_name(function)[0])
-        for function in {sample.function for sample in taken.samples}
-    }
-    calls = [(programs[sample.function], sample.started + wall_offset) for sample in taken.samples]
-    sampled = Counter(sample.function for sample in taken.samples)
-    unsampled = [
-        (_program_key(hooks.function_name(call.function)[0]), call.count - sampled[call.function])
-        for call in taken.calls
-    ]
+    calls, unsampled = _calls_by_program(taken)
     graphs = {
         _program_key(str(span["name"])): span["graph"]
         for span in spans
@@ -505,6 +518,23 @@ def _untraced_runs(
         graphs,
         drained,
     )
+
+
+def _calls_by_program(taken: Taken) -> tuple[list[tuple[str, float]], list[tuple[str, int]]]:
+    """(program key, launch epoch s) of each sampled call, in call order, and (program key,
+    calls) past the samples' cap."""
+    wall_offset = time.time() - time.perf_counter()
+    programs = {
+        function: _program_key(hooks.function_name(function)[0])
+        for function in {sample.function for sample in taken.samples}
+    }
+    calls = [(programs[sample.function], sample.started + wall_offset) for sample in taken.samples]
+    sampled = Counter(sample.function for sample in taken.samples)
+    unsampled = [
+        (_program_key(hooks.function_name(call.function)[0]), call.count - sampled[call.function])
+        for call in taken.calls
+    ]
+    return calls, unsampled
 
 
 # -- executions ------------------------------------------------------------------------------

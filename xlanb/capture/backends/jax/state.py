@@ -25,6 +25,7 @@ from xlanb.capture.backends.jax.events import (
     Read,
     Transfer,
 )
+from xlanb.capture.backends.jax.reuse import KeptTraces
 from xlanb.formats.hlo_text import HloOpSource
 from xlanb.formats.jax_text import CallbackOp
 
@@ -100,6 +101,8 @@ class Token:
     reads: dict[tuple, int] = field(default_factory=dict)
     #: The live arrays when the capture began (a ``hooks.LiveSnapshot``).
     live: Any = None
+    #: No trace started yet: the capture reuses its cell's last trace (:mod:`..reuse`).
+    reusing: bool = False
 
 
 @dataclass(eq=False)
@@ -143,6 +146,8 @@ class Session:
     #: The static arguments (where -> repr) of each function's latest compile seen in a
     #: capture, to name the one that changed (the least recent forgotten past PEAKS_KEPT).
     statics: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: The programs each cell's last trace held, for the same cell run again.
+    traces: KeptTraces = field(default_factory=KeptTraces)
 
 
 @dataclass(eq=False, slots=True)
@@ -222,6 +227,11 @@ class JaxState:
     #: Called by the compile wrapper after each such compile (executable, StableHLO module,
     #: what `before_compile` returned): the read-ahead.
     on_compile: Callable[[Any, Any, str | None], None] | None = None
+    #: While a capture that reuses its cell's last trace has started none: the functions that
+    #: trace held (-> program key); the dispatch counter calls `trace_late` before launching
+    #: any other (the compile wrapper before any compile), which starts the trace.
+    traced_functions: dict[Any, str] | None = None
+    trace_late: Callable[[], None] | None = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------

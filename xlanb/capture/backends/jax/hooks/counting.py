@@ -71,6 +71,9 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         if state.stop_here is not None:
             stop_here, state.stop_here = state.stop_here, None
             stop_here()
+        known = state.traced_functions
+        if known is not None and args[0] not in known:
+            state.trace_late()  # a program the cell's last trace did not hold
         self = state.current = args[0]
         started = perf()
         try:
