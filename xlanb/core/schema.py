@@ -752,8 +752,9 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "true when timed by xlanb around a runtime call "
             "(torch._lazy's mark_step) or estimated for runs after the device trace's "
-            "window (JAX: the program's mean traced device time), rather than measured by "
-            "the runtime or its trace",
+            "window (JAX: the program's mean traced device time; in a cell run again that "
+            "reused its last trace, every run), rather than measured by the runtime or its "
+            "trace",
             _SPAN_WRITERS,
         ),
         _c(
@@ -802,7 +803,8 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "bool",
             "",
             "the step's run is estimated, not measured (its span is `estimated`): it ran "
-            "after the device trace's window, or was timed by xlanb (torch._lazy's mark_step)",
+            "after the device trace's window or in a cell that reused its last trace, or was "
+            "timed by xlanb (torch._lazy's mark_step)",
             ("time_account",),
         ),
         _rank(),

@@ -70,7 +70,8 @@ class XlaProfileMagics(Magics):
         metavar="N",
         help="Trace the cell's first N program runs (default 50, at most 10 s, fewer when "
         "runs are big: ~20,000 trace events, or 1 s of runs on a cell's first trace, at "
-        "least 5 runs); 0 traces the whole cell.",
+        "least 5 runs); 0 traces the whole cell. Given, a JAX cell run again is traced "
+        "again rather than reusing its last trace.",
     )
     @argument(
         "--max-compiles",
