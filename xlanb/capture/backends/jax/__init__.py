@@ -8,8 +8,9 @@ The package: this module is the backend protocol (``begin``, ``end``, ...); :mod
 holds every private JAX touch point (each checked once, a missing one turning its feature
 off with a note), :mod:`.state` the mutable state (one instance, locked where threads share
 it), :mod:`.events` the records the listeners make, :mod:`.rows` the frames' rows built from
-them, :mod:`.dispatch` the CPython side of the dispatch counter, and :mod:`.trace_session`
-JAX's profiler session for the device trace.
+them, :mod:`.dispatch` the CPython side of the dispatch counter, :mod:`.trace_session`
+JAX's profiler session for the device trace, and :mod:`.reuse` what a cell run again takes
+from its last trace instead of tracing.
 """
 
 from __future__ import annotations
