@@ -102,6 +102,22 @@ def test_untraced_gpu_calls_are_queued_after_the_window_at_the_traced_mean():
     )
 
 
+def test_runs_traced_by_an_earlier_capture_leave_every_call_estimated():
+    """A cell run again that reused its last trace: the traced runs are not among its calls,
+    so all 5 calls are queued from the capture's start at the traced mean."""
+    runs, launches = _gpu_steady()
+    key = device_time.program_key("jit(train_step)")
+    calls = [(key, launched) for launched in launches]
+    start = launches[0]
+    mean = (runs[0]["seconds"] + runs[1]["seconds"]) / 2
+    estimated = device_time.after_window_from_calls(
+        "jax", device_time.traced_runs(runs[:2]), calls, start, start + 1.0, traced_here=False
+    )
+    assert len(estimated) == 5 and all(s["estimated"] for s in estimated)
+    assert [s["seconds"] for s in estimated] == [pytest.approx(mean, rel=1e-12)] * 5
+    assert estimated[0]["start"] == start
+
+
 def test_a_run_called_after_the_queue_drained_starts_at_its_call():
     runs, launches = _gpu_steady()
     traced, window_end = runs[:2], _end(runs[1])
