@@ -14,7 +14,6 @@ Programs with host callbacks are never reused (their counts per run come from a 
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
@@ -122,7 +121,7 @@ def remember(
         except TypeError:
             continue
         programs[key] = TracedProgram(
-            reference, size, steady, copy.deepcopy(ops.get(key, [])), graphs.get(key)
+            reference, size, steady, [dict(op) for op in ops.get(key, [])], graphs.get(key)
         )
     if programs:
         kept.cells[options.source] = programs
