@@ -1050,3 +1050,25 @@ def test_a_program_traced_only_in_the_run_after_its_compile_is_traced_again(run,
     assert _traces_started() == started + 1  # traced again: a steady run this time
     run(cell)
     assert _traces_started() == started + 1  # reused
+
+
+@pytest.mark.trace_reuse
+def test_a_program_with_host_callbacks_is_traced_every_time(run, shell):
+    """A host callback's count per run comes from the trace (a loop can call it many times a
+    run): a cell whose program has one is never estimated from its last trace."""
+    run(
+        "import numpy as np\n@jax.jit\ndef ta_called_back(a):\n"
+        "    host = jax.pure_callback(lambda x: np.asarray(x) * 2, "
+        "jax.ShapeDtypeStruct(a.shape, a.dtype), a)\n"
+        "    return (host @ a).sum()\nta_called_back(ta_big[:64, :64]).block_until_ready()"
+    )
+    cell = (
+        "%%xla_profile -b jax -q --var called_back\nfor _ in range(3):\n"
+        "    out = ta_called_back(ta_big[:64, :64])\nout.block_until_ready()"
+    )
+    run(cell)
+    started = _traces_started()
+    run(cell)
+    assert _traces_started() == started + 1
+    prof = shell.user_ns["called_back"]
+    assert (prof.fallbacks["cause"] == "host_callback").any(), prof.fallbacks
