@@ -4,7 +4,8 @@ the same fields as the general one where quotes, braces and attribute order get 
 a module grown from a recorded one (its computations repeated) parses to as many nodes,
 edges and ops per copy as the recorded one; a name defined twice is the error of its second
 line; instructions whose tails are read once keep their own attributes, and nothing read is
-kept after the parse; op_name scope paths split by their head's split as whole paths do."""
+kept after the parse; op_name scope paths split by their head's split as whole paths do;
+a computation's body read at once (one match over it) parses as read line by line."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from xlanb.graphs import hlo, parse, scopes
@@ -183,3 +185,55 @@ def test_scope_paths_split_by_head_as_the_whole_path_splits(op_name: str) -> Non
         if first:
             scopes._scope_path(first)
         assert scopes._scope_path(op_name) == expected
+
+
+ODD_TAILS = """HloModule odd
+
+ENTRY main {
+  a = f32[4]{0} parameter(0), metadata={op_name="jit(f)/in" stack_frame_id=3}
+  b = f32[4]{0} negate(a), metadata={op_name="jit(f)/neg"}, sharding={replicated}
+  c = f32[4]{0} cosine(b),metadata={op_name="jit(f)/cos"}
+  d = f32[4]{0} sine(c), metadata={op_name="jit(f)/sin" source_line=4}
+  e = f32[4]{0} add(b, c), dimensions={0}, metadata={op_name="jit(f)/add" stack_frame_id=1}
+  f = f32[4]{0} add(b, e), dimensions={0}, metadata={op_name="jit(f)/add" stack_frame_id=1}
+  g = f32[4]{0} add(e, f), dimensions={0}, metadata={op_name="jit(f)/ad\\\\d"}
+  h = f32[4]{0} add(f, g), op_type="x, ", metadata={op_name="jit(f)/add"}
+  i = f32[4]{0} add(g, h), op_type="x, "
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(d, i), metadata={op_name="jit(f)/out"}
+}
+"""
+
+
+def _line_by_line(text: str) -> str:
+    """`text` with each computation's closing brace indented as its body's lines: they are
+    then read one by one, not the body at once (same nodes and line numbers)."""
+    return re.sub(r"(?m)^\}$", "  }", text)
+
+
+@pytest.mark.parametrize("name", ["odd tails", "recorded", "grown"])
+def test_bodies_read_at_once_read_as_line_by_line(name: str) -> None:
+    text = {
+        "odd tails": ODD_TAILS,
+        "recorded": RECORDED.read_text(),
+        "grown": _grown(RECORDED.read_text(), 3),
+    }[name]
+    assert _line_by_line(text) != text
+    for at_once, by_line in zip(
+        _frames(parse(text, "hlo")), _frames(parse(_line_by_line(text), "hlo")), strict=True
+    ):
+        pd.testing.assert_frame_equal(at_once, by_line)
+
+
+def test_odd_tails_keep_their_metadata_and_attributes() -> None:
+    nodes = parse(ODD_TAILS, "hlo").nodes.set_index("name")
+    assert nodes.loc["b", "attrs"] == {"sharding": "{replicated}"}
+    assert nodes.loc["d", "source_line"] == 4
+    assert nodes.loc["g", "op_name"] == "jit(f)/ad\\d"
+    assert nodes.loc["h", "attrs"] == nodes.loc["i", "attrs"] == {"op_type": '"x, "'}
+    assert nodes.loc["h", "op_name"] == "jit(f)/add"
+    assert nodes.loc["e", "attrs"] == {"dimensions": "{0}"}
+    assert nodes.loc["e", "attrs"] is not nodes.loc["f", "attrs"]
+
+
+def _frames(graph: Any) -> list[pd.DataFrame]:
+    return [graph.nodes, graph.edges, graph.scopes]

@@ -55,6 +55,22 @@ _SIMPLE = re.compile(
     r"([^\s(){}\[\]]+\[[^\]]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
     r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
 )
+#: ``_SIMPLE`` over a computation's body at once (each match one line, starting with two
+#: spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
+#: own group, the others in the next.
+_SIMPLE_LINES = re.compile(
+    r"^  (ROOT[^\S\n]+)?%?([^\s=]+) = "
+    r"([^\s(){}\[\]]+\[[^\]\n]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
+    r"([A-Za-z][\w\-.]*)\((?:(%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*)"
+    r"|([^(){}\[\]\"\n]*))\)"
+    # the tail: up to its first ``metadata={``, then JAX's common metadata body closing the
+    # line (op_name and stack frame id apart), or any other metadata and what follows it
+    r"([^m\n]*(?:m(?!etadata=\{)[^m\n]*)*)"
+    r"(?:metadata=\{(op_name=\"([^\"\\\n]*)\"(?: stack_frame_id=(\d+))?)\}|(metadata=\{.*))?$",
+    re.MULTILINE,
+)
+#: Line breaks of ``str.splitlines`` other than ``\n``.
+_OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
 #: One attribute ``key=value`` and the comma after it: see :func:`_attributes`.
 _ATTRIBUTES = re.compile(
@@ -197,6 +213,8 @@ def _read_once(text: str) -> _Read:
         _metadata_cache.clear()
         _rest_cache.clear()
         _tail_cache.clear()
+        _shapes.clear()
+        _rest_before_metadata.clear()
 
 
 def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
@@ -205,7 +223,14 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
     tables = StackTables()
     current: _Computation | None = None
     table = ""
-    for lineno, raw in enumerate(text.splitlines(), 1):
+    other_breaks = any(mark in text for mark in _OTHER_BREAKS)
+    lines = text.splitlines() if other_breaks else text.split("\n")
+    count = len(lines)
+    index = 0
+    while index < count:
+        raw = lines[index]
+        index += 1
+        lineno = index
         if current is not None and raw[:2] == "  " and (raw[2:3].isalpha() or raw[2:3] == "%"):
             current.instructions.append(_instruction(raw, lineno))  # the common line
             continue
@@ -227,6 +252,7 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
                     )
             elif line.endswith("{") and (match := _COMPUTATION.match(line)):
                 current = _Computation(match[2], bool(match[1]), lineno, max(len(modules) - 1, 0))
+                index = _read_body(lines, index, current.instructions)
             else:
                 raise ParseError(
                     KIND,
@@ -248,6 +274,134 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
     if not computations:
         raise ParseError(KIND, 0, "no computation found")
     return modules, computations, tables
+
+
+def _read_body(lines: list[str], start: int, instructions: list[_Instruction]) -> int:
+    """Read the body of the computation whose first line is ``lines[start]`` at once where
+    each of its indented lines is a common line (one ``_SIMPLE_LINES`` match each); returns
+    the index of the first line not read (``start`` when none is)."""
+    end = start
+    count = len(lines)
+    while end < count and lines[end][:2] == "  ":
+        end += 1
+    if end == start:
+        return start
+    found = _SIMPLE_LINES.findall("\n".join(lines[start:end]))
+    if len(found) != end - start:
+        return start  # read line by line
+    append = instructions.append
+    rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
+    metadata_get = _metadata_cache.get
+    shapes = _shapes
+    lineno = start
+    for found_line in found:
+        root, name, shape_text, op, plain, arguments, rest, body, op_name, frame, other = found_line
+        raw = lines[lineno]
+        lineno += 1
+        if body and rest[-2:] == ", " and not other:  # the common metadata, last
+            metadata = metadata_get(body)
+            if metadata is None:
+                metadata = {"op_name": op_name}
+                if frame:
+                    metadata["stack_frame_id"] = frame
+                _remember(body, metadata)
+            rest_read = before_get(rest)
+            if rest_read is None:
+                rest_read = _read_rest(_rest_before_metadata, rest, rest[:-2])
+            tail_attrs, calls, control = rest_read
+        elif not body and not other:
+            metadata = _NO_METADATA
+            rest_read = rest_get(rest)
+            if rest_read is None:
+                rest_read = _read_rest(_rest_cache, rest, rest)
+            tail_attrs, calls, control = rest_read
+        else:
+            tail = rest + (f"metadata={{{body}}}" if body else other)
+            read = _tail_cache.get(tail)
+            if read is None:
+                read = _read_tail(tail)
+            metadata, tail_attrs, calls, control = read
+        attrs = dict(tail_attrs) if tail_attrs else {}
+        if plain and op != "parameter" and op != "constant":
+            operands: list[str] = plain.replace("%", "").split(", ")  # a "%" only starts a name
+            elements = _WHOLE_RESULTS
+        else:
+            operands, elements = _other_operands(op, plain or arguments, attrs, lineno, raw)
+        if "op_type" in metadata:
+            attrs["op_type"] = metadata["op_type"]
+        parameter = -1
+        if op == "parameter" and attrs["parameter"].isdigit():
+            parameter = int(attrs["parameter"])
+        shape = shapes.get(shape_text)
+        if shape is None:
+            shape = shapes[shape_text] = hlo_shape(shape_text)
+        append(
+            _Instruction(
+                name,
+                op,
+                shape,
+                operands,
+                attrs,
+                metadata,
+                calls,
+                control,
+                bool(root),
+                lineno,
+                raw.strip(),
+                parameter,
+                -1,
+                elements,
+            )
+        )
+    return end
+
+
+def _read_rest(
+    cache: dict[str, _Rest], key: str, rest: str
+) -> tuple[dict[str, str], list[tuple[str, str]], list[str]]:
+    """The attributes, calls and control predecessors of an instruction's tail without its
+    metadata (`rest`), kept in `cache` under `key` while one text is read."""
+    attrs = _attributes(rest) if rest else {}
+    read = (attrs, *_calls(attrs))
+    if len(cache) > _METADATA_KEPT:
+        cache.clear()
+    cache[key] = read
+    return read
+
+
+#: :data:`_rest_cache` of the common lines whose tail ends in JAX's common metadata, by their
+#: tail up to it (the ``", "`` before it included).
+_rest_before_metadata: dict[str, _Rest] = {}
+
+
+#: Each shape as written -> :func:`hlo_shape` of it, while one text is read.
+_shapes: dict[str, str] = {}
+
+
+def _other_operands(
+    op: str, arguments: str, attrs: dict[str, str], lineno: int, raw: str
+) -> tuple[list[str], list[int]]:
+    """The operands of a common line whose operands are not all plain names (and of every
+    parameter and constant, whose argument goes into `attrs`), and the tuple element each
+    reads."""
+    operands: list[str] = []
+    elements: list[int] = []
+    if op == "parameter":
+        attrs["parameter"] = arguments.strip()
+    elif op == "constant":
+        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
+    else:
+        if "/*" in arguments:
+            arguments = _COMMENT.sub("", arguments)
+        for operand in arguments.split(","):
+            if not operand.strip():
+                continue
+            found_name = _NAME.match(operand.split()[-1])
+            if found_name is None:
+                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
+            operands.append(found_name[1])
+            elements.append(int(found_name[2]) if found_name[2] else -1)
+    return operands, elements
 
 
 def _instruction(raw: str, lineno: int) -> _Instruction:
@@ -321,8 +475,10 @@ def _read_tail(tail: str) -> _Tail:
 #: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
 _Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
 _tail_cache: dict[str, _Tail] = {}
+#: An instruction's attributes, calls and control predecessors.
+_Rest = tuple[dict[str, str], list[tuple[str, str]], list[str]]
 #: An instruction's attributes, calls and control predecessors, by its tail without metadata.
-_rest_cache: dict[str, tuple[dict[str, str], list[tuple[str, str]], list[str]]] = {}
+_rest_cache: dict[str, _Rest] = {}
 
 
 def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
