@@ -139,7 +139,8 @@ def test_instructions_with_one_tail_read_once_keep_their_own_attributes() -> Non
     assert (
         list(nodes.loc[["a", "b", "r1", "r2"], "op_name"]) == ["jit(f)/in"] * 2 + ["jit(f)/sum"] * 2
     )
-    assert not (hlo._tail_cache or hlo._metadata_cache or hlo._rest_cache)  # nothing kept
+    kept = (hlo._tail_cache, hlo._metadata_cache, hlo._rest_cache, hlo._rest_before_metadata)
+    assert not any(kept) and not hlo._shapes  # nothing kept
 
 
 TWICE = """HloModule twice

@@ -127,26 +127,90 @@ _WHOLE_RESULTS: list[int] = []
 
 @dataclass
 class _Computation:
+    """A computation's instructions by column (the k-th instruction's name is ``names[k]``),
+    in text order; :attr:`instructions` makes them objects when asked."""
+
     name: str
     entry: bool
     line: int
     module: int
-    instructions: list[_Instruction] = field(default_factory=list)
-    _parameters: dict[int, _Instruction] | None = field(default=None, repr=False)
+    names: list[str] = field(default_factory=list)
+    ops: list[str] = field(default_factory=list)
+    shapes: list[str] = field(default_factory=list)
+    operands: list[list[str]] = field(default_factory=list)
+    elements: list[list[int]] = field(default_factory=list)
+    attrs: list[dict[str, str]] = field(default_factory=list)
+    metadata: list[dict[str, str]] = field(default_factory=list)
+    calls: list[list[tuple[str, str]]] = field(default_factory=list)
+    control: list[list[str]] = field(default_factory=list)
+    roots: list[bool] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    parameters: list[int] = field(default_factory=list)
+    #: The node index of the first instruction in the graph being built (-1: none yet).
+    first_node: int = -1
+    _instructions: list[_Instruction] | None = field(default=None, repr=False)
+    _parameters: dict[int, int] | None = field(default=None, repr=False)
 
-    def parameter(self, number: int) -> _Instruction | None:
+    def add(self, instruction: _Instruction) -> None:
+        """Append an instruction read on its own."""
+        self.names.append(instruction.name)
+        self.ops.append(instruction.op)
+        self.shapes.append(instruction.shape)
+        self.operands.append(instruction.operands)
+        self.elements.append(instruction.elements)
+        self.attrs.append(instruction.attrs)
+        self.metadata.append(instruction.metadata)
+        self.calls.append(instruction.calls)
+        self.control.append(instruction.control)
+        self.roots.append(instruction.root)
+        self.lines.append(instruction.line)
+        self.texts.append(instruction.text)
+        self.parameters.append(instruction.parameter)
+
+    @property
+    def instructions(self) -> list[_Instruction]:
+        """The instructions as objects (made once)."""
+        if self._instructions is None:
+            first = self.first_node
+            self._instructions = [
+                _Instruction(*fields, first + k if first >= 0 else -1, elements)
+                for k, (*fields, elements) in enumerate(
+                    zip(
+                        self.names,
+                        self.ops,
+                        self.shapes,
+                        self.operands,
+                        self.attrs,
+                        self.metadata,
+                        self.calls,
+                        self.control,
+                        self.roots,
+                        self.lines,
+                        self.texts,
+                        self.parameters,
+                        self.elements,
+                        strict=True,
+                    )
+                )
+            ]
+        return self._instructions
+
+    def parameter(self, number: int) -> int | None:
+        """The position of the (first) instruction that is parameter `number`."""
         if self._parameters is None:
             self._parameters = {}
-            for instruction in self.instructions:
-                if instruction.parameter >= 0:
-                    self._parameters.setdefault(instruction.parameter, instruction)
+            for position, parameter in enumerate(self.parameters):
+                if parameter >= 0:
+                    self._parameters.setdefault(parameter, position)
         return self._parameters.get(number)
 
-    def root(self) -> _Instruction | None:
-        for instruction in self.instructions:
-            if instruction.root:
-                return instruction
-        return self.instructions[-1] if self.instructions else None
+    def root(self) -> int | None:
+        """The position of the root instruction (the last without one)."""
+        try:
+            return self.roots.index(True)
+        except ValueError:
+            return len(self.names) - 1 if self.names else None
 
 
 def looks_like(text: str) -> bool:
@@ -232,7 +296,7 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
         index += 1
         lineno = index
         if current is not None and raw[:2] == "  " and (raw[2:3].isalpha() or raw[2:3] == "%"):
-            current.instructions.append(_instruction(raw, lineno))  # the common line
+            current.add(_instruction(raw, lineno))  # the common line
             continue
         line = raw.rstrip()
         stripped = line.strip()
@@ -252,7 +316,7 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
                     )
             elif line.endswith("{") and (match := _COMPUTATION.match(line)):
                 current = _Computation(match[2], bool(match[1]), lineno, max(len(modules) - 1, 0))
-                index = _read_body(lines, index, current.instructions)
+                index = _read_body(lines, index, current)
             else:
                 raise ParseError(
                     KIND,
@@ -266,7 +330,7 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
             computations.append(current)
             current = None
             continue
-        current.instructions.append(_instruction(raw, lineno))
+        current.add(_instruction(raw, lineno))
     if current is not None:
         raise ParseError(
             KIND, current.line, f"computation {current.name} is never closed (no `}}`)"
@@ -276,8 +340,8 @@ def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], S
     return modules, computations, tables
 
 
-def _read_body(lines: list[str], start: int, instructions: list[_Instruction]) -> int:
-    """Read the body of the computation whose first line is ``lines[start]`` at once where
+def _read_body(lines: list[str], start: int, computation: _Computation) -> int:
+    """Read the body of `computation`, whose first line is ``lines[start]``, at once where
     each of its indented lines is a common line (one ``_SIMPLE_LINES`` match each); returns
     the index of the first line not read (``start`` when none is)."""
     end = start
@@ -289,14 +353,19 @@ def _read_body(lines: list[str], start: int, instructions: list[_Instruction]) -
     found = _SIMPLE_LINES.findall("\n".join(lines[start:end]))
     if len(found) != end - start:
         return start  # read line by line
-    append = instructions.append
+    roots, names, shape_texts, ops, plains, arguments, rests, bodies, op_names, frames, others = (
+        zip(*found, strict=True)
+    )
+    metadata_column, attrs_column = computation.metadata, computation.attrs
+    calls_column, control_column = computation.calls, computation.control
+    operands_column, elements_column = computation.operands, computation.elements
+    parameters = computation.parameters
     rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
     metadata_get = _metadata_cache.get
-    shapes = _shapes
     lineno = start
-    for found_line in found:
-        root, name, shape_text, op, plain, arguments, rest, body, op_name, frame, other = found_line
-        raw = lines[lineno]
+    for op, plain, argument, rest, body, op_name, frame, other in zip(
+        ops, plains, arguments, rests, bodies, op_names, frames, others, strict=True
+    ):
         lineno += 1
         if body and rest[-2:] == ", " and not other:  # the common metadata, last
             metadata = metadata_get(body)
@@ -322,37 +391,34 @@ def _read_body(lines: list[str], start: int, instructions: list[_Instruction]) -
                 read = _read_tail(tail)
             metadata, tail_attrs, calls, control = read
         attrs = dict(tail_attrs) if tail_attrs else {}
+        parameter = -1
         if plain and op != "parameter" and op != "constant":
-            operands: list[str] = plain.replace("%", "").split(", ")  # a "%" only starts a name
-            elements = _WHOLE_RESULTS
+            operands_column.append(plain.replace("%", "").split(", "))  # "%" only starts a name
+            elements_column.append(_WHOLE_RESULTS)
         else:
-            operands, elements = _other_operands(op, plain or arguments, attrs, lineno, raw)
+            operands, elements = _other_operands(
+                op, plain or argument, attrs, lineno, lines[lineno - 1]
+            )
+            operands_column.append(operands)
+            elements_column.append(elements)
+            if op == "parameter" and attrs["parameter"].isdigit():
+                parameter = int(attrs["parameter"])
         if "op_type" in metadata:
             attrs["op_type"] = metadata["op_type"]
-        parameter = -1
-        if op == "parameter" and attrs["parameter"].isdigit():
-            parameter = int(attrs["parameter"])
-        shape = shapes.get(shape_text)
-        if shape is None:
-            shape = shapes[shape_text] = hlo_shape(shape_text)
-        append(
-            _Instruction(
-                name,
-                op,
-                shape,
-                operands,
-                attrs,
-                metadata,
-                calls,
-                control,
-                bool(root),
-                lineno,
-                raw.strip(),
-                parameter,
-                -1,
-                elements,
-            )
-        )
+        attrs_column.append(attrs)
+        metadata_column.append(metadata)
+        calls_column.append(calls)
+        control_column.append(control)
+        parameters.append(parameter)
+    shapes = _shapes
+    for shape_text in set(shape_texts).difference(shapes):
+        shapes[shape_text] = hlo_shape(shape_text)
+    computation.shapes += map(shapes.__getitem__, shape_texts)
+    computation.names += names
+    computation.ops += ops
+    computation.roots += map(bool, roots)
+    computation.lines += range(start + 1, end + 1)
+    computation.texts += map(str.strip, lines[start:end])
     return end
 
 
@@ -671,35 +737,36 @@ def _add_nodes(
     tables: StackTables,
 ) -> _Neighbours:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
-    instructions = [i for c in computations for i in c.instructions]
-    if instructions:
-        columns = _node_columns(instructions, tables)
+    if any(c.names for c in computations):
+        columns = _node_columns(computations, tables)
         columns["id"] = _node_ids(modules, computations, columns["name"])
         start = builder.add_nodes(columns)
-        for index, instruction in enumerate(instructions, start):
-            instruction.node = index
+        for computation in computations:
+            computation.first_node = start
+            start += len(computation.names)
     return _add_edges(builder, computations)
 
 
-def _node_columns(instructions: list[_Instruction], tables: StackTables) -> dict[str, list[Any]]:
+def _node_columns(computations: list[_Computation], tables: StackTables) -> dict[str, list[Any]]:
     """The instructions' node columns but ``id``, each made in one pass."""
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
-    metadata = [i.metadata for i in instructions]
+    chain = itertools.chain.from_iterable
+    metadata = list(chain(c.metadata for c in computations))
     distinct = {id(meta): meta for meta in metadata}  # equal texts share one dict
     origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
     op_names, files, lines, functions = zip(*[origins[id(meta)] for meta in metadata], strict=True)
     return {
-        "name": [i.name for i in instructions],
-        "op": [i.op for i in instructions],
-        "shape": [i.shape for i in instructions],
+        "name": list(chain(c.names for c in computations)),
+        "op": list(chain(c.ops for c in computations)),
+        "shape": list(chain(c.shapes for c in computations)),
         "op_name": list(op_names),
         "source_file": list(files),
         "source_line": list(lines),
         "source_function": list(functions),
-        "attrs": [i.attrs for i in instructions],
-        "text": [i.text for i in instructions],
-        "line": [i.line for i in instructions],
-        "output": [i.root for i in instructions],
+        "attrs": list(chain(c.attrs for c in computations)),
+        "text": list(chain(c.texts for c in computations)),
+        "line": list(chain(c.lines for c in computations)),
+        "output": list(chain(c.roots for c in computations)),
     }
 
 
@@ -729,24 +796,26 @@ def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neig
     """Data and control edges; each node's operand nodes and user nodes (data edges)."""
     edges = _Edges()
     for computation in computations:
-        nodes = {i.name: i.node for i in computation.instructions}
-        if any(i.control for i in computation.instructions):
+        first = computation.first_node
+        nodes = dict(zip(computation.names, itertools.count(first)))
+        if any(computation.control):
             _add_edges_in_turn(computation, nodes, edges)
             continue
-        using = [i for i in computation.instructions if i.operands]
-        counts = [len(i.operands) for i in using]
-        names = list(itertools.chain.from_iterable(i.operands for i in using))
+        operands = computation.operands
+        names = list(itertools.chain.from_iterable(operands))
+        if not names:
+            continue
         try:
             sources = list(map(nodes.__getitem__, names))
         except KeyError:
-            for instruction in using:
-                _operand_nodes(instruction, nodes, computation.name)
+            for position in range(len(operands)):
+                _operand_nodes(computation, position, nodes)
             raise
-        edges.add_data(
-            sources,
-            [i.node for i, count in zip(using, counts, strict=True) for _ in range(count)],
-            [position for count in counts for position in range(count)],
-        )
+        counts = np.fromiter(map(len, operands), dtype=np.int64, count=len(operands))
+        targets = np.repeat(np.arange(first, first + len(operands), dtype=np.int64), counts)
+        starts = np.cumsum(counts) - counts
+        positions = np.arange(len(names), dtype=np.int64) - np.repeat(starts, counts)
+        edges.add_data(sources, targets.tolist(), positions.tolist())
     builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
     return _neighbours(edges, builder.node_count)
 
@@ -754,12 +823,15 @@ def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neig
 def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: _Edges) -> None:
     """:func:`_add_edges` of a computation with control edges: each instruction's data edges,
     then its control edges."""
-    for instruction in computation.instructions:
-        node = instruction.node
-        if instruction.operands:
-            sources = _operand_nodes(instruction, nodes, computation.name)
+    first = computation.first_node
+    for position, (operands, control) in enumerate(
+        zip(computation.operands, computation.control, strict=True)
+    ):
+        node = first + position
+        if operands:
+            sources = _operand_nodes(computation, position, nodes)
             edges.add_data(sources, [node] * len(sources), list(range(len(sources))))
-        for predecessor in instruction.control:
+        for predecessor in control:
             if predecessor in nodes:
                 edges.add_control(nodes[predecessor], node)
 
@@ -777,16 +849,17 @@ def _neighbours(edges: _Edges, count: int) -> _Neighbours:
     return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
 
 
-def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
+def _operand_nodes(computation: _Computation, position: int, nodes: dict[str, int]) -> list[int]:
+    """The nodes of the operands of `computation`'s instruction at `position`."""
     try:
-        return [nodes[operand] for operand in instruction.operands]
+        return [nodes[operand] for operand in computation.operands[position]]
     except KeyError as missing:
         raise ParseError(
             KIND,
-            instruction.line,
-            f"operand %{missing.args[0]} of {instruction.name} is not defined in computation "
-            f"{computation}",
-            instruction.text,
+            computation.lines[position],
+            f"operand %{missing.args[0]} of {computation.names[position]} is not defined in "
+            f"computation {computation.name}",
+            computation.texts[position],
         ) from None
 
 
@@ -798,14 +871,14 @@ def _node_ids(
     its module's when the text holds several."""
     if len(modules) <= 1 and len(set(names)) == len(names):  # each id is the name
         return names
-    counts = collections.Counter((c.module, i.name) for c in computations for i in c.instructions)
+    counts = collections.Counter((c.module, name) for c in computations for name in c.names)
     ids: list[str] = []
     for computation in computations:
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
         ids += [
-            prefix + (f"{computation.name}/{i.name}" if counts[(module, i.name)] > 1 else i.name)
-            for i in computation.instructions
+            prefix + (f"{computation.name}/{name}" if counts[(module, name)] > 1 else name)
+            for name in computation.names
         ]
     return ids
 
@@ -836,28 +909,29 @@ def _assign_scopes(
     neighbours: _Neighbours,
 ) -> None:
     by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
-    uses: dict[int, list[tuple[_Instruction, str]]] = {}
+    uses: dict[int, list[tuple[int, str]]] = {}  # callee -> (calling node, attribute)
     for computation in computations:
-        for instruction in computation.instructions:
-            for key, called in instruction.calls:
+        for position, calls in enumerate(computation.calls):
+            for key, called in calls:
                 callee = by_name.get((computation.module, called))
                 if callee is None:
                     raise ParseError(
                         KIND,
-                        instruction.line,
+                        computation.lines[position],
                         f"{key}={called}: no computation named {called}",
-                        instruction.text,
+                        computation.texts[position],
                     )
-                uses.setdefault(id(callee), []).append((instruction, key))
+                uses.setdefault(id(callee), []).append((computation.first_node + position, key))
+    ops = builder.columns["op"]
     nested: dict[int, list[tuple[str, _Computation]]] = {}  # instruction node -> callees
     nested_ids: set[int] = set()
     for computation in computations:
         found = uses.get(id(computation), [])
         if len(found) != 1:
             continue
-        instruction, key = found[0]
-        if key in _NESTING_KEYS or (key == "to_apply" and instruction.op in _NESTING_TO_APPLY):
-            nested.setdefault(instruction.node, []).append((key, computation))
+        node, key = found[0]
+        if key in _NESTING_KEYS or (key == "to_apply" and ops[node] in _NESTING_TO_APPLY):
+            nested.setdefault(node, []).append((key, computation))
             nested_ids.add(id(computation))
     operands, users = neighbours
     placer = _Placer(builder, nested, operands, users)
@@ -907,27 +981,29 @@ class _Placer:
 
     def place(self, computation: _Computation, scope: str, group: bool) -> None:
         builder = self.builder
-        members = [i.node for i in computation.instructions]
-        scope_of = builder.columns["scope"]
-        for index in members:
-            scope_of[index] = scope
+        first = computation.first_node
+        members = list(range(first, first + len(computation.names)))
+        builder.columns["scope"][first : first + len(members)] = [scope] * len(members)
         if group:
             group_by_op_name(builder, members, scope, self.operands, self.users)
-        for instruction in computation.instructions:
-            callees = self.nested.get(instruction.node)
+        nested = self.nested
+        for node in members:
+            callees = nested.get(node)
             if callees:
-                self._nest(instruction, callees)
+                self._nest(node, callees)
 
-    def _nest(self, caller: _Instruction, callees: list[tuple[str, _Computation]]) -> None:
+    def _nest(self, caller: int, callees: list[tuple[str, _Computation]]) -> None:
+        """Scopes for the computations the node `caller` calls."""
         builder = self.builder
-        parent = builder.columns["scope"][caller.node]
-        kind = _SCOPE_KINDS.get(caller.op, "call")
+        parent = builder.columns["scope"][caller]
+        name, op = builder.columns["name"][caller], builder.columns["op"][caller]
+        kind = _SCOPE_KINDS.get(op, "call")
         anchored = builder.add_scope(
-            f"{parent}/{caller.name}" if parent else caller.name,
+            f"{parent}/{name}" if parent else name,
             parent=parent,
-            label=caller.name,
+            label=name,
             kind=kind,
-            node=builder.columns["id"][caller.node],
+            node=builder.columns["id"][caller],
         )
         branches = [c for k, c in callees if k == "branch_computations"]
         for key, callee in callees:
@@ -940,18 +1016,18 @@ class _Placer:
                     label=f"{label}: {callee.name}",
                     kind="computation",
                 )
-            self.place(callee, scope, group=caller.op != "fusion")
+            self.place(callee, scope, group=op != "fusion")
             self._bind(caller, key, callee, branches)
 
     def _bind(
-        self, caller: _Instruction, key: str, callee: _Computation, branches: list[_Computation]
+        self, caller: int, key: str, callee: _Computation, branches: list[_Computation]
     ) -> None:
         """Edges from the caller's operands to the callee's parameters, and from the callee's
         root back to the caller."""
         builder = self.builder
         ids = builder.columns["id"]
-        caller_id = ids[caller.node]
-        operand_ids = self._operand_ids(caller)
+        caller_id = ids[caller]
+        operand_ids = [ids[i] for i in self.operands.get(caller, [])]
         if key in ("body", "condition"):
             pairs = [(0, 0)]
         elif key == "branch_computations":
@@ -965,11 +1041,9 @@ class _Placer:
         for operand, number in pairs:
             parameter = callee.parameter(number)
             if parameter is not None and operand < len(operand_ids):
-                builder.add_edge(operand_ids[operand], ids[parameter.node], operand, "param")
+                builder.add_edge(
+                    operand_ids[operand], ids[callee.first_node + parameter], operand, "param"
+                )
         root = callee.root()
         if root is not None:
-            builder.add_edge(ids[root.node], caller_id, 0, "root")
-
-    def _operand_ids(self, caller: _Instruction) -> list[str]:
-        ids = self.builder.columns["id"]
-        return [ids[i] for i in self.operands.get(caller.node, [])]
+            builder.add_edge(ids[callee.first_node + root], caller_id, 0, "root")
