@@ -238,3 +238,39 @@ def test_odd_tails_keep_their_metadata_and_attributes() -> None:
 
 def _frames(graph: Any) -> list[pd.DataFrame]:
     return [graph.nodes, graph.edges, graph.scopes]
+
+
+ELSEWHERE = """HloModule elsewhere
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, OPERAND)
+}
+
+ENTRY main {
+  a = f32[] parameter(0)
+  ROOT r = f32[] call(a, a), to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("operand", ["a", "nowhere"])
+def test_an_operand_not_in_its_computation_is_the_error_of_its_line(operand: str) -> None:
+    # names are unique in the module: operands are looked up among all nodes at once first
+    with pytest.raises(ParseError, match=f"operand %{operand} of s is not defined") as raised:
+        parse(ELSEWHERE.replace("OPERAND", operand), "hlo")
+    assert raised.value.line == 6
+
+
+def test_operands_by_name_in_every_computation() -> None:
+    edges = parse(ELSEWHERE.replace("OPERAND", "y"), "hlo").edges
+    assert edges.values.tolist() == [
+        ["x", "s", 0, "data"],
+        ["y", "s", 1, "data"],
+        ["a", "r", 0, "data"],
+        ["a", "r", 1, "data"],
+        ["a", "x", 0, "param"],
+        ["a", "y", 1, "param"],
+        ["s", "r", 0, "root"],
+    ]

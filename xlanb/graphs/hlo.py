@@ -737,14 +737,19 @@ def _add_nodes(
     tables: StackTables,
 ) -> _Neighbours:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
+    by_name: dict[str, int] | None = None
     if any(c.names for c in computations):
         columns = _node_columns(computations, tables)
-        columns["id"] = _node_ids(modules, computations, columns["name"])
+        names = columns["name"]
+        unique = len(modules) <= 1 and len(set(names)) == len(names)
+        columns["id"] = names if unique else _node_ids(modules, computations, names)
         start = builder.add_nodes(columns)
         for computation in computations:
             computation.first_node = start
             start += len(computation.names)
-    return _add_edges(builder, computations)
+        if unique:
+            by_name = builder.index  # each node's id is its name
+    return _add_edges(builder, computations, by_name)
 
 
 def _node_columns(computations: list[_Computation], tables: StackTables) -> dict[str, list[Any]]:
@@ -752,9 +757,10 @@ def _node_columns(computations: list[_Computation], tables: StackTables) -> dict
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
     chain = itertools.chain.from_iterable
     metadata = list(chain(c.metadata for c in computations))
-    distinct = {id(meta): meta for meta in metadata}  # equal texts share one dict
+    keys = list(map(id, metadata))
+    distinct = dict(zip(keys, metadata, strict=True))  # equal texts share one dict
     origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
-    op_names, files, lines, functions = zip(*[origins[id(meta)] for meta in metadata], strict=True)
+    op_names, files, lines, functions = zip(*map(origins.__getitem__, keys), strict=True)
     return {
         "name": list(chain(c.names for c in computations)),
         "op": list(chain(c.ops for c in computations)),
@@ -792,9 +798,18 @@ class _Edges:
         self.kinds.append("control")
 
 
-def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neighbours:
-    """Data and control edges; each node's operand nodes and user nodes (data edges)."""
+def _add_edges(
+    builder: GraphBuilder, computations: list[_Computation], by_name: dict[str, int] | None
+) -> _Neighbours:
+    """Data and control edges; each node's operand nodes and user nodes (data edges).
+    `by_name`: each node by its name, where names are unique."""
     edges = _Edges()
+    if by_name is not None and not any(any(c.control) for c in computations):
+        at_once = _data_edges_at_once(computations, by_name)
+        if at_once is not None:
+            edges.add_data(*at_once)
+            builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
+            return _neighbours(edges, builder.node_count)
     for computation in computations:
         first = computation.first_node
         nodes = dict(zip(computation.names, itertools.count(first)))
@@ -818,6 +833,36 @@ def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neig
         edges.add_data(sources, targets.tolist(), positions.tolist())
     builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
     return _neighbours(edges, builder.node_count)
+
+
+def _data_edges_at_once(
+    computations: list[_Computation], by_name: dict[str, int]
+) -> tuple[list[int], list[int], list[int]] | None:
+    """The data edges of all computations (sources, targets, operand positions), each operand
+    looked up by its name among all nodes; None where one is not in its user's computation
+    (each computation is then read on its own)."""
+    operands = list(itertools.chain.from_iterable(c.operands for c in computations))
+    names = list(itertools.chain.from_iterable(operands))
+    if not names:
+        return [], [], []
+    try:
+        sources = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
+    except KeyError:
+        return None
+    start, count = computations[0].first_node, len(operands)
+    sizes = np.fromiter((len(c.names) for c in computations), dtype=np.int64)
+    owners = np.repeat(np.arange(len(computations), dtype=np.int64), sizes)
+    counts = np.fromiter(map(len, operands), dtype=np.int64, count=count)
+    targets = np.repeat(np.arange(start, start + count, dtype=np.int64), counts)
+    inside = sources - start
+    if (inside < 0).any() or (inside >= count).any():
+        return None
+    if (owners[inside] != owners[targets - start]).any():
+        return None
+    positions = np.arange(len(names), dtype=np.int64) - np.repeat(
+        np.cumsum(counts) - counts, counts
+    )
+    return sources.tolist(), targets.tolist(), positions.tolist()
 
 
 def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: _Edges) -> None:
@@ -869,8 +914,6 @@ def _node_ids(
     """Each instruction's node id (``names``: the instructions' names, in text order): the
     name, prefixed by its computation's where the name is not unique in its module, and by
     its module's when the text holds several."""
-    if len(modules) <= 1 and len(set(names)) == len(names):  # each id is the name
-        return names
     counts = collections.Counter((c.module, name) for c in computations for name in c.names)
     ids: list[str] = []
     for computation in computations:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import heapq
+import itertools
+import operator
 import os
 import re
 from collections.abc import Iterable
@@ -543,15 +545,16 @@ def _costs(
     by_op = {op: is_host_callback(op, {}) for op in set(ops)}
     fallback_of = list(map(by_op.__getitem__, ops))
     fallbacks: dict[Any, bool] = {}
-    for index, attrs in enumerate(attrs_of):
-        if attrs and not _TARGET_KEYS.isdisjoint(attrs):  # a node that may name a target
-            get = attrs.get
-            op = ops[index]
-            target = (op, get("custom_call_target"), get("call_target_name"), get(_HOST))
-            fallback = fallbacks.get(target)
-            if fallback is None:
-                fallback = fallbacks[target] = is_host_callback(op, attrs)
-            fallback_of[index] = fallback
+    plain = map(_TARGET_KEYS.isdisjoint, attrs_of)
+    for index in itertools.compress(range(count), map(operator.not_, plain)):
+        attrs = attrs_of[index]  # attributes that may name a call target
+        get = attrs.get
+        op = ops[index]
+        target = (op, get("custom_call_target"), get("call_target_name"), get(_HOST))
+        fallback = fallbacks.get(target)
+        if fallback is None:
+            fallback = fallbacks[target] = is_host_callback(op, attrs)
+        fallback_of[index] = fallback
     reads = {op: reads_attributes(op) for op in by_op}
     keys = list(zip(ops, shapes, operand_shapes.first, strict=True))
     first_of = dict(zip(reversed(keys), range(count - 1, -1, -1), strict=True))  # first nodes
@@ -564,15 +567,14 @@ def _costs(
     found = list(map(costs.__getitem__, keys))
     if any(reads.values()):
         read_costs: dict[tuple[Any, ...], tuple[float, float]] = {}
-        for index, cost in enumerate(found):
+        for index in itertools.compress(range(count), map(reads.__getitem__, ops)):
+            op, shape, attrs = ops[index], shapes[index], attrs_of[index]
+            shapes_in = operand_shapes.of(index)
+            key = (op, shape, tuple(shapes_in), tuple(attrs.items()))
+            cost = read_costs.get(key)
             if cost is None:
-                op, shape, attrs = ops[index], shapes[index], attrs_of[index]
-                shapes_in = operand_shapes.of(index)
-                key = (op, shape, tuple(shapes_in), tuple(attrs.items()))
-                cost = read_costs.get(key)
-                if cost is None:
-                    cost = read_costs[key] = estimate(op, shape, attrs, shapes_in)
-                found[index] = cost
+                cost = read_costs[key] = estimate(op, shape, attrs, shapes_in)
+            found[index] = cost
     flops = [cost[0] for cost in found]  # type: ignore[index]
     bytes_of = [cost[1] for cost in found]  # type: ignore[index]
     return fallback_of, flops, bytes_of
