@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import heapq
-import itertools
-import operator
 import os
 import re
 from collections.abc import Iterable
@@ -540,46 +538,30 @@ def _costs(
     target (fallback), per distinct op, shape and first operand's shape (costs of the ops
     whose estimate reads no attribute) and per distinct op, shape, operands' shapes and
     attributes (the others)."""
-    ops, shapes, attrs_of = columns["op"], columns["shape"], columns["attrs"]
-    count = len(ops)
-    by_op = {op: is_host_callback(op, {}) for op in set(ops)}
-    fallback_of = list(map(by_op.__getitem__, ops))
     fallbacks: dict[Any, bool] = {}
-    plain = map(_TARGET_KEYS.isdisjoint, attrs_of)
-    for index in itertools.compress(range(count), map(operator.not_, plain)):
-        attrs = attrs_of[index]  # attributes that may name a call target
-        get = attrs.get
-        op = ops[index]
-        target = (op, get("custom_call_target"), get("call_target_name"), get(_HOST))
+    costs: dict[tuple[Any, ...], tuple[float, float]] = {}
+    reads = {op: reads_attributes(op) for op in set(columns["op"])}
+    fallback_of: list[bool] = []
+    flops: list[float] = []
+    bytes_of: list[float] = []
+    for index, (op, shape, attrs, first) in enumerate(
+        zip(columns["op"], columns["shape"], columns["attrs"], operand_shapes.first, strict=True)
+    ):
+        target: Any = op  # a node without attributes has no call target
+        if attrs:
+            get = attrs.get
+            custom, named = get("custom_call_target"), get("call_target_name")
+            target = (op, custom, named, get("is_host_transfer"))
         fallback = fallbacks.get(target)
         if fallback is None:
             fallback = fallbacks[target] = is_host_callback(op, attrs)
-        fallback_of[index] = fallback
-    reads = {op: reads_attributes(op) for op in by_op}
-    keys = list(zip(ops, shapes, operand_shapes.first, strict=True))
-    first_of = dict(zip(reversed(keys), range(count - 1, -1, -1), strict=True))  # first nodes
-    costs: dict[tuple[Any, ...], tuple[float, float] | None] = {
-        key: None
-        if reads[key[0]]
-        else estimate(key[0], key[1], attrs_of[index], operand_shapes.of(index))
-        for key, index in first_of.items()
-    }
-    found = list(map(costs.__getitem__, keys))
-    if any(reads.values()):
-        read_costs: dict[tuple[Any, ...], tuple[float, float]] = {}
-        for index in itertools.compress(range(count), map(reads.__getitem__, ops)):
-            op, shape, attrs = ops[index], shapes[index], attrs_of[index]
-            shapes_in = operand_shapes.of(index)
-            key = (op, shape, tuple(shapes_in), tuple(attrs.items()))
-            cost = read_costs.get(key)
-            if cost is None:
-                cost = read_costs[key] = estimate(op, shape, attrs, shapes_in)
-            found[index] = cost
-    flops = [cost[0] for cost in found]  # type: ignore[index]
-    bytes_of = [cost[1] for cost in found]  # type: ignore[index]
+        fallback_of.append(fallback)
+        key: tuple[Any, ...] = (op, shape, first)
+        if reads[op]:
+            key = (op, shape, tuple(operand_shapes.of(index)), tuple(attrs.items()))
+        cost = costs.get(key)
+        if cost is None:
+            cost = costs[key] = estimate(op, shape, attrs, operand_shapes.of(index))
+        flops.append(cost[0])
+        bytes_of.append(cost[1])
     return fallback_of, flops, bytes_of
-
-
-#: Attributes that name a call target or a host transfer (:func:`is_host_callback`).
-_HOST = "is_host_transfer"
-_TARGET_KEYS = frozenset(("custom_call_target", "call_target_name", _HOST))
