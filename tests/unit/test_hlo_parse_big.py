@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from xlanb.graphs import hlo, parse, scopes
+from xlanb.graphs import hlo_read, parse, scopes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.scopes import split_op_name
 
@@ -139,8 +139,9 @@ def test_instructions_with_one_tail_read_once_keep_their_own_attributes() -> Non
     assert (
         list(nodes.loc[["a", "b", "r1", "r2"], "op_name"]) == ["jit(f)/in"] * 2 + ["jit(f)/sum"] * 2
     )
-    kept = (hlo._tail_cache, hlo._metadata_cache, hlo._rest_cache, hlo._rest_before_metadata)
-    assert not any(kept) and not hlo._shapes  # nothing kept
+    read = hlo_read
+    kept = (read._tail_cache, read._metadata_cache, read._rest_cache, read._rest_before_metadata)
+    assert not any(kept) and not read._shapes  # nothing kept
 
 
 TWICE = """HloModule twice
