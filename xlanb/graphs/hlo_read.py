@@ -79,6 +79,8 @@ _CALL_KEYS = frozenset((*_CALL_KEYS_ORDERED, "control-predecessors"))
 
 @dataclass(slots=True)
 class Instruction:
+    """One instruction as read (the columns of :class:`Computation` as an object)."""
+
     name: str
     op: str
     shape: str
@@ -149,27 +151,29 @@ class Computation:
         """The instructions as objects (made once)."""
         if self._instructions is None:
             first = self.first_node
-            self._instructions = [
-                Instruction(*fields, first + k if first >= 0 else -1, elements)
-                for k, (*fields, elements) in enumerate(
-                    zip(
-                        self.names,
-                        self.ops,
-                        self.shapes,
-                        self.operands,
-                        self.attrs,
-                        self.metadata,
-                        self.calls,
-                        self.control,
-                        self.roots,
-                        self.lines,
-                        self.texts,
-                        self.parameters,
-                        self.elements,
-                        strict=True,
-                    )
-                )
-            ]
+            columns = zip(
+                self.names,
+                self.ops,
+                self.shapes,
+                self.operands,
+                self.attrs,
+                self.metadata,
+                self.calls,
+                self.control,
+                self.roots,
+                self.lines,
+                self.texts,
+                self.parameters,
+                self.elements,
+                strict=True,
+            )
+            self._instructions = []
+            for position, (*read, parameter, elements) in enumerate(columns):
+                node = first + position if first >= 0 else -1
+                instruction = Instruction(*read)
+                instruction.parameter, instruction.node = parameter, node
+                instruction.elements = elements
+                self._instructions.append(instruction)
         return self._instructions
 
     def parameter(self, number: int) -> int | None:
@@ -190,6 +194,7 @@ class Computation:
 
 
 def read_lines(text: str) -> tuple[list[tuple[str, int]], list[Computation], StackTables]:
+    """The modules (name, line), computations and stack-frame tables of HLO text."""
     modules: list[tuple[str, int]] = []
     computations: list[Computation] = []
     tables = StackTables()
