@@ -4,7 +4,8 @@ the same fields as the general one where quotes, braces and attribute order get 
 a module grown from a recorded one (its computations repeated) parses to as many nodes,
 edges and ops per copy as the recorded one; a name defined twice is the error of its second
 line; instructions whose tails are read once keep their own attributes, and nothing read is
-kept after the parse; op_name scope paths split by their head's split as whole paths do."""
+kept after the parse; op_name scope paths split by their head's split as whole paths do;
+a computation's body read at once (one match over it) parses as read line by line."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
-from xlanb.graphs import hlo, parse, scopes
+from xlanb.graphs import hlo_read, parse, scopes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.scopes import split_op_name
 
@@ -137,7 +139,9 @@ def test_instructions_with_one_tail_read_once_keep_their_own_attributes() -> Non
     assert (
         list(nodes.loc[["a", "b", "r1", "r2"], "op_name"]) == ["jit(f)/in"] * 2 + ["jit(f)/sum"] * 2
     )
-    assert not (hlo._tail_cache or hlo._metadata_cache or hlo._rest_cache)  # nothing kept
+    read = hlo_read
+    kept = (read._tail_cache, read._metadata_cache, read._rest_cache, read._rest_before_metadata)
+    assert not any(kept) and not read._shapes  # nothing kept
 
 
 TWICE = """HloModule twice
@@ -183,3 +187,91 @@ def test_scope_paths_split_by_head_as_the_whole_path_splits(op_name: str) -> Non
         if first:
             scopes._scope_path(first)
         assert scopes._scope_path(op_name) == expected
+
+
+ODD_TAILS = """HloModule odd
+
+ENTRY main {
+  a = f32[4]{0} parameter(0), metadata={op_name="jit(f)/in" stack_frame_id=3}
+  b = f32[4]{0} negate(a), metadata={op_name="jit(f)/neg"}, sharding={replicated}
+  c = f32[4]{0} cosine(b),metadata={op_name="jit(f)/cos"}
+  d = f32[4]{0} sine(c), metadata={op_name="jit(f)/sin" source_line=4}
+  e = f32[4]{0} add(b, c), dimensions={0}, metadata={op_name="jit(f)/add" stack_frame_id=1}
+  f = f32[4]{0} add(b, e), dimensions={0}, metadata={op_name="jit(f)/add" stack_frame_id=1}
+  g = f32[4]{0} add(e, f), dimensions={0}, metadata={op_name="jit(f)/ad\\\\d"}
+  h = f32[4]{0} add(f, g), op_type="x, ", metadata={op_name="jit(f)/add"}
+  i = f32[4]{0} add(g, h), op_type="x, "
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(d, i), metadata={op_name="jit(f)/out"}
+}
+"""
+
+
+def _line_by_line(text: str) -> str:
+    """`text` with each computation's closing brace indented as its body's lines: they are
+    then read one by one, not the body at once (same nodes and line numbers)."""
+    return re.sub(r"(?m)^\}$", "  }", text)
+
+
+@pytest.mark.parametrize("name", ["odd tails", "recorded", "grown"])
+def test_bodies_read_at_once_read_as_line_by_line(name: str) -> None:
+    text = {
+        "odd tails": ODD_TAILS,
+        "recorded": RECORDED.read_text(),
+        "grown": _grown(RECORDED.read_text(), 3),
+    }[name]
+    assert _line_by_line(text) != text
+    for at_once, by_line in zip(
+        _frames(parse(text, "hlo")), _frames(parse(_line_by_line(text), "hlo")), strict=True
+    ):
+        pd.testing.assert_frame_equal(at_once, by_line)
+
+
+def test_odd_tails_keep_their_metadata_and_attributes() -> None:
+    nodes = parse(ODD_TAILS, "hlo").nodes.set_index("name")
+    assert nodes.loc["b", "attrs"] == {"sharding": "{replicated}"}
+    assert nodes.loc["d", "source_line"] == 4
+    assert nodes.loc["g", "op_name"] == "jit(f)/ad\\d"
+    assert nodes.loc["h", "attrs"] == nodes.loc["i", "attrs"] == {"op_type": '"x, "'}
+    assert nodes.loc["h", "op_name"] == "jit(f)/add"
+    assert nodes.loc["e", "attrs"] == {"dimensions": "{0}"}
+    assert nodes.loc["e", "attrs"] is not nodes.loc["f", "attrs"]
+
+
+def _frames(graph: Any) -> list[pd.DataFrame]:
+    return [graph.nodes, graph.edges, graph.scopes]
+
+
+ELSEWHERE = """HloModule elsewhere
+
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, OPERAND)
+}
+
+ENTRY main {
+  a = f32[] parameter(0)
+  ROOT r = f32[] call(a, a), to_apply=add
+}
+"""
+
+
+@pytest.mark.parametrize("operand", ["a", "nowhere"])
+def test_an_operand_not_in_its_computation_is_the_error_of_its_line(operand: str) -> None:
+    # names are unique in the module: operands are looked up among all nodes at once first
+    with pytest.raises(ParseError, match=f"operand %{operand} of s is not defined") as raised:
+        parse(ELSEWHERE.replace("OPERAND", operand), "hlo")
+    assert raised.value.line == 6
+
+
+def test_operands_by_name_in_every_computation() -> None:
+    edges = parse(ELSEWHERE.replace("OPERAND", "y"), "hlo").edges
+    assert edges.values.tolist() == [
+        ["x", "s", 0, "data"],
+        ["y", "s", 1, "data"],
+        ["a", "r", 0, "data"],
+        ["a", "r", 1, "data"],
+        ["a", "x", 0, "param"],
+        ["a", "y", 1, "param"],
+        ["s", "r", 0, "root"],
+    ]

@@ -37,7 +37,7 @@ def test_categories_and_costs_read_a_text_once_and_keep_no_instruction():
     # the instructions read are not kept (a 350,000-instruction module's hold ~0.6 GB)
     import gc
 
-    from xlanb.graphs import hlo
+    from xlanb.graphs import hlo, hlo_read
     from xlanb.graphs.hlo_cost import module_facts, op_costs
 
     folder = DATA / "xla_gpu" / "transformer_cmdbuf" / "xla_dump"
@@ -59,7 +59,7 @@ def test_categories_and_costs_read_a_text_once_and_keep_no_instruction():
     assert module_facts.cache_info().currsize >= 1
     assert set(costs) <= set(categories)
     gc.collect()
-    assert not [item for item in gc.get_objects() if isinstance(item, hlo._Instruction)]
+    assert not [item for item in gc.get_objects() if isinstance(item, hlo_read.Instruction)]
 
 
 def test_op_names_are_unescaped_as_the_sources_give_them():

@@ -18,62 +18,23 @@ import itertools
 import re
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from xlanb.formats.jax_text import STACK_TABLES, StackTables
-from xlanb.formats.text import closing, key_values, split_top, unquote
+from xlanb.formats.jax_text import StackTables
 from xlanb.graphs.adjacency import Adjacent
 from xlanb.graphs.errors import ParseError
+from xlanb.graphs.hlo_read import (
+    KIND,
+    NESTING_KEYS,
+    Computation,
+    clear_caches,
+    read_lines,
+)
 from xlanb.graphs.model import Graph, GraphBuilder
 from xlanb.graphs.scopes import group_by_op_name
-from xlanb.graphs.shapes import hlo_shape
 
-KIND = "hlo"
-
-_INSTRUCTION = re.compile(r"\s*(ROOT\s+)?%?([^\s=]+)\s*=\s*")
-_COMPUTATION = re.compile(r"(ENTRY\s+)?%?([^\s(]+)\s*(.*?)\{\s*$")
-_OPCODE = re.compile(r"([A-Za-z][\w\-.]*)\(")
-_METADATA = re.compile(r',?\s*metadata=\{((?:[^{}"]|"(?:[^"\\]|\\.)*")*)\}')
-#: ``_METADATA`` from its keyword on: matched where ``str.find`` found the keyword.
-_METADATA_BODY = re.compile(r'metadata=\{([^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}"]*)*)\}')
-#: Operands that are all plain names (``%a, %b``): split on ``", "`` without a match each.
-_PLAIN_OPERANDS = re.compile(r"%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*")
-_FIELD = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
-#: The common metadata body, JAX's: an op_name without escapes, and maybe a stack frame id.
-_COMMON_METADATA = re.compile(r'op_name="([^"\\]*)"(?: stack_frame_id=(\d+))?')
-_COMMENT = re.compile(r"/\*.*?\*/")
-#: An operand: a name, or ``name#N`` (the dump's spelling of element N of a tuple result).
-_NAME = re.compile(r"%?([A-Za-z_][\w\-.]*)(?:#(\d+))?$")
-_CALLED = re.compile(r"%?([A-Za-z_][\w\-.]*)")
-#: The common instruction line in one match: a shape without brackets inside its layout (or a
-#: flat tuple), an opcode, operands that are plain names; anything else takes the general path.
-_SIMPLE = re.compile(
-    r"\s*(ROOT\s+)?%?([^\s=]+) = "
-    r"([^\s(){}\[\]]+\[[^\]]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
-    r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
-)
-
-#: One attribute ``key=value`` and the comma after it: see :func:`_attributes`.
-_ATTRIBUTES = re.compile(
-    r'(([\w.\-]+)=(\{[^{}"]*\}|"(?:[^"\\]|\\.)*"|[^\s,{}"()\[\]]+)(?:,\s*|\s*$))'
-)
-
-#: Attributes naming computations that nest under the instruction using them.
-_NESTING_KEYS = (
-    "calls",
-    "body",
-    "condition",
-    "true_computation",
-    "false_computation",
-    "branch_computations",
-    "called_computations",
-)
-#: Attributes naming called computations, in the order calls are listed, and control edges.
-_CALL_KEYS_ORDERED = (*_NESTING_KEYS, "to_apply")
-_CALL_KEYS = frozenset((*_CALL_KEYS_ORDERED, "control-predecessors"))
 _NESTING_TO_APPLY = ("call", "async-start", "custom-call")
 _SCOPE_KINDS = {
     "fusion": "fusion",
@@ -83,54 +44,6 @@ _SCOPE_KINDS = {
     "async-start": "call",
     "custom-call": "call",
 }
-
-
-@dataclass(slots=True)
-class _Instruction:
-    name: str
-    op: str
-    shape: str
-    operands: list[str]
-    attrs: dict[str, str]
-    metadata: dict[str, str]
-    calls: list[tuple[str, str]]
-    control: list[str]
-    root: bool
-    line: int
-    text: str
-    parameter: int = -1
-    node: int = -1  # index in the builder
-    #: Per operand, the tuple element it reads (``name#N``), -1 for the whole result (and
-    #: for operands past the list's end).
-    elements: list[int] = field(default_factory=list)
-
-
-#: The elements of operands that each read a whole result (shared: read-only).
-_WHOLE_RESULTS: list[int] = []
-
-
-@dataclass
-class _Computation:
-    name: str
-    entry: bool
-    line: int
-    module: int
-    instructions: list[_Instruction] = field(default_factory=list)
-    _parameters: dict[int, _Instruction] | None = field(default=None, repr=False)
-
-    def parameter(self, number: int) -> _Instruction | None:
-        if self._parameters is None:
-            self._parameters = {}
-            for instruction in self.instructions:
-                if instruction.parameter >= 0:
-                    self._parameters.setdefault(instruction.parameter, instruction)
-        return self._parameters.get(number)
-
-    def root(self) -> _Instruction | None:
-        for instruction in self.instructions:
-            if instruction.root:
-                return instruction
-        return self.instructions[-1] if self.instructions else None
 
 
 def looks_like(text: str) -> bool:
@@ -153,14 +66,14 @@ def parse(text: str) -> Graph:
 
 
 # -- reading ------------------------------------------------------------------------------
-def computations(text: str) -> list[_Computation]:
+def computations(text: str) -> list[Computation]:
     """The computations of HLO text, each with its instructions (name, op, shape, operands,
     attrs) as read, without building a graph: for :mod:`xlanb.graphs.hlo_cost`, which keeps
     what it draws from them, not them."""
     return _read(text)[1]
 
 
-_Read = tuple[list[tuple[str, int]], list[_Computation], StackTables]
+_Read = tuple[list[tuple[str, int]], list[Computation], StackTables]
 #: Reads shared while :func:`sharing_reads` runs: text -> (the thread sharing it, its read, or
 #: None before the first).
 _SHARED_READS: dict[str, tuple[int, _Read | None]] = {}
@@ -192,358 +105,55 @@ def _read(text: str) -> _Read:
 
 def _read_once(text: str) -> _Read:
     try:
-        return _read_lines(text)
+        return read_lines(text)
     finally:
-        _metadata_cache.clear()
-        _rest_cache.clear()
-        _tail_cache.clear()
-
-
-def _read_lines(text: str) -> tuple[list[tuple[str, int]], list[_Computation], StackTables]:
-    modules: list[tuple[str, int]] = []
-    computations: list[_Computation] = []
-    tables = StackTables()
-    current: _Computation | None = None
-    table = ""
-    for lineno, raw in enumerate(text.splitlines(), 1):
-        if current is not None and raw[:2] == "  " and (raw[2:3].isalpha() or raw[2:3] == "%"):
-            current.instructions.append(_instruction(raw, lineno))  # the common line
-            continue
-        line = raw.rstrip()
-        stripped = line.strip()
-        if not stripped or stripped.startswith("//") or stripped.startswith("#"):
-            table = "" if not stripped else table
-            continue
-        if current is None:
-            if line.startswith("HloModule"):
-                name = line[len("HloModule") :].strip().split(",")[0].strip()
-                modules.append((name, lineno))
-            elif stripped in STACK_TABLES:
-                table = stripped
-            elif table and stripped[0].isdigit():
-                if not tables.add(table, stripped):
-                    raise ParseError(
-                        KIND, lineno, f"expected an entry `N value` of the {table} table", raw
-                    )
-            elif line.endswith("{") and (match := _COMPUTATION.match(line)):
-                current = _Computation(match[2], bool(match[1]), lineno, max(len(modules) - 1, 0))
-            else:
-                raise ParseError(
-                    KIND,
-                    lineno,
-                    "expected `HloModule`, a computation header "
-                    "`name (params) -> shape {` or a table",
-                    raw,
-                )
-            continue
-        if stripped == "}":
-            computations.append(current)
-            current = None
-            continue
-        current.instructions.append(_instruction(raw, lineno))
-    if current is not None:
-        raise ParseError(
-            KIND, current.line, f"computation {current.name} is never closed (no `}}`)"
-        )
-    if not computations:
-        raise ParseError(KIND, 0, "no computation found")
-    return modules, computations, tables
-
-
-def _instruction(raw: str, lineno: int) -> _Instruction:
-    simple = _SIMPLE.match(raw)
-    if simple is None:
-        return _general_instruction(raw, lineno)
-    root, name, shape_text, op, arguments, tail = simple.groups()
-    read = _tail_cache.get(tail)
-    if read is None:
-        read = _read_tail(tail)
-    metadata, tail_attrs, calls, control = read
-    attrs = dict(tail_attrs)
-    if _PLAIN_OPERANDS.fullmatch(arguments) and op != "parameter" and op != "constant":
-        plain = arguments.replace("%", "").split(", ")  # a "%" only starts a name
-        return _finish(
-            name,
-            op,
-            shape_text,
-            plain,
-            _WHOLE_RESULTS,
-            attrs,
-            metadata,
-            root,
-            lineno,
-            raw,
-            calls,
-            control,
-        )
-    operands: list[str] = []
-    elements: list[int] = []
-    if op == "parameter":
-        attrs["parameter"] = arguments.strip()
-    elif op == "constant":
-        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    else:
-        if "/*" in arguments:
-            arguments = _COMMENT.sub("", arguments)
-        for operand in arguments.split(","):
-            if not operand.strip():
-                continue
-            found_name = _NAME.match(operand.split()[-1])
-            if found_name is None:
-                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
-            operands.append(found_name[1])
-            elements.append(int(found_name[2]) if found_name[2] else -1)
-    return _finish(
-        name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw, calls, control
-    )
-
-
-def _read_tail(tail: str) -> _Tail:
-    """What an instruction's tail (after its operands) holds: its metadata, its attributes
-    (read-only: each instruction takes a copy), the computations it calls and its control
-    predecessors. Equal tails, and equal tails without their metadata, are read once while
-    one text is read."""
-    metadata: dict[str, str] = _NO_METADATA
-    rest = tail
-    if "metadata={" in tail:
-        metadata, rest = _metadata(tail)
-    rest_read = _rest_cache.get(rest)
-    if rest_read is None:
-        attrs = _attributes(rest) if rest else {}
-        rest_read = _rest_cache[rest] = (attrs, *_calls(attrs))
-    if len(_tail_cache) > _METADATA_KEPT:
-        _tail_cache.clear()
-        _rest_cache.clear()
-    read = _tail_cache[tail] = (metadata, *rest_read)
-    return read
-
-
-#: An instruction's metadata, attributes, calls and control predecessors, read from its tail.
-_Tail = tuple[dict[str, str], dict[str, str], list[tuple[str, str]], list[str]]
-_tail_cache: dict[str, _Tail] = {}
-#: An instruction's attributes, calls and control predecessors, by its tail without metadata.
-_rest_cache: dict[str, tuple[dict[str, str], list[tuple[str, str]], list[str]]] = {}
-
-
-def _calls(attrs: dict[str, str]) -> tuple[list[tuple[str, str]], list[str]]:
-    """The (attribute, computation) pairs an instruction calls, and its control predecessors."""
-    calls: list[tuple[str, str]] = []
-    control: list[str] = []
-    if attrs and not _CALL_KEYS.isdisjoint(attrs):
-        for key in _CALL_KEYS_ORDERED:
-            if key in attrs:
-                calls.extend((key, called) for called in _CALLED.findall(attrs[key]))
-        if "control-predecessors" in attrs:
-            control = _CALLED.findall(attrs["control-predecessors"])
-    return calls, control
-
-
-#: The metadata of an instruction without any (shared: read-only).
-_NO_METADATA: dict[str, str] = {}
-
-
-def _metadata(tail: str) -> tuple[dict[str, str], str]:
-    """The ``metadata={...}`` fields of an instruction's tail, and the tail without them.
-    Equal metadata texts share one dict (read-only) while one text is read."""
-    start = tail.find("metadata={")
-    if start >= 2 and tail[-1] == "}" and tail.startswith(", ", start - 2):  # the common case
-        body = tail[start + 10 : -1]
-        metadata = _metadata_cache.get(body)
-        if metadata is None and (metadata := _common_metadata(body)) is not None:
-            _remember(body, metadata)
-        if metadata is not None:
-            return metadata, tail[: start - 2]
-    found = _METADATA_BODY.match(tail, start)
-    if found is None:
-        searched = _METADATA.search(tail)
-        if searched is None:
-            return _NO_METADATA, tail
-        body, start, end = searched[1], searched.start(), searched.end()
-    else:
-        body, end = found[1], found.end()
-        while start and tail[start - 1] in " \t":
-            start -= 1
-        if start and tail[start - 1] == ",":
-            start -= 1
-    metadata = _metadata_cache.get(body)
-    if metadata is None:
-        metadata = _common_metadata(body) or {
-            k: v[1:-1] if v[-1] == v[0] == '"' != v and "\\" not in v else unquote(v)
-            for k, v in _FIELD.findall(body)
-        }
-        _remember(body, metadata)
-    return metadata, tail[:start] + tail[end:]
-
-
-def _common_metadata(body: str) -> dict[str, str] | None:
-    """The fields of JAX's common metadata body, None for another."""
-    common = _COMMON_METADATA.fullmatch(body)
-    if common is None:
-        return None
-    metadata = {"op_name": common[1]}
-    if common[2] is not None:
-        metadata["stack_frame_id"] = common[2]
-    return metadata
-
-
-def _remember(body: str, metadata: dict[str, str]) -> None:
-    """Keep `metadata` for equal bodies (at most :data:`_METADATA_KEPT` at once)."""
-    if len(_metadata_cache) > _METADATA_KEPT:
-        _metadata_cache.clear()
-    _metadata_cache[body] = metadata
-
-
-_METADATA_KEPT = 1 << 20
-_metadata_cache: dict[str, dict[str, str]] = {}
-
-
-def _attributes(tail: str) -> dict[str, str]:
-    """``key_values`` of an instruction's attributes, by one regex where each value is a name,
-    a number, a quoted string or braces without braces inside (the common case)."""
-    text = tail.strip().lstrip(",").strip()
-    if not text:
-        return {}
-    found = _ATTRIBUTES.findall(text)
-    if sum(len(whole) for whole, _key, _value in found) == len(text):
-        return {key: value for _whole, key, value in found}
-    return key_values(text)
-
-
-def _finish(
-    name: str,
-    op: str,
-    shape_text: str,
-    operands: list[str],
-    elements: list[int],
-    attrs: dict[str, str],
-    metadata: dict[str, str],
-    root: str | None,
-    lineno: int,
-    raw: str,
-    calls: list[tuple[str, str]],
-    control: list[str],
-) -> _Instruction:
-    """The instruction; ``calls`` and ``control`` may be shared with others (read-only)."""
-    if "op_type" in metadata:
-        attrs["op_type"] = metadata["op_type"]
-    parameter = -1
-    if op == "parameter" and "parameter" in attrs and attrs["parameter"].isdigit():
-        parameter = int(attrs["parameter"])
-    return _Instruction(
-        name,
-        op,
-        hlo_shape(shape_text),
-        operands,
-        attrs,
-        metadata,
-        calls,
-        control,
-        bool(root),
-        lineno,
-        raw.strip(),
-        parameter,
-        elements=elements,
-    )
-
-
-def _general_instruction(raw: str, lineno: int) -> _Instruction:
-    match = _INSTRUCTION.match(raw)
-    if not match:
-        raise ParseError(KIND, lineno, "expected an instruction `name = shape opcode(...)`", raw)
-    rest = raw[match.end() :]
-    metadata: dict[str, str] = {}
-    found = _METADATA.search(rest)
-    if found:
-        metadata = {k: unquote(v) for k, v in _FIELD.findall(found[1])}
-        rest = rest[: found.start()] + rest[found.end() :]
-    if rest.startswith("("):
-        end = closing(rest, 0)
-        if end < 0:
-            raise ParseError(KIND, lineno, "unclosed tuple shape", raw)
-        shape_text, rest = rest[: end + 1], rest[end + 1 :].lstrip()
-    else:
-        shape_text, _, rest = rest.partition(" ")
-    op_match = _OPCODE.match(rest)
-    if not op_match:
-        raise ParseError(KIND, lineno, "expected `opcode(operands)` after the shape", raw)
-    op = op_match[1]
-    open_at = op_match.end() - 1
-    close_at = rest.find(")", open_at)
-    if close_at < 0 or any(c in rest[open_at + 1 : close_at] for c in '({"'):
-        close_at = closing(rest, open_at)
-    if close_at < 0:
-        raise ParseError(KIND, lineno, f"unclosed operand list of {op}", raw)
-    arguments = rest[open_at + 1 : close_at]
-    tail = rest[close_at + 1 :].strip().lstrip(",")
-    attrs = key_values(tail) if tail.strip() else {}
-    operands: list[str] = []
-    elements: list[int] = []
-    if op == "parameter":
-        attrs["parameter"] = arguments.strip()
-    elif op == "constant":
-        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    else:
-        for operand in split_top(_COMMENT.sub("", arguments)):
-            token = operand.split()[-1]
-            name = _NAME.match(token)
-            if name is None:
-                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
-            operands.append(name[1])
-            elements.append(int(name[2]) if name[2] else -1)
-    calls, control = _calls(attrs)
-    return _finish(
-        match[2],
-        op,
-        shape_text,
-        operands,
-        elements,
-        attrs,
-        metadata,
-        match[1],
-        lineno,
-        raw,
-        calls,
-        control,
-    )
+        clear_caches()
 
 
 # -- nodes and edges ----------------------------------------------------------------------
 def _add_nodes(
     builder: GraphBuilder,
     modules: list[tuple[str, int]],
-    computations: list[_Computation],
+    computations: list[Computation],
     tables: StackTables,
 ) -> _Neighbours:
     """Nodes and edges; returns each node's operand nodes and user nodes (data edges)."""
-    instructions = [i for c in computations for i in c.instructions]
-    if instructions:
-        columns = _node_columns(instructions, tables)
-        columns["id"] = _node_ids(modules, computations, columns["name"])
+    by_name: dict[str, int] | None = None
+    if any(c.names for c in computations):
+        columns = _node_columns(computations, tables)
+        names = columns["name"]
+        unique = len(modules) <= 1 and len(set(names)) == len(names)
+        columns["id"] = names if unique else _node_ids(modules, computations, names)
         start = builder.add_nodes(columns)
-        for index, instruction in enumerate(instructions, start):
-            instruction.node = index
-    return _add_edges(builder, computations)
+        for computation in computations:
+            computation.first_node = start
+            start += len(computation.names)
+        if unique:
+            by_name = builder.index  # each node's id is its name
+    return _add_edges(builder, computations, by_name)
 
 
-def _node_columns(instructions: list[_Instruction], tables: StackTables) -> dict[str, list[Any]]:
+def _node_columns(computations: list[Computation], tables: StackTables) -> dict[str, list[Any]]:
     """The instructions' node columns but ``id``, each made in one pass."""
     innermost = functools.lru_cache(maxsize=None)(tables.innermost)
-    metadata = [i.metadata for i in instructions]
-    distinct = {id(meta): meta for meta in metadata}  # equal texts share one dict
+    chain = itertools.chain.from_iterable
+    metadata = list(chain(c.metadata for c in computations))
+    keys = list(map(id, metadata))
+    distinct = dict(zip(keys, metadata, strict=True))  # equal texts share one dict
     origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
-    op_names, files, lines, functions = zip(*[origins[id(meta)] for meta in metadata], strict=True)
+    op_names, files, lines, functions = zip(*map(origins.__getitem__, keys), strict=True)
     return {
-        "name": [i.name for i in instructions],
-        "op": [i.op for i in instructions],
-        "shape": [i.shape for i in instructions],
+        "name": list(chain(c.names for c in computations)),
+        "op": list(chain(c.ops for c in computations)),
+        "shape": list(chain(c.shapes for c in computations)),
         "op_name": list(op_names),
         "source_file": list(files),
         "source_line": list(lines),
         "source_function": list(functions),
-        "attrs": [i.attrs for i in instructions],
-        "text": [i.text for i in instructions],
-        "line": [i.line for i in instructions],
-        "output": [i.root for i in instructions],
+        "attrs": list(chain(c.attrs for c in computations)),
+        "text": list(chain(c.texts for c in computations)),
+        "line": list(chain(c.lines for c in computations)),
+        "output": list(chain(c.roots for c in computations)),
     }
 
 
@@ -569,41 +179,85 @@ class _Edges:
         self.kinds.append("control")
 
 
-def _add_edges(builder: GraphBuilder, computations: list[_Computation]) -> _Neighbours:
-    """Data and control edges; each node's operand nodes and user nodes (data edges)."""
+def _add_edges(
+    builder: GraphBuilder, computations: list[Computation], by_name: dict[str, int] | None
+) -> _Neighbours:
+    """Data and control edges; each node's operand nodes and user nodes (data edges).
+    `by_name`: each node by its name, where names are unique."""
     edges = _Edges()
+    if by_name is not None and not any(any(c.control) for c in computations):
+        at_once = _data_edges_at_once(computations, by_name)
+        if at_once is not None:
+            edges.add_data(*at_once)
+            builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
+            return _neighbours(edges, builder.node_count)
     for computation in computations:
-        nodes = {i.name: i.node for i in computation.instructions}
-        if any(i.control for i in computation.instructions):
+        first = computation.first_node
+        nodes = dict(zip(computation.names, itertools.count(first)))
+        if any(computation.control):
             _add_edges_in_turn(computation, nodes, edges)
             continue
-        using = [i for i in computation.instructions if i.operands]
-        counts = [len(i.operands) for i in using]
-        names = list(itertools.chain.from_iterable(i.operands for i in using))
+        operands = computation.operands
+        names = list(itertools.chain.from_iterable(operands))
+        if not names:
+            continue
         try:
             sources = list(map(nodes.__getitem__, names))
         except KeyError:
-            for instruction in using:
-                _operand_nodes(instruction, nodes, computation.name)
+            for position in range(len(operands)):
+                _operand_nodes(computation, position, nodes)
             raise
-        edges.add_data(
-            sources,
-            [i.node for i, count in zip(using, counts, strict=True) for _ in range(count)],
-            [position for count in counts for position in range(count)],
-        )
+        counts = np.fromiter(map(len, operands), dtype=np.int64, count=len(operands))
+        targets = np.repeat(np.arange(first, first + len(operands), dtype=np.int64), counts)
+        starts = np.cumsum(counts) - counts
+        positions = np.arange(len(names), dtype=np.int64) - np.repeat(starts, counts)
+        edges.add_data(sources, targets.tolist(), positions.tolist())
     builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
     return _neighbours(edges, builder.node_count)
 
 
-def _add_edges_in_turn(computation: _Computation, nodes: dict[str, int], edges: _Edges) -> None:
+def _data_edges_at_once(
+    computations: list[Computation], by_name: dict[str, int]
+) -> tuple[list[int], list[int], list[int]] | None:
+    """The data edges of all computations (sources, targets, operand positions), each operand
+    looked up by its name among all nodes; None where one is not in its user's computation
+    (each computation is then read on its own)."""
+    operands = list(itertools.chain.from_iterable(c.operands for c in computations))
+    names = list(itertools.chain.from_iterable(operands))
+    if not names:
+        return [], [], []
+    try:
+        sources = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
+    except KeyError:
+        return None
+    start, count = computations[0].first_node, len(operands)
+    sizes = np.fromiter((len(c.names) for c in computations), dtype=np.int64)
+    owners = np.repeat(np.arange(len(computations), dtype=np.int64), sizes)
+    counts = np.fromiter(map(len, operands), dtype=np.int64, count=count)
+    targets = np.repeat(np.arange(start, start + count, dtype=np.int64), counts)
+    inside = sources - start
+    if (inside < 0).any() or (inside >= count).any():
+        return None
+    if (owners[inside] != owners[targets - start]).any():
+        return None
+    positions = np.arange(len(names), dtype=np.int64) - np.repeat(
+        np.cumsum(counts) - counts, counts
+    )
+    return sources.tolist(), targets.tolist(), positions.tolist()
+
+
+def _add_edges_in_turn(computation: Computation, nodes: dict[str, int], edges: _Edges) -> None:
     """:func:`_add_edges` of a computation with control edges: each instruction's data edges,
     then its control edges."""
-    for instruction in computation.instructions:
-        node = instruction.node
-        if instruction.operands:
-            sources = _operand_nodes(instruction, nodes, computation.name)
+    first = computation.first_node
+    for position, (operands, control) in enumerate(
+        zip(computation.operands, computation.control, strict=True)
+    ):
+        node = first + position
+        if operands:
+            sources = _operand_nodes(computation, position, nodes)
             edges.add_data(sources, [node] * len(sources), list(range(len(sources))))
-        for predecessor in instruction.control:
+        for predecessor in control:
             if predecessor in nodes:
                 edges.add_control(nodes[predecessor], node)
 
@@ -621,35 +275,34 @@ def _neighbours(edges: _Edges, count: int) -> _Neighbours:
     return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
 
 
-def _operand_nodes(instruction: _Instruction, nodes: dict[str, int], computation: str) -> list[int]:
+def _operand_nodes(computation: Computation, position: int, nodes: dict[str, int]) -> list[int]:
+    """The nodes of the operands of `computation`'s instruction at `position`."""
     try:
-        return [nodes[operand] for operand in instruction.operands]
+        return [nodes[operand] for operand in computation.operands[position]]
     except KeyError as missing:
         raise ParseError(
             KIND,
-            instruction.line,
-            f"operand %{missing.args[0]} of {instruction.name} is not defined in computation "
-            f"{computation}",
-            instruction.text,
+            computation.lines[position],
+            f"operand %{missing.args[0]} of {computation.names[position]} is not defined in "
+            f"computation {computation.name}",
+            computation.texts[position],
         ) from None
 
 
 def _node_ids(
-    modules: list[tuple[str, int]], computations: list[_Computation], names: list[str]
+    modules: list[tuple[str, int]], computations: list[Computation], names: list[str]
 ) -> list[str]:
     """Each instruction's node id (``names``: the instructions' names, in text order): the
     name, prefixed by its computation's where the name is not unique in its module, and by
     its module's when the text holds several."""
-    if len(modules) <= 1 and len(set(names)) == len(names):  # each id is the name
-        return names
-    counts = collections.Counter((c.module, i.name) for c in computations for i in c.instructions)
+    counts = collections.Counter((c.module, name) for c in computations for name in c.names)
     ids: list[str] = []
     for computation in computations:
         module = computation.module
         prefix = f"{modules[module][0]}/" if len(modules) > 1 else ""
         ids += [
-            prefix + (f"{computation.name}/{i.name}" if counts[(module, i.name)] > 1 else i.name)
-            for i in computation.instructions
+            prefix + (f"{computation.name}/{name}" if counts[(module, name)] > 1 else name)
+            for name in computation.names
         ]
     return ids
 
@@ -676,32 +329,33 @@ def _source(
 def _assign_scopes(
     builder: GraphBuilder,
     modules: list[tuple[str, int]],
-    computations: list[_Computation],
+    computations: list[Computation],
     neighbours: _Neighbours,
 ) -> None:
-    by_name: dict[tuple[int, str], _Computation] = {(c.module, c.name): c for c in computations}
-    uses: dict[int, list[tuple[_Instruction, str]]] = {}
+    by_name: dict[tuple[int, str], Computation] = {(c.module, c.name): c for c in computations}
+    uses: dict[int, list[tuple[int, str]]] = {}  # callee -> (calling node, attribute)
     for computation in computations:
-        for instruction in computation.instructions:
-            for key, called in instruction.calls:
+        for position, calls in enumerate(computation.calls):
+            for key, called in calls:
                 callee = by_name.get((computation.module, called))
                 if callee is None:
                     raise ParseError(
                         KIND,
-                        instruction.line,
+                        computation.lines[position],
                         f"{key}={called}: no computation named {called}",
-                        instruction.text,
+                        computation.texts[position],
                     )
-                uses.setdefault(id(callee), []).append((instruction, key))
-    nested: dict[int, list[tuple[str, _Computation]]] = {}  # instruction node -> callees
+                uses.setdefault(id(callee), []).append((computation.first_node + position, key))
+    ops = builder.columns["op"]
+    nested: dict[int, list[tuple[str, Computation]]] = {}  # instruction node -> callees
     nested_ids: set[int] = set()
     for computation in computations:
         found = uses.get(id(computation), [])
         if len(found) != 1:
             continue
-        instruction, key = found[0]
-        if key in _NESTING_KEYS or (key == "to_apply" and instruction.op in _NESTING_TO_APPLY):
-            nested.setdefault(instruction.node, []).append((key, computation))
+        node, key = found[0]
+        if key in NESTING_KEYS or (key == "to_apply" and ops[node] in _NESTING_TO_APPLY):
+            nested.setdefault(node, []).append((key, computation))
             nested_ids.add(id(computation))
     operands, users = neighbours
     placer = _Placer(builder, nested, operands, users)
@@ -740,7 +394,7 @@ class _Placer:
     def __init__(
         self,
         builder: GraphBuilder,
-        nested: dict[int, list[tuple[str, _Computation]]],
+        nested: dict[int, list[tuple[str, Computation]]],
         operands: Adjacent,
         users: Adjacent,
     ) -> None:
@@ -749,29 +403,31 @@ class _Placer:
         self.operands = operands
         self.users = users
 
-    def place(self, computation: _Computation, scope: str, group: bool) -> None:
+    def place(self, computation: Computation, scope: str, group: bool) -> None:
         builder = self.builder
-        members = [i.node for i in computation.instructions]
-        scope_of = builder.columns["scope"]
-        for index in members:
-            scope_of[index] = scope
+        first = computation.first_node
+        members = list(range(first, first + len(computation.names)))
+        builder.columns["scope"][first : first + len(members)] = [scope] * len(members)
         if group:
             group_by_op_name(builder, members, scope, self.operands, self.users)
-        for instruction in computation.instructions:
-            callees = self.nested.get(instruction.node)
+        nested = self.nested
+        for node in members:
+            callees = nested.get(node)
             if callees:
-                self._nest(instruction, callees)
+                self._nest(node, callees)
 
-    def _nest(self, caller: _Instruction, callees: list[tuple[str, _Computation]]) -> None:
+    def _nest(self, caller: int, callees: list[tuple[str, Computation]]) -> None:
+        """Scopes for the computations the node `caller` calls."""
         builder = self.builder
-        parent = builder.columns["scope"][caller.node]
-        kind = _SCOPE_KINDS.get(caller.op, "call")
+        parent = builder.columns["scope"][caller]
+        name, op = builder.columns["name"][caller], builder.columns["op"][caller]
+        kind = _SCOPE_KINDS.get(op, "call")
         anchored = builder.add_scope(
-            f"{parent}/{caller.name}" if parent else caller.name,
+            f"{parent}/{name}" if parent else name,
             parent=parent,
-            label=caller.name,
+            label=name,
             kind=kind,
-            node=builder.columns["id"][caller.node],
+            node=builder.columns["id"][caller],
         )
         branches = [c for k, c in callees if k == "branch_computations"]
         for key, callee in callees:
@@ -784,18 +440,18 @@ class _Placer:
                     label=f"{label}: {callee.name}",
                     kind="computation",
                 )
-            self.place(callee, scope, group=caller.op != "fusion")
+            self.place(callee, scope, group=op != "fusion")
             self._bind(caller, key, callee, branches)
 
     def _bind(
-        self, caller: _Instruction, key: str, callee: _Computation, branches: list[_Computation]
+        self, caller: int, key: str, callee: Computation, branches: list[Computation]
     ) -> None:
         """Edges from the caller's operands to the callee's parameters, and from the callee's
         root back to the caller."""
         builder = self.builder
         ids = builder.columns["id"]
-        caller_id = ids[caller.node]
-        operand_ids = self._operand_ids(caller)
+        caller_id = ids[caller]
+        operand_ids = [ids[i] for i in self.operands.get(caller, [])]
         if key in ("body", "condition"):
             pairs = [(0, 0)]
         elif key == "branch_computations":
@@ -809,11 +465,9 @@ class _Placer:
         for operand, number in pairs:
             parameter = callee.parameter(number)
             if parameter is not None and operand < len(operand_ids):
-                builder.add_edge(operand_ids[operand], ids[parameter.node], operand, "param")
+                builder.add_edge(
+                    operand_ids[operand], ids[callee.first_node + parameter], operand, "param"
+                )
         root = callee.root()
         if root is not None:
-            builder.add_edge(ids[root.node], caller_id, 0, "root")
-
-    def _operand_ids(self, caller: _Instruction) -> list[str]:
-        ids = self.builder.columns["id"]
-        return [ids[i] for i in self.operands.get(caller.node, [])]
+            builder.add_edge(ids[callee.first_node + root], caller_id, 0, "root")

@@ -410,26 +410,40 @@ class GraphBuilder:
         successors, starts, indegree = _successors(*self.edge_ends(), count)
         ready = [i for i in range(count) if indegree[i] == 0]
         heapq.heapify(ready)
+        heappush, heappop = heapq.heappush, heapq.heappop
         done = [False] * count
         order = [0] * count
         rank = 0
         next_unfinished = 0
+        direct = -1  # a ready node below every node in `ready`: next, without the heap
         while rank < count:
-            if not ready:
-                while done[next_unfinished]:
-                    next_unfinished += 1
-                ready.append(next_unfinished)
-                indegree[next_unfinished] = 0
-            index = heapq.heappop(ready)
-            if done[index]:
-                continue
+            if direct >= 0:
+                index, direct = direct, -1
+            else:
+                if not ready:
+                    while done[next_unfinished]:
+                        next_unfinished += 1
+                    ready.append(next_unfinished)
+                    indegree[next_unfinished] = 0
+                index = heappop(ready)
+                if done[index]:
+                    continue
             done[index] = True
             order[index] = rank
             rank += 1
             for successor in successors[starts[index] : starts[index + 1]]:
                 indegree[successor] -= 1
                 if indegree[successor] == 0 and not done[successor]:
-                    heapq.heappush(ready, successor)
+                    if direct < 0:
+                        if ready and ready[0] < successor:
+                            heappush(ready, successor)
+                        else:
+                            direct = successor
+                    elif successor < direct:
+                        heappush(ready, direct)
+                        direct = successor
+                    else:
+                        heappush(ready, successor)
         return order
 
     def _scopes_parents_first(self) -> list[dict[str, Any]]:

@@ -275,7 +275,8 @@ def _group_families(
         inside = set(group)
         if any(b in inside and b != a for a in group for b in linked.get(a, ())):
             continue  # a chain, not a family of independent ops
-        leaf = split_op_name(op_name)[-1] if split_op_name(op_name) else op_name
+        parts = split_op_name(op_name)
+        leaf = parts[-1] if parts else op_name
         scope = builder.add_scope(
             f"{level}/{op_name}" if level else op_name,
             parent=level,
