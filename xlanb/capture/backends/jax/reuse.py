@@ -1,8 +1,8 @@
 """A cell run again without a device trace of its own (issue #27): the last trace of the same
 cell's programs stands for this run's.
 
-A trace costs a fixed stop and read (tens of ms of CPU on XLA:CPU) whatever its window, a
-twentieth of a short steady cell. So each traced cell leaves, per program it ran and traced,
+A trace costs a fixed stop and read whatever its window, which a short steady cell feels (the
+README has the figures). So each traced cell leaves, per program it ran and traced,
 the per-op rows and the traced runs' device seconds (:class:`TracedProgram`, by the cell's
 source). When the same source runs again, its capture starts no trace: the functions whose
 program was traced, with as many compiled executables as then, are known
