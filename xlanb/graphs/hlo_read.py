@@ -409,23 +409,7 @@ def _instruction(raw: str, lineno: int) -> Instruction:
             calls,
             control,
         )
-    operands: list[str] = []
-    elements: list[int] = []
-    if op == "parameter":
-        attrs["parameter"] = arguments.strip()
-    elif op == "constant":
-        attrs["value"] = arguments if len(arguments) <= 200 else arguments[:197] + "..."
-    else:
-        if "/*" in arguments:
-            arguments = _COMMENT.sub("", arguments)
-        for operand in arguments.split(","):
-            if not operand.strip():
-                continue
-            found_name = _NAME.match(operand.split()[-1])
-            if found_name is None:
-                raise ParseError(KIND, lineno, f"operand {operand!r} of {op} is not a name", raw)
-            operands.append(found_name[1])
-            elements.append(int(found_name[2]) if found_name[2] else -1)
+    operands, elements = _other_operands(op, arguments, attrs, lineno, raw)
     return _finish(
         name, op, shape_text, operands, elements, attrs, metadata, root, lineno, raw, calls, control
     )
