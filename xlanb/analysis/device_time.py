@@ -474,6 +474,15 @@ def traced_runs(spans: Sequence[dict[str, Any]]) -> list[tuple[str, str, float]]
     ]
 
 
+def traced_graphs(spans: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """Program key -> the graph its traced ``device`` spans of `spans` name (where one does)."""
+    return {
+        program_key(str(span["name"])): span["graph"]
+        for span in spans
+        if span["lane"] == "device" and not span["estimated"] and span.get("graph")
+    }
+
+
 #: The name of estimated spans standing for calls the dispatch samples did not keep.
 UNSAMPLED_CALLS = "calls past the sample cap"
 

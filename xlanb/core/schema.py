@@ -56,7 +56,7 @@ _SPAN_WRITERS = ("torch_xla", "torch_lazy", "jax")
 #: The ``name`` of a ``trace`` span when the device trace covered the whole capture (a window
 #: that closed early is named after its runs).
 WHOLE_TRACE = "device trace"
-#: How the ``trace`` span of a cell that traced nothing, reusing its last trace, begins.
+#: The ``name`` of the ``trace`` span of a cell that traced nothing, reusing its last trace.
 REUSED_TRACE = "device trace: none, this cell's last trace reused"
 
 #: dtypes a column may declare: the pandas dtype of a full column (``str``: text, held as

@@ -168,7 +168,7 @@ def trace_coverage(profile: Profile) -> str:
 
 def reused_trace(profile: Profile) -> bool:
     """Whether the cell traced nothing and reused its last trace (a cell run again)."""
-    return str(profile.shown.traced_window_name or "").startswith(REUSED_TRACE)
+    return profile.shown.traced_window_name == REUSED_TRACE
 
 
 def steps_line(profile: Profile) -> str:

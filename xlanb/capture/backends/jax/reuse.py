@@ -100,11 +100,7 @@ def remember(
     runs: dict[str, list[tuple[str, str, float]]] = {}
     for run in device_time.traced_runs(spans):
         runs.setdefault(run[0], []).append(run)
-    graphs = {
-        device_time.program_key(str(span["name"])): span.get("graph")
-        for span in spans
-        if span["lane"] == "device" and not span["estimated"]
-    }
+    graphs = device_time.traced_graphs(spans)
     ops: dict[str, list[dict[str, Any]]] = {}
     for op in capture.rows.get("ops", []):
         ops.setdefault(device_time.program_key(str(op["module"])), []).append(op)
@@ -133,17 +129,17 @@ def reused_rows(
     capture: Capture,
     kept: KeptTraces,
     options: CaptureOptions,
-    called: list[str],
     calls: list[tuple[str, float]],
     unsampled: list[tuple[str, int]],
     window: tuple[float, float],
     drained: bool,
 ) -> None:
     """``ops`` and estimated ``device`` spans of a capture that traced nothing, from the kept
-    trace of its cell (`called`: the program keys it ran; `calls`, `unsampled`: as
-    :func:`~xlanb.analysis.device_time.after_window_from_calls` takes them)."""
+    trace of its cell (`calls`, `unsampled`: as
+    :func:`~xlanb.analysis.device_time.after_window_from_calls` takes them; `unsampled` names
+    every program the capture ran)."""
     programs = kept.cells.get(options.source, {})
-    used = [programs[key] for key in dict.fromkeys(called) if key in programs]
+    used = [programs[key] for key in dict.fromkeys(key for key, _ in unsampled) if key in programs]
     if not used:
         return
     ops = [dict(op) for program in used for op in program.ops]

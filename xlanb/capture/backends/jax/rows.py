@@ -89,8 +89,7 @@ def fill(
     capture.rows["spans"] = _compile_spans(compiles)
     if reused:
         calls, unsampled = _calls_by_program(taken)
-        called = [_program_key(hooks.function_name(call.function)[0]) for call in taken.calls]
-        reused_rows(capture, session.traces, options, called, calls, unsampled, window, drained)
+        reused_rows(capture, session.traces, options, calls, unsampled, window, drained)
     elif trace_events is not None:
         remember_dumped_programs(session)
         _trace_rows(capture, trace_events, window, options, session, taken)
@@ -503,11 +502,7 @@ def _untraced_runs(
     (:func:`xlanb.analysis.device_time.after_window_from_calls`): the capture's calls by
     program and launch time, from the dispatch samples, and the calls past their cap."""
     calls, unsampled = _calls_by_program(taken)
-    graphs = {
-        _program_key(str(span["name"])): span["graph"]
-        for span in spans
-        if span["lane"] == "device" and not span["estimated"] and span.get("graph")
-    }
+    graphs = device_time.traced_graphs(spans)
     return device_time.after_window_from_calls(
         NAME,
         device_time.traced_runs(spans),
@@ -522,7 +517,7 @@ def _untraced_runs(
 
 def _calls_by_program(taken: Taken) -> tuple[list[tuple[str, float]], list[tuple[str, int]]]:
     """(program key, launch epoch s) of each sampled call, in call order, and (program key,
-    calls) past the samples' cap."""
+    calls past the samples' cap) of every function called."""
     wall_offset = time.time() - time.perf_counter()
     programs = {
         function: _program_key(hooks.function_name(function)[0])
