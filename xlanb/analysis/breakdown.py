@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import threading
+import weakref
+from dataclasses import dataclass, field
+
 import numpy as np
 import pandas as pd
 
@@ -14,31 +18,72 @@ from xlanb.core.schema import WHOLE_TRACE, make_frame
 LANES = ("device", "compile", "transfer", "sync_wait")
 
 
-def _lane_arrays(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    spans = profile.spans
+@dataclass(frozen=True)
+class _Lanes:
+    """A spans frame's lanes as arrays, and the account's intervals read from them."""
+
+    lanes: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+    estimated: np.ndarray
+    intervals: dict[str, np.ndarray]
+    #: The accounts of windows asked for, by (start, end).
+    accounts: dict[tuple[float, float], TimeAccount] = field(default_factory=dict)
+
+
+#: The lanes of the last few spans frames read (by id: a frame is not hashable), each with a
+#: weak reference to its frame and its length: the end of a cell reads the same spans for the
+#: breakdown, the steps, the findings and the views.
+_LANES_KEPT: dict[int, tuple[weakref.ref, int, _Lanes]] = {}
+_LANES_LOCK = threading.Lock()
+LANES_KEPT = 8
+
+
+def _lanes(spans: pd.DataFrame) -> _Lanes:
+    """The lanes of `spans`, read once per frame (kept until the frame changes length or is
+    replaced: treat a Profile's frames as read-only)."""
+    key = id(spans)
+    with _LANES_LOCK:
+        kept = _LANES_KEPT.get(key)
+    if kept is not None and kept[0]() is spans and kept[1] == len(spans):
+        return kept[2]
     lanes = spans["lane"].to_numpy(dtype=object)
     starts = spans["start"].to_numpy(dtype=float)
     ends = starts + spans["seconds"].to_numpy(dtype=float)
     estimated = spans["estimated"].to_numpy(dtype=object) == True  # noqa: E712 - nulls too
-    return lanes, starts, ends, estimated
-
-
-def lane_intervals(profile: Profile) -> dict[str, np.ndarray]:
-    """The ``(start, end)`` intervals of the account's lanes, as ``(n, 2)`` arrays: what
-    :func:`xlanb.analysis.time_account.account` takes, for the cell or any window of it.
-    ``sync_wait`` holds, besides the host's waits, the device's idle gaps after each read
-    (:func:`xlanb.analysis.sync_cost.read_gaps`, from the trace's runs only)."""
-    lanes, starts, ends, estimated = _lane_arrays(profile)
-    result = {lane: np.column_stack([starts[lanes == lane], ends[lanes == lane]]) for lane in LANES}
-    reads = (lanes == "sync_wait") & profile.spans["name"].isin(READ_WAITS).to_numpy(dtype=bool)
-    traced = (lanes == "device") & ~estimated
+    masks = {lane: lanes == lane for lane in LANES}
+    intervals = {lane: np.column_stack([starts[mask], ends[mask]]) for lane, mask in masks.items()}
+    reads = masks["sync_wait"] & spans["name"].isin(READ_WAITS).to_numpy(dtype=bool)
+    traced = masks["device"] & ~estimated
     if reads.any() and traced.any():
         gaps = read_gaps(
             np.column_stack([starts[traced], ends[traced]]),
             np.column_stack([starts[reads], ends[reads]]),
         )
-        result["sync_wait"] = np.concatenate([result["sync_wait"], gaps])
-    return result
+        intervals["sync_wait"] = np.concatenate([intervals["sync_wait"], gaps])
+    for array in (lanes, starts, ends, estimated, *intervals.values()):
+        array.flags.writeable = False  # shared by every reader
+    found = _Lanes(lanes, starts, ends, estimated, intervals)
+    with _LANES_LOCK:
+        _LANES_KEPT[key] = (weakref.ref(spans), len(spans), found)
+        while len(_LANES_KEPT) > LANES_KEPT:
+            del _LANES_KEPT[next(iter(_LANES_KEPT))]
+    return found
+
+
+def lane_arrays(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each span's lane, start, end and whether it is estimated (read-only arrays, read once
+    per spans frame)."""
+    found = _lanes(profile.spans)
+    return found.lanes, found.starts, found.ends, found.estimated
+
+
+def lane_intervals(profile: Profile) -> dict[str, np.ndarray]:
+    """The ``(start, end)`` intervals of the account's lanes, as ``(n, 2)`` arrays (read-only):
+    what :func:`xlanb.analysis.time_account.account` takes, for the cell or any window of it.
+    ``sync_wait`` holds, besides the host's waits, the device's idle gaps after each read
+    (:func:`xlanb.analysis.sync_cost.read_gaps`, from the trace's runs only)."""
+    return dict(_lanes(profile.spans).intervals)
 
 
 def read_seconds(profile: Profile) -> float:
@@ -53,9 +98,12 @@ def time_account(profile: Profile) -> TimeAccount | None:
         return None
     if profile.spans.empty and profile.compiles.empty and profile.executions.empty:
         return None  # nothing ran on a runtime: an empty profile stays empty
-    return account(
-        profile.started_at, profile.started_at + profile.wall_seconds, **lane_intervals(profile)
-    )
+    found = _lanes(profile.spans)
+    window = (float(profile.started_at), float(profile.started_at + profile.wall_seconds))
+    result = found.accounts.get(window)
+    if result is None:
+        result = found.accounts[window] = account(*window, **found.intervals)
+    return result
 
 
 def breakdown_frame(profile: Profile) -> pd.DataFrame:
@@ -66,7 +114,7 @@ def breakdown_frame(profile: Profile) -> pd.DataFrame:
     if result is None:
         return make_frame("breakdown", [])
     backend = "+".join(profile.backends) or "-"
-    lanes, _, _, estimated = _lane_arrays(profile)
+    lanes, _, _, estimated = lane_arrays(profile)
     rows = result.rows(backend)
     for row in rows:
         row["estimated"] = bool(estimated[lanes == row["bucket"]].any())
@@ -111,7 +159,7 @@ def host_activity(profile: Profile) -> tuple[float, float] | None:
     window when it closed before the cell ended."""
     if not profile.wall_seconds or not profile.started_at or profile.spans.empty:
         return None
-    lanes, starts, ends, estimated = _lane_arrays(profile)
+    lanes, starts, ends, estimated = lane_arrays(profile)
     device = (lanes == "device") & ~estimated
     if not device.any():
         return None

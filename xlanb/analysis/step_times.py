@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from xlanb.analysis.breakdown import lane_intervals
+from xlanb.analysis.breakdown import lane_arrays, lane_intervals
 from xlanb.analysis.time_account import accounts_between
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
@@ -31,18 +31,23 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     spans = profile.spans
     if spans.empty or not profile.wall_seconds:
         return make_frame("step_times", [])
-    device = spans[(spans["lane"] == "device") & spans["graph"].notna()]
-    if device.empty:
+    lanes, run_starts, run_ends, estimated_runs = lane_arrays(profile)
+    graphs = spans["graph"]
+    device = np.flatnonzero((lanes == "device") & graphs.notna().to_numpy(dtype=bool))
+    if not len(device):
         return make_frame("step_times", [])
-    graph = _step_graph(device, _eager_graphs(profile))
+    device_graphs = graphs.to_numpy(dtype=object)[device]
+    seconds = spans["seconds"].to_numpy(dtype=float)[device]
+    graph = _step_graph(device_graphs, seconds, _eager_graphs(profile))
     if graph is None:
         return make_frame("step_times", [])
-    step_runs = device[device["graph"] == graph].sort_values("start")
-    ends = (step_runs["start"] + step_runs["seconds"]).to_numpy(dtype=float)
-    estimated = step_runs["estimated"].fillna(False).to_numpy(dtype=bool)
+    step_runs = device[device_graphs == graph]
+    step_runs = step_runs[np.argsort(run_starts[step_runs], kind="stable")]
+    ends = run_ends[step_runs]
+    estimated = estimated_runs[step_runs]
     starts = np.concatenate([[min(float(profile.started_at), ends[0])], ends[:-1]])
     intervals = lane_intervals(profile)
-    backend = str(step_runs["backend"].iloc[0])
+    backend = str(spans["backend"].iloc[int(step_runs[0])])
     # one sweep for all steps (windows end where runs end; never backwards)
     bounds = np.maximum.accumulate(np.concatenate([starts[:1], ends]))
     starts, ends = bounds[:-1], bounds[1:]
@@ -76,20 +81,21 @@ def step_frame(profile: Profile) -> pd.DataFrame:
     return make_frame("step_times", rows)
 
 
-def _step_graph(device: pd.DataFrame, eager: set[str]) -> object | None:
-    """The step program of `device` spans (with a graph): of the programs run at least
-    :data:`MIN_STEPS` times, the one with the most device time, `eager` ones (JAX's ops
-    outside jit, which make a step's inputs and run as often as it, or more) left out where
-    another qualifies; the first by name on a tie. None without one."""
-    codes, graphs = pd.factorize(device["graph"], sort=True)
-    runs = np.bincount(codes, minlength=len(graphs))
-    seconds = np.bincount(codes, weights=device["seconds"].to_numpy(dtype=float))
+def _step_graph(graphs: np.ndarray, seconds: np.ndarray, eager: set[str]) -> object | None:
+    """The step program of the device runs of `graphs` (each run's program, with its
+    `seconds`): of the programs run at least :data:`MIN_STEPS` times, the one with the most
+    device time, `eager` ones (JAX's ops outside jit, which make a step's inputs and run as
+    often as it, or more) left out where another qualifies; the first by name on a tie. None
+    without one."""
+    codes, names = pd.factorize(graphs, sort=True)
+    runs = np.bincount(codes, minlength=len(names))
+    seconds = np.bincount(codes, weights=seconds, minlength=len(names))
     often = runs >= MIN_STEPS
     if not often.any():
         return None
-    stepped = often & ~np.isin(graphs.astype(str), list(eager))
+    stepped = often & ~np.isin(names.astype(str), list(eager))
     chosen = stepped if stepped.any() else often
-    return graphs[int(np.argmax(np.where(chosen, seconds, -np.inf)))]
+    return names[int(np.argmax(np.where(chosen, seconds, -np.inf)))]
 
 
 def _eager_graphs(profile: Profile) -> set[str]:
