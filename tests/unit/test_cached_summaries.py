@@ -6,8 +6,9 @@ changed) gets a fresh one, never a stale one."""
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
-from xlanb.analysis.breakdown import host_activity
+from xlanb.analysis.breakdown import host_activity, lane_intervals, time_account
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
 
@@ -130,3 +131,35 @@ def test_derive_keeps_what_the_views_show_and_a_changed_profile_gets_it_afresh()
 
     built = _profile()  # never derived (a Profile built by hand): computed when first read
     assert built.shown.host_activity == kept.host_activity
+
+
+def test_the_account_follows_a_replaced_spans_frame_the_window_and_added_rows():
+    profile = _profile()
+    first = time_account(profile)
+    assert first is not None and first.device == pytest.approx(0.4)
+    assert time_account(profile) is first  # read once per spans frame and window
+
+    profile.wall_seconds = 0.55  # the window now cuts the second run
+    assert time_account(profile).device == pytest.approx(0.25)
+
+    profile.spans = _spans([(0.1, 0.2)], [])
+    assert time_account(profile).device == pytest.approx(0.2)
+
+    grown = _spans([(0.1, 0.2)], [])
+    profile.spans = grown
+    assert time_account(profile).device == pytest.approx(0.2)
+    grown.loc[len(grown)] = grown.iloc[0].to_dict() | {"start": STARTED + 0.3}  # in place
+    assert time_account(profile).device == pytest.approx(0.4)
+
+
+def test_lane_intervals_are_read_only_and_each_caller_gets_its_own_dict():
+    profile = _profile()
+    intervals = lane_intervals(profile)
+    assert intervals["device"].tolist() == [
+        [STARTED + 0.1, STARTED + 0.1 + 0.2],
+        [STARTED + 0.5, STARTED + 0.5 + 0.2],
+    ]
+    with pytest.raises(ValueError):
+        intervals["device"][0, 0] = 0.0
+    intervals["device"] = intervals["device"][:1]  # the caller's dict, not the kept one
+    assert len(lane_intervals(profile)["device"]) == 2
