@@ -9,6 +9,7 @@ preferring those where a forced sync happened.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pandas as pd
 
@@ -128,14 +129,7 @@ def forced_sync_places(
         placed = fallbacks[fallbacks["read_at"].notna()]
     if placed.empty:
         return pd.DataFrame(columns=columns)
-    places = (
-        placed.assign(cell_line=placed["cell_line"].astype("Int64"))
-        .groupby(["backend", "read_at", "cell_line"], dropna=False, sort=False)["count"]
-        .sum()
-        .reset_index()
-        .sort_values("count", ascending=False, kind="stable")
-        .reset_index(drop=True)
-    )
+    places = _counted_places(placed)
     # read_place writes an installed library's file relative to site-packages
     places["library"] = [is_library_place(place) for place in places["read_at"]]
     places["read_at"] = [
@@ -143,6 +137,35 @@ def forced_sync_places(
         for place, line in zip(places["read_at"], places["cell_line"], strict=True)
     ]
     return places[columns]
+
+
+def _counted_places(placed: pd.DataFrame) -> pd.DataFrame:
+    """``backend, read_at, cell_line, count``: `placed`'s counts summed per place (nulls
+    alike; a null count adds nothing), in the order places first appear, then most first (a
+    stable sort): a ``groupby(dropna=False, sort=False).sum()`` made in plain Python, as a
+    cell's few read places make pandas' fixed cost the whole cost."""
+    lines = placed["cell_line"].astype("Int64")
+    totals: dict[tuple[Any, Any, Any], Any] = {}
+    for key, count in zip(
+        zip(placed["backend"].tolist(), placed["read_at"].tolist(), lines.tolist(), strict=True),
+        placed["count"].tolist(),
+        strict=True,
+    ):
+        key = tuple(None if pd.isna(value) else value for value in key)
+        total = totals.setdefault(key, 0)
+        if not pd.isna(count):
+            totals[key] = total + count
+    keys, sums = list(totals), list(totals.values())
+    order = sorted(range(len(sums)), key=lambda i: -sums[i])  # stable: ties keep their order
+    keys, sums = [keys[i] for i in order], [sums[i] for i in order]
+    return pd.DataFrame(
+        {
+            "backend": pd.array([k[0] for k in keys], dtype=placed["backend"].dtype),
+            "read_at": pd.array([k[1] for k in keys], dtype=placed["read_at"].dtype),
+            "cell_line": pd.array([k[2] for k in keys], dtype="Int64"),
+            "count": pd.array(sums, dtype=placed["count"].dtype),
+        }
+    )
 
 
 def cell_place(read_at: str, cell_line: object) -> str:
