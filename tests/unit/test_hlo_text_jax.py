@@ -11,7 +11,7 @@ import re
 import pytest
 
 from tests.support.helpers import ROOT
-from xlanb.formats.hlo_text import hlo_op_sources
+from xlanb.formats.hlo_text import hlo_module_name, hlo_op_sources
 
 HLO_DIR = ROOT / "tests" / "data" / "jax_hlo"
 
@@ -31,3 +31,25 @@ def test_ops_are_placed_through_the_stack_frame_tables(version):
     by_op = {source.op_name.rsplit("/", 1)[-1]: source.line for source in sources.values()}
     assert by_op["dot_general"] == 12 and by_op["tanh"] == 12
     assert by_op["reduce_sum"] == 13
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        (
+            "HloModule jit_step, entry_computation_layout={()->f32[]}\n\nENTRY %main {\n}",
+            "jit_step",
+        ),
+        ("// a dump's comment\nHloModule jit_f\r\n\nENTRY %main {\n}\n", "jit_f"),
+        ("HloModule last_line_only", "last_line_only"),
+        (
+            "ENTRY %main () -> f32[] {\n  ROOT %c = f32[] constant(1), metadata={x=HloModule a}\n}",
+            "",
+        ),
+        ("", ""),
+    ],
+)
+def test_the_module_name_comes_from_the_first_hlomodule_line(text, name):
+    assert hlo_module_name(text) == name
+    lines = [line for line in text.splitlines() if line.startswith("HloModule ")]
+    assert name == (lines[0].removeprefix("HloModule ").split(",", 1)[0].strip() if lines else "")

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.analysis.peaks import peak_for
+from xlanb.formats.hlo_text import hlo_module_name
 from xlanb.graphs.hlo_cost import matmul_dtype, op_costs, program_cost
 
 #: The columns :func:`op_rates` adds.
@@ -128,7 +129,7 @@ def _traced_programs(
     for row in optimized.itertuples():
         text = row.text if isinstance(row.text, str) else ""
         runs = program_runs.get(int(row.module_id), 0)
-        name = text[len("HloModule") :].split(",")[0].strip()
+        name = hlo_module_name(text)
         if runs and text.startswith("HloModule") and key in (str(row.graph), name):
             found.append((text, runs))
     return found
@@ -185,7 +186,7 @@ def _optimized_texts(graphs: pd.DataFrame) -> dict[str, str]:
         if not text.startswith("HloModule"):
             continue
         texts[str(row.graph)] = text
-        texts.setdefault(text[len("HloModule") :].split(",")[0].strip(), text)
+        texts.setdefault(hlo_module_name(text), text)
     return texts
 
 
