@@ -164,7 +164,8 @@ def timed(shell, cell: str) -> tuple[float, float, float, float, float]:
     """(wall seconds of `cell` through the shell, seconds from its last line to the end,
     seconds from its first line to its last, CPU seconds of the process, all its threads, CPU
     seconds of the main thread from the last line to the end: the end less what it waited
-    for, a worker or the cores other processes held)."""
+    for, a worker or the cores other processes held). The start of the cell (the shell's
+    start to its first line) is the wall less the other two."""
     from IPython.utils.capture import capture_output
 
     with capture_output():
@@ -189,6 +190,7 @@ def run_case(shell, name: str, repeats: int, magic_args: str = "") -> dict:
     # warm-up: xlanb's own first import and the runtime's hooks
     timed(shell, profiled_cell.replace("RUN", str(next(runs))))
     bare, profiled, ratios, ends, end_cpus, compile_s = [], [], [], [], [], []
+    starts: dict[bool, list[float]] = {False: [], True: []}
     in_cell: dict[bool, list[float]] = {False: [], True: []}
     cpu: dict[bool, list[float]] = {False: [], True: []}
     for index in range(repeats):
@@ -197,6 +199,7 @@ def run_case(shell, name: str, repeats: int, magic_args: str = "") -> dict:
             wall, end, lines, cpu_s, end_cpu = timed(shell, text.replace("RUN", str(next(runs))))
             (profiled if is_profiled else bare).append(wall)
             in_cell[is_profiled].append(lines)
+            starts[is_profiled].append(wall - lines - end)
             cpu[is_profiled].append(cpu_s)
             if is_profiled:
                 ends.append(end)
@@ -219,6 +222,9 @@ def run_case(shell, name: str, repeats: int, magic_args: str = "") -> dict:
         # the process's CPU seconds (all threads), profiled / bare: less moved by the load of
         # a shared machine than the wall time
         "cpu_ratio": statistics.median(cpu[True]) / statistics.median(cpu[False]),
+        # the start of the cell (its first line less the bare cell's) and its end: what the
+        # capture adds outside the cell's lines, in seconds
+        "start_of_cell_s": statistics.median(starts[True]) - statistics.median(starts[False]),
         "end_of_cell_s": statistics.median(ends),
         "end_of_cell_spread_s": [min(ends), max(ends)],
         "end_of_cell_cpu_s": statistics.median(end_cpus),
@@ -243,8 +249,8 @@ def main() -> int:
     shell, cases = results.notebook_shell(CASES, args.case)
     print(
         f"{'case':<23} {'bare s':>7} {'profiled s':>10} {'ratio':>6} {'spread':>13} "
-        f"{'in cell':>7} {'spread':>13} {'cpu':>6} {'end of cell s':>13} {'CPU s':>6} "
-        f"{'compile s':>9}"
+        f"{'in cell':>7} {'spread':>13} {'cpu':>6} {'start s':>7} {'end of cell s':>13} "
+        f"{'CPU s':>6} {'compile s':>9}"
     )
     failures = []
     for name in cases:
@@ -254,8 +260,8 @@ def main() -> int:
             f"{figures['ratio']:>6.3f} {figures['ratio_low']:>6.3f}-{figures['ratio_high']:<6.3f} "
             f"{figures['in_cell_ratio']:>7.3f} {figures['in_cell_ratio_spread'][0]:>6.3f}-"
             f"{figures['in_cell_ratio_spread'][1]:<6.3f} {figures['cpu_ratio']:>6.3f} "
-            f"{figures['end_of_cell_s']:>13.3f} {figures['end_of_cell_cpu_s']:>6.3f} "
-            f"{figures['compile_s']:>9.2f}"
+            f"{figures['start_of_cell_s']:>7.3f} {figures['end_of_cell_s']:>13.3f} "
+            f"{figures['end_of_cell_cpu_s']:>6.3f} {figures['compile_s']:>9.2f}"
         )
         results.write("typical_cells", {name: figures})
         if figures["bare_s"] >= 0.5 and figures["ratio"] > 1.05:
