@@ -35,6 +35,23 @@ CASES = {
         "compiles",
         [{"backend": "jax", "eager": True}, {"backend": "jax", "eager": None}],
     ),
+    "NaN, NA and NaT as nulls": (
+        "executions",
+        [
+            {"backend": "jax", "count": float("nan"), "seconds": 1.0},
+            {"backend": "jax", "count": 2, "seconds": pd.NA, "step": pd.NaT},
+        ],
+    ),
+    "no nulls in a few rows": (
+        "executions",
+        [{"backend": "jax", "count": 2, "seconds": 1.0}, {"backend": "jax", "count": 3}],
+    ),
+    "a list in a numeric column": ("executions", [{"backend": "jax", "count": [1, 2]}]),
+    "more than a few rows, one null": (
+        "executions",
+        [{"backend": "jax", "count": index} for index in range(20)]
+        + [{"backend": "jax", "count": None}],
+    ),
     "keys in another order": (
         "counters",
         [{"delta": 2, "name": "n", "backend": "jax"}, {"backend": "jax", "name": "m", "rank": 1}],

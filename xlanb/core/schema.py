@@ -1224,6 +1224,9 @@ def strict() -> bool:
 
 
 _EMPTY_FRAMES: dict[str, pd.DataFrame] = {}
+#: A frame of at most this many rows checks its numeric columns for nulls in the rows (a
+#: column read back from a frame costs more than a few values).
+_FEW_ROWS = 16
 
 
 def empty_frame(name: str) -> pd.DataFrame:
@@ -1263,6 +1266,7 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
     declared = _BY_NAME[name]
     length = len(frame)
     present_set = set(present)
+    few = length <= _FEW_ROWS  # read the rows' values rather than the frame's columns
     for column in order:
         spec = declared.get(column)
         if column not in present_set:
@@ -1271,11 +1275,19 @@ def make_frame(name: str, rows: list[dict[str, Any]]) -> pd.DataFrame:
                 frame[column] = _null_array(spec.dtype, length)
             continue
         if spec is not None and spec.dtype in _NUMERIC:
+            if few and not any(column not in row or _is_null(row[column]) for row in rows):
+                continue  # no nulls: pandas typed the column already
             array = frame[column].array
             typed = _typed_nulls(array, spec.dtype)
             if typed is not array:
                 frame[column] = typed
     return frame
+
+
+def _is_null(value: Any) -> bool:
+    """Whether a row's value is a null (None, NaN, ``pd.NA``, ``NaT``; a list or an array is
+    not one)."""
+    return value is None or (pd.api.types.is_scalar(value) and bool(pd.isna(value)))
 
 
 def _null_array(dtype: str, length: int) -> Any:
