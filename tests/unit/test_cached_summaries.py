@@ -163,3 +163,31 @@ def test_lane_intervals_are_read_only_and_each_caller_gets_its_own_dict():
         intervals["device"][0, 0] = 0.0
     intervals["device"] = intervals["device"][:1]  # the caller's dict, not the kept one
     assert len(lane_intervals(profile)["device"]) == 2
+
+
+def test_transfers_count_the_transfer_metrics_else_the_transfer_counters():
+    metrics = make_frame(
+        "metrics",
+        [
+            {"backend": "torch_xla", "name": "TransferToDeviceTime", "unit": "s", "count": 3},
+            {"backend": "torch_xla", "name": "TransferFromDeviceTime", "unit": "s", "count": 2},
+            {"backend": "torch_xla", "name": "CompileTime", "unit": "s", "count": 9},
+            {"backend": "torch_xla", "name": "TransferToServerTime", "unit": "s", "count": None},
+        ],
+    )
+    counters = make_frame(
+        "counters",
+        [
+            {"backend": "torch_xla", "name": "xla::_to_copy", "category": "transfer", "delta": 50},
+            {"backend": "torch_lazy", "name": "lazy::_to_copy", "category": "transfer", "delta": 4},
+            {"backend": "torch_lazy", "name": "lazy::_to_cpu", "category": "transfer", "delta": 1},
+            {"backend": "torch_lazy", "name": "CachedCompile", "category": "compile", "delta": 7},
+        ],
+    )
+    profile = Profile(
+        name="transfers",
+        backends=["torch_xla", "torch_lazy"],
+        metrics=metrics,
+        counters=counters,
+    )
+    assert profile.summary()["transfers"] == (3 + 2) + (4 + 1)

@@ -170,19 +170,39 @@ class Profile:
     def _transfers(self) -> int:
         """Host<->device transfers: the runtime's Transfer*Time sample counts where it keeps
         them (torch_xla), else its transfer counters (torch._lazy copies to/from the device)."""
+        metrics = list(
+            zip(
+                self.metrics["backend"].tolist(),
+                self.metrics["name"].tolist(),
+                self.metrics["count"].tolist(),
+                strict=True,
+            )
+        )
+        counters = list(
+            zip(
+                self.counters["backend"].tolist(),
+                self.counters["category"].tolist(),
+                self.counters["delta"].tolist(),
+                strict=True,
+            )
+        )
         total = 0
-        for backend in self.backends:
-            timed = self.metrics[
-                (self.metrics["backend"] == backend)
-                & self.metrics["name"].str.startswith("Transfer")
+        for backend in self.backends:  # a few rows each: plain lists, not frame filters
+            timed = [
+                count
+                for name_of, name, count in metrics
+                if name_of == backend and isinstance(name, str) and name.startswith("Transfer")
             ]
-            if not timed.empty:
-                total += int(timed["count"].sum())
+            if timed:
+                total += int(sum(count for count in timed if not pd.isna(count)))
                 continue
-            counters = self.counters[
-                (self.counters["backend"] == backend) & (self.counters["category"] == "transfer")
-            ]
-            total += int(counters["delta"].sum())
+            total += int(
+                sum(
+                    delta
+                    for name_of, category, delta in counters
+                    if name_of == backend and category == "transfer" and not pd.isna(delta)
+                )
+            )
         return total
 
     # -- persistence ----------------------------------------------------------------------
