@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import re
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -523,13 +522,19 @@ def after_window_from_calls(
         durations.setdefault(key, []).append(seconds)
         names[key] = name
     means = {key: sum(values) / len(values) for key, values in durations.items()}
-    seen: Counter[str] = Counter()
-    picked: list[tuple[str, float]] = []
-    for key, launched in calls:
-        if key in means:
-            seen[key] += 1
-            if not traced_here or seen[key] > len(durations[key]):
+    if traced_here:
+        picked: list[tuple[str, float]] = []
+        traced_left = {key: len(values) for key, values in durations.items()}
+        for key, launched in calls:
+            left = traced_left.get(key)
+            if left is None:
+                continue
+            if left:  # one of the program's traced runs
+                traced_left[key] = left - 1
+            else:
                 picked.append((key, launched))
+    else:
+        picked = [(key, launched) for key, launched in calls if key in means]
     spans: list[dict[str, Any]] = []
     last_call = queue_end = window_end
     if picked:
@@ -545,8 +550,9 @@ def after_window_from_calls(
         # the runs' own seconds, not a difference of epoch times, unless clipped
         held = np.where(ends <= capture_end, run_seconds, capture_end - starts)
         graph_of = graphs or {}
+        start_of, held_of = starts.tolist(), held.tolist()
         spans += [
-            _estimated(backend, names[keys[i]], starts[i], held[i], graph_of.get(keys[i]))
+            _estimated(backend, names[keys[i]], start_of[i], held_of[i], graph_of.get(keys[i]))
             for i in np.flatnonzero(inside).tolist()
         ]
         last_call = max(float(called.max()), window_end)
