@@ -145,13 +145,13 @@ def _counted_places(placed: pd.DataFrame) -> pd.DataFrame:
     stable sort): a ``groupby(dropna=False, sort=False).sum()`` made in plain Python, as a
     cell's few read places make pandas' fixed cost the whole cost."""
     lines = placed["cell_line"].astype("Int64")
-    totals: dict[tuple[Any, Any, Any], Any] = {}
-    for key, count in zip(
+    totals: dict[tuple[Any, ...], Any] = {}
+    for values, count in zip(
         zip(placed["backend"].tolist(), placed["read_at"].tolist(), lines.tolist(), strict=True),
         placed["count"].tolist(),
         strict=True,
     ):
-        key = tuple(None if pd.isna(value) else value for value in key)
+        key = (*(None if pd.isna(value) else value for value in values),)
         total = totals.setdefault(key, 0)
         if not pd.isna(count):
             totals[key] = total + count

@@ -45,7 +45,7 @@ def _lanes(spans: pd.DataFrame) -> _Lanes:
     key = id(spans)
     with _LANES_LOCK:
         kept = _LANES_KEPT.get(key)
-    if kept is not None and kept[0]() is spans and kept[1] == len(spans):
+    if kept is not None and kept[1] == len(spans) and kept[0]() is spans:
         return kept[2]
     lanes = spans["lane"].to_numpy(dtype=object)
     starts = spans["start"].to_numpy(dtype=float)
@@ -102,7 +102,14 @@ def time_account(profile: Profile) -> TimeAccount | None:
     window = (float(profile.started_at), float(profile.started_at + profile.wall_seconds))
     result = found.accounts.get(window)
     if result is None:
-        result = found.accounts[window] = account(*window, **found.intervals)
+        intervals = found.intervals
+        result = found.accounts[window] = account(
+            *window,
+            device=intervals["device"],
+            compile=intervals["compile"],
+            transfer=intervals["transfer"],
+            sync_wait=intervals["sync_wait"],
+        )
     return result
 
 

@@ -522,19 +522,7 @@ def after_window_from_calls(
         durations.setdefault(key, []).append(seconds)
         names[key] = name
     means = {key: sum(values) / len(values) for key, values in durations.items()}
-    if traced_here:
-        picked: list[tuple[str, float]] = []
-        traced_left = {key: len(values) for key, values in durations.items()}
-        for key, launched in calls:
-            left = traced_left.get(key)
-            if left is None:
-                continue
-            if left:  # one of the program's traced runs
-                traced_left[key] = left - 1
-            else:
-                picked.append((key, launched))
-    else:
-        picked = [(key, launched) for key, launched in calls if key in means]
+    picked = _untraced_calls(calls, durations, traced_here)
     spans: list[dict[str, Any]] = []
     last_call = queue_end = window_end
     if picked:
@@ -568,6 +556,26 @@ def after_window_from_calls(
         sum(count * means[key] for key, count in missing),
     )
     return spans
+
+
+def _untraced_calls(
+    calls: Sequence[tuple[str, float]], durations: Mapping[str, list[float]], traced_here: bool
+) -> list[tuple[str, float]]:
+    """The `calls` of programs with traced runs (`durations`) past those runs: each
+    program's first calls were its traced runs where `traced_here`, none were otherwise."""
+    if not traced_here:
+        return [(key, launched) for key, launched in calls if key in durations]
+    picked = []
+    traced_left = {key: len(values) for key, values in durations.items()}
+    for key, launched in calls:
+        left = traced_left.get(key)
+        if left is None:
+            continue
+        if left:  # one of the program's traced runs
+            traced_left[key] = left - 1
+        else:
+            picked.append((key, launched))
+    return picked
 
 
 def _queue_ends(called: np.ndarray, run_seconds: np.ndarray, window_end: float) -> np.ndarray:
