@@ -170,22 +170,8 @@ class Profile:
     def _transfers(self) -> int:
         """Host<->device transfers: the runtime's Transfer*Time sample counts where it keeps
         them (torch_xla), else its transfer counters (torch._lazy copies to/from the device)."""
-        metrics = list(
-            zip(
-                self.metrics["backend"].tolist(),
-                self.metrics["name"].tolist(),
-                self.metrics["count"].tolist(),
-                strict=True,
-            )
-        )
-        counters = list(
-            zip(
-                self.counters["backend"].tolist(),
-                self.counters["category"].tolist(),
-                self.counters["delta"].tolist(),
-                strict=True,
-            )
-        )
+        metrics = _rows(self.metrics, "backend", "name", "count")
+        counters = _rows(self.counters, "backend", "category", "delta")
         total = 0
         for backend in self.backends:  # a few rows each: plain lists, not frame filters
             timed = [
@@ -295,3 +281,8 @@ def _nan_sum(values: pd.Series) -> float:
 def is_multi_rank(profile: Profile) -> bool:
     """Whether `profile` was merged from rank files (its frames carry a ``rank`` column)."""
     return "rank" in profile.compiles.columns and "ranks" in profile.environment
+
+
+def _rows(frame: pd.DataFrame, *columns: str) -> list[tuple[Any, ...]]:
+    """`columns` of `frame` as a list of row tuples (plain Python values)."""
+    return list(zip(*(frame[column].tolist() for column in columns), strict=True))
