@@ -188,9 +188,12 @@ def _add_edges(
     if by_name is not None and not any(any(c.control) for c in computations):
         at_once = _data_edges_at_once(computations, by_name)
         if at_once is not None:
-            edges.add_data(*at_once)
-            builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
-            return _neighbours(edges, builder.node_count)
+            sources, targets, positions = at_once
+            builder.add_resolved_edges(
+                sources.tolist(), targets.tolist(), positions.tolist(), ["data"] * len(sources)
+            )
+            count = builder.node_count
+            return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
     for computation in computations:
         first = computation.first_node
         nodes = dict(zip(computation.names, itertools.count(first)))
@@ -218,14 +221,14 @@ def _add_edges(
 
 def _data_edges_at_once(
     computations: list[Computation], by_name: dict[str, int]
-) -> tuple[list[int], list[int], list[int]] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The data edges of all computations (sources, targets, operand positions), each operand
     looked up by its name among all nodes; None where one is not in its user's computation
     (each computation is then read on its own)."""
     operands = list(itertools.chain.from_iterable(c.operands for c in computations))
     names = list(itertools.chain.from_iterable(operands))
     if not names:
-        return [], [], []
+        return _NO_EDGES, _NO_EDGES, _NO_EDGES
     try:
         sources = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
     except KeyError:
@@ -243,7 +246,10 @@ def _data_edges_at_once(
     positions = np.arange(len(names), dtype=np.int64) - np.repeat(
         np.cumsum(counts) - counts, counts
     )
-    return sources.tolist(), targets.tolist(), positions.tolist()
+    return sources, targets, positions
+
+
+_NO_EDGES = np.zeros(0, dtype=np.int64)
 
 
 def _add_edges_in_turn(computation: Computation, nodes: dict[str, int], edges: _Edges) -> None:

@@ -80,6 +80,8 @@ def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
     if not paths:
         return ()
     first = paths[0]
+    if len(paths) == 1:
+        return first
     length = len(first)
     for path in paths[1:]:
         length = min(length, len(path))
