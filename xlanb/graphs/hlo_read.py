@@ -275,8 +275,7 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     operands_column, elements_column = computation.operands, computation.elements
     parameters = computation.parameters
     rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
-    metadata_get = _metadata_cache.get
-    lineno = start
+    metadata_get, lineno = _metadata_cache.get, start
     for op, plain, argument, rest, body, other in zip(
         ops, plains, arguments, rests, bodies, others, strict=True
     ):
