@@ -199,12 +199,7 @@ def _add_edges(
     if by_name is not None and not any(any(c.control) for c in computations):
         at_once = _data_edges_at_once(computations, by_name)
         if at_once is not None:
-            sources, targets, positions = at_once
-            builder.add_resolved_edges(
-                sources.tolist(), targets.tolist(), positions.tolist(), ["data"] * len(sources)
-            )
-            count = builder.node_count
-            return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
+            return _add_data_edges(builder, *at_once)
     for computation in computations:
         first = computation.first_node
         nodes = dict(zip(computation.names, itertools.count(first)))
@@ -228,6 +223,17 @@ def _add_edges(
         edges.add_data(sources, targets.tolist(), positions.tolist())
     builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
     return _neighbours(edges, builder.node_count)
+
+
+def _add_data_edges(
+    builder: GraphBuilder, sources: np.ndarray, targets: np.ndarray, positions: np.ndarray
+) -> _Neighbours:
+    """Add the data edges of node indexes `sources` -> `targets`; the neighbours they make."""
+    builder.add_resolved_edges(
+        sources.tolist(), targets.tolist(), positions.tolist(), ["data"] * len(sources)
+    )
+    count = builder.node_count
+    return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
 
 
 def _data_edges_at_once(
