@@ -4,12 +4,14 @@ with one path for all nodes (no scopes) or several."""
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
 from xlanb.graphs.adjacency import Adjacent
 from xlanb.graphs.model import GraphBuilder
-from xlanb.graphs.scopes import group_by_op_name
+from xlanb.graphs.scopes import _common, group_by_op_name
 
 #: (op_name, operand positions) of each node of one computation.
 _ONE_PATH = [
@@ -78,3 +80,26 @@ def test_several_paths_make_scopes_below_the_shared_prefix() -> None:
 
 
 _PARTS = ("jvp(layer_0)", "jvp(layer_1)", "transpose(jvp(layer_1))")
+
+
+def _common_naive(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    prefix = paths[0] if paths else ()
+    for path in paths:
+        length = 0
+        while length < min(len(prefix), len(path)) and prefix[length] == path[length]:
+            length += 1
+        prefix = prefix[:length]
+    return prefix
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_common_prefix_of_the_least_and_greatest_path_is_that_of_all(seed: int) -> None:
+    generator = random.Random(seed)
+    parts = ["jit(f)", "jvp(a)", "b", "transpose(jvp(a))", "c/d"]
+    paths = [
+        tuple(generator.choice(parts) for _ in range(generator.randint(1, 4)))
+        for _ in range(generator.randint(1, 6))
+    ]
+    if seed % 2:  # a shared head
+        paths = [("jit(f)", *path) for path in paths]
+    assert _common(paths) == _common_naive(paths)

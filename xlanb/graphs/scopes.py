@@ -77,21 +77,18 @@ class _Trie:
 
 
 def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The longest prefix of all `paths`: that of the least and the greatest (in order,
+    a prefix shared by both is shared by all between them)."""
     if not paths:
         return ()
-    first = paths[0]
     if len(paths) == 1:
-        return first
-    length = len(first)
-    for path in paths[1:]:
-        length = min(length, len(path))
-        for i in range(length):
-            if path[i] != first[i]:
-                length = i
-                break
-        if length == 0:
-            break
-    return first[:length]
+        return paths[0]
+    low, high = min(paths), max(paths)
+    length = min(len(low), len(high))
+    for i in range(length):
+        if low[i] != high[i]:
+            return low[:i]
+    return low[:length]
 
 
 class Neighbours(Protocol):
