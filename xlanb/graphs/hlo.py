@@ -358,8 +358,9 @@ def _assign_scopes(
     by_name: dict[tuple[int, str], Computation] = {(c.module, c.name): c for c in computations}
     uses: dict[int, list[tuple[int, str]]] = {}  # callee -> (calling node, attribute)
     for computation in computations:
-        for position, calls in enumerate(computation.calls):
-            for key, called in calls:
+        calls_of = computation.calls
+        for position in [p for p, calls in enumerate(calls_of) if calls]:
+            for key, called in calls_of[position]:
                 callee = by_name.get((computation.module, called))
                 if callee is None:
                     raise ParseError(
@@ -434,10 +435,9 @@ class _Placer:
         if group:
             group_by_op_name(builder, members, scope, self.operands, self.users)
         nested = self.nested
-        for node in members:
-            callees = nested.get(node)
-            if callees:
-                self._nest(node, callees)
+        for node in filter(nested.__contains__, members):
+            if nested[node]:
+                self._nest(node, nested[node])
 
     def _nest(self, caller: int, callees: list[tuple[str, Computation]]) -> None:
         """Scopes for the computations the node `caller` calls."""
