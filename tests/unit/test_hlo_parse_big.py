@@ -19,6 +19,7 @@ import pytest
 
 from xlanb.graphs import hlo_read, parse, scopes
 from xlanb.graphs.errors import ParseError
+from xlanb.graphs.hlo import computations
 from xlanb.graphs.scopes import split_op_name
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -275,3 +276,14 @@ def test_operands_by_name_in_every_computation() -> None:
         ["a", "y", 1, "param"],
         ["s", "r", 0, "root"],
     ]
+
+
+def test_common_metadata_read_at_once_keeps_its_fields() -> None:
+    read = {
+        name: metadata
+        for computation in computations(ODD_TAILS)
+        for name, metadata in zip(computation.names, computation.metadata, strict=True)
+    }
+    assert read["f"] == {"op_name": "jit(f)/add", "stack_frame_id": "1"}
+    assert read["h"] == {"op_name": "jit(f)/add"}
+    assert read["g"] == {"op_name": "jit(f)/ad\\d"}

@@ -140,7 +140,18 @@ def _node_columns(computations: list[Computation], tables: StackTables) -> dict[
     metadata = list(chain(c.metadata for c in computations))
     keys = list(map(id, metadata))
     distinct = dict(zip(keys, metadata, strict=True))  # equal texts share one dict
-    origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
+    by_frame: dict[str, tuple[str, int | None, str]] = {}
+    origins: dict[int, tuple[str, str, int | None, str]] = {}
+    for key, meta in distinct.items():
+        frame = meta.get("stack_frame_id")
+        if len(meta) == 2 and frame is not None and "op_name" in meta:  # JAX's common metadata
+            source = by_frame.get(frame)
+            if source is None and frame.isdigit():
+                source = by_frame[frame] = innermost(int(frame))
+            if source is not None:
+                origins[key] = (meta["op_name"], *source)
+                continue
+        origins[key] = _source(meta, innermost)
     op_names, files, lines, functions = zip(*map(origins.__getitem__, keys), strict=True)
     return {
         "name": list(chain(c.names for c in computations)),
@@ -188,9 +199,7 @@ def _add_edges(
     if by_name is not None and not any(any(c.control) for c in computations):
         at_once = _data_edges_at_once(computations, by_name)
         if at_once is not None:
-            edges.add_data(*at_once)
-            builder.add_resolved_edges(edges.sources, edges.targets, edges.operands, edges.kinds)
-            return _neighbours(edges, builder.node_count)
+            return _add_data_edges(builder, *at_once)
     for computation in computations:
         first = computation.first_node
         nodes = dict(zip(computation.names, itertools.count(first)))
@@ -216,16 +225,27 @@ def _add_edges(
     return _neighbours(edges, builder.node_count)
 
 
+def _add_data_edges(
+    builder: GraphBuilder, sources: np.ndarray, targets: np.ndarray, positions: np.ndarray
+) -> _Neighbours:
+    """Add the data edges of node indexes `sources` -> `targets`; the neighbours they make."""
+    builder.add_resolved_edges(
+        sources.tolist(), targets.tolist(), positions.tolist(), ["data"] * len(sources)
+    )
+    count = builder.node_count
+    return Adjacent(targets, sources, count), Adjacent(sources, targets, count)
+
+
 def _data_edges_at_once(
     computations: list[Computation], by_name: dict[str, int]
-) -> tuple[list[int], list[int], list[int]] | None:
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """The data edges of all computations (sources, targets, operand positions), each operand
     looked up by its name among all nodes; None where one is not in its user's computation
     (each computation is then read on its own)."""
     operands = list(itertools.chain.from_iterable(c.operands for c in computations))
     names = list(itertools.chain.from_iterable(operands))
     if not names:
-        return [], [], []
+        return _NO_EDGES, _NO_EDGES, _NO_EDGES
     try:
         sources = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
     except KeyError:
@@ -243,7 +263,10 @@ def _data_edges_at_once(
     positions = np.arange(len(names), dtype=np.int64) - np.repeat(
         np.cumsum(counts) - counts, counts
     )
-    return sources.tolist(), targets.tolist(), positions.tolist()
+    return sources, targets, positions
+
+
+_NO_EDGES = np.zeros(0, dtype=np.int64)
 
 
 def _add_edges_in_turn(computation: Computation, nodes: dict[str, int], edges: _Edges) -> None:
@@ -335,8 +358,9 @@ def _assign_scopes(
     by_name: dict[tuple[int, str], Computation] = {(c.module, c.name): c for c in computations}
     uses: dict[int, list[tuple[int, str]]] = {}  # callee -> (calling node, attribute)
     for computation in computations:
-        for position, calls in enumerate(computation.calls):
-            for key, called in calls:
+        calls_of = computation.calls
+        for position in [p for p, calls in enumerate(calls_of) if calls]:
+            for key, called in calls_of[position]:
                 callee = by_name.get((computation.module, called))
                 if callee is None:
                     raise ParseError(
@@ -411,10 +435,9 @@ class _Placer:
         if group:
             group_by_op_name(builder, members, scope, self.operands, self.users)
         nested = self.nested
-        for node in members:
-            callees = nested.get(node)
-            if callees:
-                self._nest(node, callees)
+        for node in filter(nested.__contains__, members):
+            if nested[node]:
+                self._nest(node, nested[node])
 
     def _nest(self, caller: int, callees: list[tuple[str, Computation]]) -> None:
         """Scopes for the computations the node `caller` calls."""

@@ -44,14 +44,15 @@ _SIMPLE = re.compile(
 #: spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
 #: own group, the others in the next.
 _SIMPLE_LINES = re.compile(
-    r"^  (ROOT[^\S\n]+)?%?([^\s=]+) = "
-    r"([^\s(){}\[\]]+\[[^\]\n]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
-    r"([A-Za-z][\w\-.]*)\((?:(%?[A-Za-z_][\w\-.]*(?:, %?[A-Za-z_][\w\-.]*)*)"
-    r"|([^(){}\[\]\"\n]*))\)"
+    r"^  (ROOT[^\S\n]+)?%?([^\s=]++) = "
+    r"([^\s(){}\[\]]++\[[^\]\n]*+\](?:\{[^{}()\s]*+\})?|\([^()\s]*+(?: [^()\s]*+)*+\)) "
+    r"([A-Za-z][\w\-.]*+)\((?:(%?[A-Za-z_][\w\-.]*+(?:, %?[A-Za-z_][\w\-.]*+)*+)"
+    r"|([^(){}\[\]\"\n]*+))\)"
     # the tail: up to its first ``metadata={``, then JAX's common metadata body closing the
-    # line (op_name and stack frame id apart), or any other metadata and what follows it
-    r"([^m\n]*(?:m(?!etadata=\{)[^m\n]*)*)"
-    r"(?:metadata=\{(op_name=\"([^\"\\\n]*)\"(?: stack_frame_id=(\d+))?)\}|(metadata=\{.*))?$",
+    # line, or any other metadata and what follows it; possessive (``*+``) where giving back
+    # could not make a match, which saves the engine's backtracking records
+    r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
+    r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}|(metadata=\{.*))?$",
     re.MULTILINE,
 )
 #: Line breaks of ``str.splitlines`` other than ``\n``.
@@ -266,26 +267,26 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     found = _SIMPLE_LINES.findall("\n".join(lines[start:end]))
     if len(found) != end - start:
         return start  # read line by line
-    roots, names, shape_texts, ops, plains, arguments, rests, bodies, op_names, frames, others = (
-        zip(*found, strict=True)
+    roots, names, shape_texts, ops, plains, arguments, rests, bodies, others = zip(
+        *found, strict=True
     )
     metadata_column, attrs_column = computation.metadata, computation.attrs
     calls_column, control_column = computation.calls, computation.control
     operands_column, elements_column = computation.operands, computation.elements
     parameters = computation.parameters
     rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
-    metadata_get = _metadata_cache.get
-    lineno = start
-    for op, plain, argument, rest, body, op_name, frame, other in zip(
-        ops, plains, arguments, rests, bodies, op_names, frames, others, strict=True
+    metadata_get, lineno = _metadata_cache.get, start
+    for op, plain, argument, rest, body, other in zip(
+        ops, plains, arguments, rests, bodies, others, strict=True
     ):
         lineno += 1
         if body and rest[-2:] == ", " and not other:  # the common metadata, last
             metadata = metadata_get(body)
-            if metadata is None:
-                metadata = {"op_name": op_name}
-                if frame:
-                    metadata["stack_frame_id"] = frame
+            if metadata is None:  # op_name="NAME" and maybe " stack_frame_id=N"
+                quote = body.index('"', 9)
+                metadata = {"op_name": body[9:quote]}
+                if len(body) > quote + 1:
+                    metadata["stack_frame_id"] = body[quote + 17 :]
                 _remember(body, metadata)
             rest_read = before_get(rest)
             if rest_read is None:

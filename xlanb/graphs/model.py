@@ -345,8 +345,8 @@ class GraphBuilder:
             self._sources += sources
             self._targets += targets
         ids = self.columns["id"]
-        edges["source"] += [ids[s] for s in sources]
-        edges["target"] += [ids[t] for t in targets]
+        edges["source"] += map(ids.__getitem__, sources)
+        edges["target"] += map(ids.__getitem__, targets)
         edges["operand"] += operands
         edges["kind"] += kinds
 

@@ -77,19 +77,18 @@ class _Trie:
 
 
 def _common(paths: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """The longest prefix of all `paths`: that of the least and the greatest (in order,
+    a prefix shared by both is shared by all between them)."""
     if not paths:
         return ()
-    first = paths[0]
-    length = len(first)
-    for path in paths[1:]:
-        length = min(length, len(path))
-        for i in range(length):
-            if path[i] != first[i]:
-                length = i
-                break
-        if length == 0:
-            break
-    return first[:length]
+    if len(paths) == 1:
+        return paths[0]
+    low, high = min(paths), max(paths)
+    length = min(len(low), len(high))
+    for i in range(length):
+        if low[i] != high[i]:
+            return low[:i]
+    return low[:length]
 
 
 class Neighbours(Protocol):
@@ -111,25 +110,42 @@ def group_by_op_name(
     A node without a path (constants, parameters, outputs) joins the deepest scope shared by
     its users (else by its operands); the prefix shared by all nodes is dropped; a scope with
     one child and no nodes of its own merges with the child; a scope of one node dissolves."""
-    inside = set(members)
+    if not members:
+        return
+    first, count = members[0], len(members)
+    end = first + count
+    contiguous = members[-1] == end - 1 and members == list(range(first, end))
+    where = None if contiguous else {index: k for k, index in enumerate(members)}
+
+    def inside(neighbours: Any) -> list[int]:
+        """The positions in `members` of the nodes `neighbours` that are members."""
+        if where is None:
+            return [u - first for u in neighbours if first <= u < end]
+        return [where[u] for u in neighbours if u in where]
+
     op_names = builder.columns["op_name"]
-    paths: dict[int, tuple[str, ...] | None] = {
-        index: _scope_path(op_names[index]) for index in members
-    }
-    for index in reversed(members):
-        if paths[index] is None:
-            found = [paths[u] for u in users.get(index, ()) if u in inside and paths[u]]
-            if found:
-                paths[index] = _common(found)  # type: ignore[arg-type]
-    for index in members:
-        if paths[index] is None:
-            found = [paths[o] for o in operands.get(index, ()) if o in inside and paths[o]]
-            paths[index] = _common(found) if found else ()  # type: ignore[arg-type]
-    resolved: dict[int, tuple[str, ...]] = {i: p or () for i, p in paths.items()}
-    prefix = len(_common(list(set(resolved.values()))))  # each distinct path once
+    if contiguous:
+        found_paths = list(map(_scope_path, op_names[first:end]))
+    else:
+        found_paths = [_scope_path(op_names[index]) for index in members]
+    missing = [k for k, path in enumerate(found_paths) if path is None]
+    for k in reversed(missing):
+        found = [found_paths[u] for u in inside(users.get(members[k], ())) if found_paths[u]]
+        if found:
+            found_paths[k] = _common(found)  # type: ignore[arg-type]
+    for k in missing:
+        if found_paths[k] is None:
+            found = [found_paths[o] for o in inside(operands.get(members[k], ())) if found_paths[o]]
+            found_paths[k] = _common(found) if found else ()  # type: ignore[arg-type]
+    paths: list[tuple[str, ...]] = found_paths  # type: ignore[assignment]  # none is None
+    if paths.count(paths[0]) == count:  # one path (a reducer's, a small region's): no scopes
+        scope_of = builder.columns["scope"]
+        for index in members:
+            scope_of[index] = base
+        return
+    prefix = len(_common(list(set(paths))))  # each distinct path once
     by_path: dict[tuple[str, ...], list[int]] = {}  # in the order paths first appear
-    for index in members:
-        path = resolved[index]
+    for index, path in zip(members, paths, strict=True):
         same_path = by_path.get(path)
         if same_path is None:
             by_path[path] = [index]
