@@ -17,9 +17,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from tests.support.helpers import ROOT
 from xlanb.graphs import hlo_read, parse, scopes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.hlo import computations
+from xlanb.graphs.hlo_read import _SIMPLE_LINES, without_possessive
 from xlanb.graphs.scopes import split_op_name
 
 DATA = Path(__file__).resolve().parent.parent / "data"
@@ -287,3 +289,20 @@ def test_common_metadata_read_at_once_keeps_its_fields() -> None:
     assert read["f"] == {"op_name": "jit(f)/add", "stack_frame_id": "1"}
     assert read["h"] == {"op_name": "jit(f)/add"}
     assert read["g"] == {"op_name": "jit(f)/ad\\d"}
+
+
+def test_the_body_regex_reads_the_same_without_possessive_quantifiers():
+    """Python 3.10 compiles the body regex without its possessive quantifiers: the same
+    matches on real modules (JAX's on XLA:CPU, XLA:GPU's dump)."""
+    plain = re.compile(without_possessive(_SIMPLE_LINES.pattern), re.MULTILINE)
+    assert "*+" not in plain.pattern and "++" not in plain.pattern
+    data = ROOT / "tests" / "data"
+    paths = sorted((data / "jax_hlo").glob("*.txt"))
+    paths += sorted(
+        (data / "xla_gpu" / "transformer_cmdbuf" / "xla_dump").glob("*optimizations.txt")
+    )
+    texts = [path.read_text() for path in paths]
+    assert len(texts) >= 3
+    for text in texts:
+        found = _SIMPLE_LINES.findall(text)
+        assert found and plain.findall(text) == found

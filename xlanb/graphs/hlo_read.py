@@ -40,19 +40,35 @@ _SIMPLE = re.compile(
     r"([^\s(){}\[\]]+\[[^\]]*\](?:\{[^{}()\s]*\})?|\([^()\s]*(?: [^()\s]*)*\)) "
     r"([A-Za-z][\w\-.]*)\(([^(){}\[\]\"]*)\)(.*)$"
 )
+
+
+def without_possessive(pattern: str) -> str:
+    """`pattern` without its possessive quantifiers (``*+``, ``++``), which Python 3.10's
+    ``re`` lacks: where giving back could not make a match they match the same, with more
+    backtracking."""
+    return pattern.replace("*+", "*").replace("++", "+")
+
+
+def _possessive(pattern: str) -> str:
+    """`pattern` as written from Python 3.11, :func:`without_possessive` before."""
+    return pattern if sys.version_info >= (3, 11) else without_possessive(pattern)
+
+
 #: ``_SIMPLE`` over a computation's body at once (each match one line, starting with two
 #: spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
 #: own group, the others in the next.
 _SIMPLE_LINES = re.compile(
-    r"^  (ROOT[^\S\n]+)?%?([^\s=]++) = "
-    r"([^\s(){}\[\]]++\[[^\]\n]*+\](?:\{[^{}()\s]*+\})?|\([^()\s]*+(?: [^()\s]*+)*+\)) "
-    r"([A-Za-z][\w\-.]*+)\((?:(%?[A-Za-z_][\w\-.]*+(?:, %?[A-Za-z_][\w\-.]*+)*+)"
-    r"|([^(){}\[\]\"\n]*+))\)"
-    # the tail: up to its first ``metadata={``, then JAX's common metadata body closing the
-    # line, or any other metadata and what follows it; possessive (``*+``) where giving back
-    # could not make a match, which saves the engine's backtracking records
-    r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
-    r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}|(metadata=\{.*))?$",
+    _possessive(
+        r"^  (ROOT[^\S\n]+)?%?([^\s=]++) = "
+        r"([^\s(){}\[\]]++\[[^\]\n]*+\](?:\{[^{}()\s]*+\})?|\([^()\s]*+(?: [^()\s]*+)*+\)) "
+        r"([A-Za-z][\w\-.]*+)\((?:(%?[A-Za-z_][\w\-.]*+(?:, %?[A-Za-z_][\w\-.]*+)*+)"
+        r"|([^(){}\[\]\"\n]*+))\)"
+        # the tail: up to its first ``metadata={``, then JAX's common metadata body closing the
+        # line, or any other metadata and what follows it; possessive (``*+``) where giving back
+        # could not make a match, which saves the engine's backtracking records
+        r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
+        r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}|(metadata=\{.*))?$"
+    ),
     re.MULTILINE,
 )
 #: Line breaks of ``str.splitlines`` other than ``\n``.
