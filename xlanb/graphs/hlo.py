@@ -140,18 +140,7 @@ def _node_columns(computations: list[Computation], tables: StackTables) -> dict[
     metadata = list(chain(c.metadata for c in computations))
     keys = list(map(id, metadata))
     distinct = dict(zip(keys, metadata, strict=True))  # equal texts share one dict
-    by_frame: dict[str, tuple[str, int | None, str]] = {}
-    origins: dict[int, tuple[str, str, int | None, str]] = {}
-    for key, meta in distinct.items():
-        frame = meta.get("stack_frame_id")
-        if len(meta) == 2 and frame is not None and "op_name" in meta:  # JAX's common metadata
-            source = by_frame.get(frame)
-            if source is None and frame.isdigit():
-                source = by_frame[frame] = innermost(int(frame))
-            if source is not None:
-                origins[key] = (meta["op_name"], *source)
-                continue
-        origins[key] = _source(meta, innermost)
+    origins = {key: _source(meta, innermost) for key, meta in distinct.items()}
     op_names, files, lines, functions = zip(*map(origins.__getitem__, keys), strict=True)
     return {
         "name": list(chain(c.names for c in computations)),
