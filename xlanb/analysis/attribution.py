@@ -155,15 +155,13 @@ def _counted_places(placed: pd.DataFrame) -> pd.DataFrame:
         total = totals.setdefault(key, 0)
         if not pd.isna(count):
             totals[key] = total + count
-    keys, sums = list(totals), list(totals.values())
-    order = sorted(range(len(sums)), key=lambda i: -sums[i])  # stable: ties keep their order
-    keys, sums = [keys[i] for i in order], [sums[i] for i in order]
+    ordered = sorted(totals.items(), key=lambda item: -item[1])  # stable: ties keep order
     return pd.DataFrame(
         {
-            "backend": pd.array([k[0] for k in keys], dtype=placed["backend"].dtype),
-            "read_at": pd.array([k[1] for k in keys], dtype=placed["read_at"].dtype),
-            "cell_line": pd.array([k[2] for k in keys], dtype="Int64"),
-            "count": pd.array(sums, dtype=placed["count"].dtype),
+            "backend": pd.array([k[0] for k, _ in ordered], dtype=placed["backend"].dtype),
+            "read_at": pd.array([k[1] for k, _ in ordered], dtype=placed["read_at"].dtype),
+            "cell_line": pd.array([k[2] for k, _ in ordered], dtype="Int64"),
+            "count": pd.array([total for _, total in ordered], dtype=placed["count"].dtype),
         }
     )
 

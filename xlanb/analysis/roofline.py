@@ -129,8 +129,7 @@ def _traced_programs(
     for row in optimized.itertuples():
         text = row.text if isinstance(row.text, str) else ""
         runs = program_runs.get(int(row.module_id), 0)
-        name = hlo_module_name(text)
-        if runs and text.startswith("HloModule") and key in (str(row.graph), name):
+        if runs and text.startswith("HloModule") and key in (str(row.graph), hlo_module_name(text)):
             found.append((text, runs))
     return found
 

@@ -131,9 +131,12 @@ def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, Hlo
 def hlo_module_name(text: str) -> str:
     """The name in an HLO module text's ``HloModule <name>, ...`` line ("" if none): the
     first such line, found without splitting the text (a big program's is megabytes)."""
-    start = 0 if text.startswith("HloModule ") else text.find("\nHloModule ") + 1
-    if start == 0 and not text.startswith("HloModule "):
-        return ""
+    if text.startswith("HloModule "):
+        start = 0
+    else:
+        start = text.find("\nHloModule ") + 1
+        if not start:
+            return ""
     end = text.find("\n", start)
     line = text[start : end if end >= 0 else len(text)]
     return line.removeprefix("HloModule ").split(",", 1)[0].strip()
