@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from xlanb.analysis.breakdown import host_activity, lane_intervals, time_account
+from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
 
@@ -191,3 +192,54 @@ def test_transfers_count_the_transfer_metrics_else_the_transfer_counters():
         counters=counters,
     )
     assert profile.summary()["transfers"] == (3 + 2) + (4 + 1)
+
+
+def _graphs(names: list[str]) -> pd.DataFrame:
+    rows = [
+        {
+            "backend": "jax",
+            "graph": name,
+            "kind": "hlo_optimized",
+            "nodes": 2,
+            "text": f"HloModule {name}\n\nENTRY main {{\n  ROOT p = f32[] parameter(0)\n}}\n",
+            "compile_id": 1,
+        }
+        for name in names
+    ]
+    return make_frame("graphs", rows)
+
+
+def test_frame_memo_keeps_a_value_per_frames_and_key_until_a_frame_changes():
+    memo: FrameMemo[int] = FrameMemo(size=2)
+    made: list[str] = []
+
+    def make(label: str) -> int:
+        made.append(label)
+        return len(made)
+
+    frame = _spans([(0.1, 0.2)], [])
+    assert memo.get((frame,), "a", lambda: make("a")) == 1
+    assert memo.get((frame,), "a", lambda: make("again")) == 1  # kept
+    assert memo.get((frame,), "b", lambda: make("b")) == 2  # another key
+    grown = pd.concat([frame, frame], ignore_index=True)
+    assert memo.get((grown,), "a", lambda: make("grown")) == 3
+    frame.loc[len(frame)] = frame.iloc[0]  # the same object, a row more
+    assert memo.get((frame,), "a", lambda: make("added")) == 4
+    assert len(memo._kept) == 2  # the oldest went
+    assert made == ["a", "b", "grown", "added"]
+
+
+def test_graph_queries_follow_a_replaced_graphs_frame_and_hand_out_copies():
+    profile = _profile()
+    profile.graphs = _graphs(["jit_a"])
+    entries = profile.graph_entries()
+    assert entries["graph"].tolist() == ["jit_a"]
+    entries["graph"] = "changed by the caller"  # a caller's copy: the next one is intact
+    assert profile.graph_entries()["graph"].tolist() == ["jit_a"]
+    assert profile.graph(0).name == "jit_a"
+    profile.graphs = _graphs(["jit_a", "jit_b"])
+    assert profile.graph_entries()["graph"].tolist() == ["jit_a", "jit_b"]
+    assert profile.graph(-1).name == "jit_b"
+    profile.graphs = _graphs(["jit_c"])  # replaced, same length as the first
+    assert profile.graph(0).name == "jit_c"
+    assert profile.graph_kinds(0) == ["hlo_optimized"]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +9,7 @@ import pandas as pd
 
 from xlanb.analysis.sync_cost import READ_WAITS, read_gaps
 from xlanb.analysis.time_account import TimeAccount, account, merge_intervals
+from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.schema import WHOLE_TRACE, make_frame
 
@@ -31,22 +30,18 @@ class _Lanes:
     accounts: dict[tuple[float, float], TimeAccount] = field(default_factory=dict)
 
 
-#: The lanes of the last few spans frames read (by id: a frame is not hashable), each with a
-#: weak reference to its frame and its length: the end of a cell reads the same spans for the
-#: breakdown, the steps, the findings and the views.
-_LANES_KEPT: dict[int, tuple[weakref.ref, int, _Lanes]] = {}
-_LANES_LOCK = threading.Lock()
-LANES_KEPT = 8
+#: The lanes of the last few spans frames read: the end of a cell reads the same spans for
+#: the breakdown, the steps, the findings and the views.
+_LANES: FrameMemo[_Lanes] = FrameMemo(8)
 
 
 def _lanes(spans: pd.DataFrame) -> _Lanes:
     """The lanes of `spans`, read once per frame (kept until the frame changes length or is
     replaced: treat a Profile's frames as read-only)."""
-    key = id(spans)
-    with _LANES_LOCK:
-        kept = _LANES_KEPT.get(key)
-    if kept is not None and kept[1] == len(spans) and kept[0]() is spans:
-        return kept[2]
+    return _LANES.get((spans,), None, lambda: _read_lanes(spans))
+
+
+def _read_lanes(spans: pd.DataFrame) -> _Lanes:
     lanes = spans["lane"].to_numpy(dtype=object)
     starts = spans["start"].to_numpy(dtype=float)
     ends = starts + spans["seconds"].to_numpy(dtype=float)
@@ -63,12 +58,7 @@ def _lanes(spans: pd.DataFrame) -> _Lanes:
         intervals["sync_wait"] = np.concatenate([intervals["sync_wait"], gaps])
     for array in (lanes, starts, ends, estimated, *intervals.values()):
         array.flags.writeable = False  # shared by every reader
-    found = _Lanes(lanes, starts, ends, estimated, intervals)
-    with _LANES_LOCK:
-        _LANES_KEPT[key] = (weakref.ref(spans), len(spans), found)
-        while len(_LANES_KEPT) > LANES_KEPT:
-            del _LANES_KEPT[next(iter(_LANES_KEPT))]
-    return found
+    return _Lanes(lanes, starts, ends, estimated, intervals)
 
 
 def lane_arrays(profile: Profile) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pandas as pd
 
+from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.seams import provides
 from xlanb.graphs import Graph, ParseError, parse_once
@@ -41,7 +42,7 @@ def graph(profile: Profile, name_or_index: str | int = 0, kind: str | None = Non
         return Graph.unparsed(text, chosen, error, name=name)
     parsed.name = name
     if chosen == "hlo_optimized":
-        parsed.measured = measured
+        parsed.measured = measured.copy() if measured is not None else None
     return parsed.with_fallbacks(profile.fallbacks["op"].dropna().astype(str))
 
 
@@ -55,10 +56,25 @@ def graph_kinds(profile: Profile, name_or_index: str | int = 0) -> list[str]:
     return [first, *(k for k in kinds if k != first)]
 
 
+#: :func:`graph_rows` and :func:`graph_entries` of the last few profiles' frames: a cell's
+#: display asks for the same graphs' rows from its viewers, tabs, commands and findings.
+_ROWS: FrameMemo[tuple[str, pd.DataFrame, Any]] = FrameMemo(32)
+_ENTRIES: FrameMemo[pd.DataFrame] = FrameMemo()
+
+
 def graph_rows(profile: Profile, name_or_index: str | int) -> tuple[str, pd.DataFrame, Any]:
     """(name, its ``graphs`` rows with text, its measured ops or None) of one compiled
-    graph (see :meth:`graph`)."""
-    entries = graph_entries(profile)
+    graph (see :meth:`graph`); kept while the profile's graphs and ops frames stay the same
+    (read-only)."""
+    return _ROWS.get(
+        (profile.graphs, profile.ops),
+        (name_or_index, profile.source),
+        lambda: _graph_rows(profile, name_or_index),
+    )
+
+
+def _graph_rows(profile: Profile, name_or_index: str | int) -> tuple[str, pd.DataFrame, Any]:
+    entries = _entries(profile)
     if entries.empty:
         raise KeyError("this profile holds no graph (was it captured with graphs off?)")
     names = list(dict.fromkeys(entries["graph"]))
@@ -127,7 +143,7 @@ def previous_compile(
     torch runtimes, whose graph names are hashes; None for a first compile. `entries`:
     :meth:`graph_entries`, when the caller has them already."""
     if entries is None:
-        entries = graph_entries(profile)
+        entries = _entries(profile)
     index = range(len(entries))[index]  # IndexError past the end; -1 is the last
     name, compile_key = str(entries["graph"].iloc[index]), entries["compile"].iloc[index]
     if compile_key != -1:  # JAX: compiles of one function share its name
@@ -161,6 +177,15 @@ def graph_entries(profile: Profile) -> pd.DataFrame:
     ``graph``, ``compile`` (JAX's ``compile_id``, which tells a function's compiles apart;
     -1 where a runtime's graph ids are distinct already), ``backend`` and ``nodes`` (the
     smallest of its texts)."""
+    return _entries(profile).copy()
+
+
+def _entries(profile: Profile) -> pd.DataFrame:
+    """:func:`graph_entries`, kept while the graphs frame stays the same (read-only)."""
+    return _ENTRIES.get((profile.graphs,), None, lambda: _graph_entries(profile))
+
+
+def _graph_entries(profile: Profile) -> pd.DataFrame:
     graphs = profile.graphs[profile.graphs["text"].notna()]
     keyed = graphs.assign(graph=graphs["graph"].astype(str), compile=_compile_keys(graphs))
     return (

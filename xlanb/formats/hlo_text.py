@@ -13,10 +13,14 @@ from xlanb.formats.text import unquote
 
 #: An instruction's line of a module's text, its `name` (``  ROOT %dot.1 = f32[...] ...``).
 INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
+#: Texts whose instruction counts are kept.
+TEXTS_COUNTED = 16
 
 
+@functools.lru_cache(maxsize=TEXTS_COUNTED)
 def count_hlo_instructions(text: str) -> int:
-    """Instructions in an HLO module text (every computation, fused ones included)."""
+    """Instructions in an HLO module text (every computation, fused ones included); the last
+    texts' counts are kept (a program read ahead is counted again at the cell's end)."""
     return sum(1 for line in text.splitlines() if INSTRUCTION_LINE.match(line))
 
 

@@ -4,6 +4,7 @@ callback instructions with their stack frames). No JAX import; nothing here keep
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -241,8 +242,10 @@ _STABLEHLO_OP = re.compile(
 )
 
 
+@functools.lru_cache(maxsize=16)
 def count_stablehlo_ops(text: str) -> int:
-    """Operations in a StableHLO module (function definitions and the mesh excluded)."""
+    """Operations in a StableHLO module (function definitions and the mesh excluded); the last
+    texts' counts are kept (a program read ahead is counted again at the cell's end)."""
     count = 0
     for line in text.splitlines():
         stripped = line.lstrip()
