@@ -60,12 +60,13 @@ def op_rates(ops: pd.DataFrame, hlo_text: str, peak: tuple[float, float] | None)
     name keep NaN and no bound."""
     costs = op_costs(hlo_text)
     flops, moved, flop_rates, byte_rates, bounds = [], [], [], [], []
-    for row in ops.itertuples():
-        cost = costs.get(str(row.op))
+    counts = ops["count"].tolist() if "count" in ops.columns else [1] * len(ops)
+    for op, count, seconds in zip(ops["op"].tolist(), counts, ops["seconds"].tolist(), strict=True):
+        cost = costs.get(str(op))
         op_flops = cost.flops if cost is not None else math.nan
         op_bytes = cost.bytes if cost is not None else math.nan
-        runs = float(getattr(row, "count", 1) or 1)
-        seconds = float(row.seconds) if row.seconds == row.seconds else math.nan
+        runs = float(count or 1)
+        seconds = float(seconds) if seconds == seconds else math.nan
         measured = seconds > 0
         flops.append(op_flops)
         moved.append(op_bytes)
@@ -110,7 +111,7 @@ def with_op_rates(
             if len(programs) > 1
             else op_rates(rows, text, peak)
         )
-    rated = pd.concat(parts).loc[ops.index]
+    rated = parts[0] if len(parts) == 1 else pd.concat(parts).loc[ops.index]
     if "bound" in rated.columns:
         # rows of programs without a text: None as in the rated rows (a concat fills NaN)
         rated["bound"] = rated["bound"].astype(object).where(rated["bound"].notna(), None)
@@ -179,12 +180,12 @@ def _programs_of_count(found: list[tuple[Any, int]], count: Any) -> list[tuple[A
 def _optimized_texts(graphs: pd.DataFrame) -> dict[str, str]:
     """graph name and HLO module name -> the latest optimized HLO text of that program."""
     texts: dict[str, str] = {}
-    optimized = graphs[graphs["kind"] == "hlo_optimized"]
-    for row in optimized.itertuples():
-        text = row.text if isinstance(row.text, str) else ""
-        if not text.startswith("HloModule"):
+    for kind, graph, text in zip(
+        graphs["kind"].tolist(), graphs["graph"].tolist(), graphs["text"].tolist(), strict=True
+    ):
+        if kind != "hlo_optimized" or not isinstance(text, str) or not text.startswith("HloModule"):
             continue
-        texts[str(row.graph)] = text
+        texts[str(graph)] = text
         texts.setdefault(hlo_module_name(text), text)
     return texts
 
