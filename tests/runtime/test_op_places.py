@@ -134,3 +134,22 @@ def test_reads_in_a_function_of_another_kernel_cell_name_that_cell(run, shell, r
     assert not places["library"].any()
     shown = prof._repr_html_() + repr(prof) + "".join(prof.findings["detail"].astype(str))
     assert "ipykernel_" not in shown
+
+
+def test_ops_that_jax_names_after_its_primitives_say_what_they_compute(run, shell):
+    # XLA:CPU names a thunk after its instruction and JAX names instructions after its
+    # primitives (``conv_general_dilated.3``, ``broadcast_in_dim``): the name alone says
+    # nothing, the instruction's opcode in the optimized HLO does
+    run("import jax, jax.numpy as jnp")
+    run(
+        "%%xla_profile -q --var conv_prof\n"
+        "@jax.jit\n"
+        "def op_conv(x, w):\n"
+        "    dims = ('NHWC', 'HWIO', 'NHWC')\n"
+        "    return jax.lax.conv_general_dilated(x, w, (1, 1), 'SAME', dimension_numbers=dims)\n"
+        "_ = op_conv(jnp.ones((2, 16, 16, 3)), jnp.ones((3, 3, 3, 8))).block_until_ready()"
+    )
+    ops = shell.user_ns["conv_prof"].ops
+    convs = ops[ops["op"].str.startswith("conv_general_dilated")]
+    assert not convs.empty, ops[["op", "op_name", "category"]].to_string()
+    assert set(convs["category"]) == {"convolution"}, convs[["op", "category"]]

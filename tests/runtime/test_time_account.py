@@ -755,6 +755,35 @@ def test_a_window_holds_the_run_after_a_program_compiled_in_it(run, shell):
     assert _traced_runs(shell.user_ns["queued"]) == 2
 
 
+@pytest.mark.trace_budget
+def test_a_program_being_made_after_eager_ops_is_not_run_time(run, shell):
+    """A cell that makes its batch with eager ops, then calls a step that traces and compiles
+    for a while (a batch of a new shape): JAX reports that time only once each phase has
+    ended, and the window counted the time so far as its runs' and closed within the step's
+    tracing, with the eager ops alone traced; the step's runs were neither traced nor
+    estimated (no device time, no steps of it). The step's tracing sleeps here, so that it
+    lasts long against the eager ops' time; the cell sleeps first, so that those do not use up
+    the budget."""
+    run(
+        "import time\n"
+        "@jax.jit\ndef ta_made_late(x):\n    time.sleep(0.5)\n    return jnp.tanh(x).sum()\n"
+        "ta_batch = jnp.ones((8, 16)) * 2.0"  # the eager ops compiled before the cell
+    )
+    run(
+        "%%xla_profile -b jax -q --var made_late\ntime.sleep(1.0)\n"
+        "ta_batch = jnp.ones((8, 16)) * 2.0\n"
+        "for _ in range(4):\n    ta_loss = ta_made_late(ta_batch)\n"
+        "ta_loss.block_until_ready()"
+    )
+    prof = shell.user_ns["made_late"]
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert "jit(ta_made_late)" in set(measured["graph"]), device[["graph", "estimated"]]
+    assert set(prof.step_times["graph"]) == {"jit(ta_made_late)"}, prof.step_times
+    assert len(prof.step_times) == 4
+    assert_adds_up(prof)
+
+
 def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     """A program of hundreds of thunks a run: once a trace has shown how big the runs of a
     cell are, the same cell run again has a window of about WINDOW_EVENTS events (never under 5

@@ -369,7 +369,9 @@ def _texts(graphs: Sequence[dict[str, Any]], kinds: tuple[str, ...]) -> dict[str
 def _what(op: str, text: str | None, gpu: bool) -> tuple[str, str | None]:
     """(category, op name) of trace op `op` from its instruction in `text`
     (:mod:`xlanb.analysis.op_kinds`: what a fusion fused, which library a custom call calls);
-    on XLA:CPU only a fusion's, the thunk's name saying the rest (``sort.0``, ``while.2``)."""
+    on XLA:CPU a fusion's and an op's whose name says nothing (JAX names instructions after
+    its primitives: ``conv_general_dilated.3``), the thunk's name saying the rest
+    (``sort.0``, ``while.2``)."""
     if gpu and op.endswith(UNATTRIBUTED):
         return "unattributed", None
     by_name = thunk_category(op)
@@ -379,7 +381,7 @@ def _what(op: str, text: str | None, gpu: bool) -> tuple[str, str | None]:
         found = categories.get(op.rsplit(".", 1)[0])
     if found is None:
         return by_name, None
-    if gpu or by_name == "fusion":
+    if gpu or by_name in ("fusion", "elementwise"):
         return found[0], found[1] or None
     return by_name, found[1] or None
 

@@ -28,7 +28,7 @@ from xlanb.capture import device_trace, peak, versions
 from xlanb.capture.backends.base import Capture, CaptureOptions
 from xlanb.capture.backends.jax import hooks, reuse, rows, trace_session
 from xlanb.capture.backends.jax.ahead import AHEAD
-from xlanb.capture.backends.jax.events import Duration
+from xlanb.capture.backends.jax.events import CacheMiss, Duration
 from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
 from xlanb.capture.backends.jax.hooks import LOWER_EVENT as LOWER_EVENT
@@ -213,9 +213,25 @@ def _making_seconds() -> float:
     """The seconds spent making programs so far (tracing, lowering, compiling): not run time
     for the window of a cell's first trace (JAX keeps no run time of its own, so the window
     counts the wall time from the first run less these: a step compiled after the cell's
-    first eager op does not use up the window)."""
+    first eager op does not use up the window). JAX reports each phase once it has ended; a
+    top-level call that missed the tracing cache (its explanation is logged as tracing
+    starts) has been making its program since, beyond the phases reported since (a step
+    tracing and compiling for seconds after the eager ops that made its batch closed the
+    window before its first run). A call that runs its program inline is not making it."""
     with STATE.lock:
-        return sum(event.seconds for event in STATE.events if isinstance(event, Duration))
+        events = list(STATE.events)
+    durations = [event for event in events if isinstance(event, Duration)]
+    made = sum(event.seconds for event in durations)
+    if STATE.current is None:
+        return made
+    now = time.time()
+    call_began = now - max(time.perf_counter() - STATE.call_started, 0.0)
+    misses = [e.wall for e in events if isinstance(e, CacheMiss) and e.wall >= call_began]
+    if not misses:
+        return made
+    since = min(misses)
+    reported = sum(event.seconds for event in durations if event.wall >= since)
+    return made + max(now - since - reported, 0.0)
 
 
 def between_cells() -> bool:

@@ -184,6 +184,10 @@ class JaxState:
     #: The jitted function whose top-level call is running (set and read by the dispatch
     #: counter on the calling thread; a call made meanwhile on another thread is not counted).
     current: Any = None
+    #: ``perf_counter`` when the running top-level call began (read with ``current``: the
+    #: time a call that makes its program has been making it, which JAX reports only once
+    #: each phase has ended).
+    call_started: float = 0.0
     active: list[Token] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     #: Calls with host values by (function, shape of call, place: code and instruction of the

@@ -74,8 +74,8 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
         known = state.traced_functions
         if known is not None and args[0] not in known:
             state.trace_late()  # a program the cell's last trace did not hold
+        started = state.call_started = perf()
         self = state.current = args[0]
-        started = perf()
         try:
             result = original(*args, **kwargs) if kwargs else original(*args)
         finally:
@@ -246,6 +246,7 @@ def _add_transfer_place(
     """A place and shape of call seen first: count its host values by a walk of the pytree of
     its `traced` arguments (positional, keyword), and add its entry to the capture's state."""
     leaves = target.tree_leaves(traced)  # in the order jit flattens them
+    state.call_started = time.perf_counter()
     state.current = function  # JAX's calls while reading the lowering are not counted
     try:
         leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
