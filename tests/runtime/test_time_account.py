@@ -19,8 +19,11 @@ from tests.support.helpers import (
     union_seconds,
 )
 from xlanb.analysis.sync_cost import READ_WAITS
+from xlanb.capture import versions
 
 jax = pytest.importorskip("jax")
+#: JAX 0.6 explains a tracing cache miss once tracing has ended, not as it starts.
+JAX_06 = versions.parse_version(jax.__version__) < (0, 7)
 
 SETUP = """
 import jax, jax.numpy as jnp
@@ -756,6 +759,11 @@ def test_a_window_holds_the_run_after_a_program_compiled_in_it(run, shell):
 
 
 @pytest.mark.trace_budget
+@pytest.mark.xfail(
+    JAX_06,
+    strict=True,
+    reason="JAX 0.6 explains a cache miss once tracing has ended: the tracing counts as runs",
+)
 def test_a_program_being_made_after_eager_ops_is_not_run_time(run, shell):
     """A cell that makes its batch with eager ops, then calls a step that traces and compiles
     for a while (a batch of a new shape): JAX reports that time only once each phase has
