@@ -7,14 +7,12 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from xlanb.formats.jax_text import _STACK_ID, stack_tables
+from xlanb.formats.jax_text import _STACK_ID, TEXTS_COUNTED, stack_tables
 from xlanb.formats.python_frames import cell_frame_line, user_frame
 from xlanb.formats.text import unquote
 
 #: An instruction's line of a module's text, its `name` (``  ROOT %dot.1 = f32[...] ...``).
 INSTRUCTION_LINE = re.compile(r"^\s*(?:ROOT\s+)?%?(?P<name>[\w.\-]+) = ")
-#: Texts whose instruction counts are kept.
-TEXTS_COUNTED = 16
 
 
 @functools.lru_cache(maxsize=TEXTS_COUNTED)

@@ -242,7 +242,12 @@ _STABLEHLO_OP = re.compile(
 )
 
 
-@functools.lru_cache(maxsize=16)
+#: Texts whose op or instruction counts are kept (:func:`count_stablehlo_ops`, and
+#: :func:`xlanb.formats.hlo_text.count_hlo_instructions`).
+TEXTS_COUNTED = 16
+
+
+@functools.lru_cache(maxsize=TEXTS_COUNTED)
 def count_stablehlo_ops(text: str) -> int:
     """Operations in a StableHLO module (function definitions and the mesh excluded); the last
     texts' counts are kept (a program read ahead is counted again at the cell's end)."""
