@@ -1075,6 +1075,66 @@ def test_a_compile_or_a_new_program_in_a_cell_run_again_starts_its_trace(run, sh
     assert _traces_started() == started + 4
 
 
+#: A cell of two programs: more runs of one than the window holds (50 in tests), then, once
+#: the window has closed (`ta_window_closed`), runs of another, which it never reaches.
+TWO_PROGRAMS_CELL = (
+    "%%xla_profile -b jax -q --var two\nfor _ in range(52):\n"
+    "    out = ta_reused(ta_input)\nout.block_until_ready()\n"
+    "ta_wait_for_the_window()\n"
+    "for _ in range(3):\n    late = ta_late(ta_input)\nlate.block_until_ready()"
+)
+WAIT_FOR_THE_WINDOW = """
+import time
+def ta_wait_for_the_window(timeout=60.0):
+    from xlanb.capture import device_trace
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        trace = device_trace._STATE.running
+        if trace is None or trace.stopped_at is not None:
+            return
+        time.sleep(0.005)
+"""
+
+
+def _device_spans(prof, graph: str) -> pd.DataFrame:
+    device = prof.spans[prof.spans["lane"] == "device"]
+    return device[device["graph"] == graph]
+
+
+@pytest.mark.trace_reuse
+def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_run(run, shell):
+    """A program whose runs all come after the window closed has no device time: a note names
+    it. The cell run again traces from that program's first call on (a late trace), and the
+    runs before it, of a program its last trace kept, are still estimated from that trace
+    (they had none: its python share held them), its ops rows kept too; the run after that
+    traces nothing, both programs now kept."""
+    _new_reused_program(run)
+    run("@jax.jit\ndef ta_late(a):\n    return jnp.tanh(a @ a @ a)\nta_late(ta_input)")
+    run(WAIT_FOR_THE_WINDOW)
+    run(TWO_PROGRAMS_CELL)
+    first = shell.user_ns["two"]
+    assert not _device_spans(first, "jit(ta_reused)")["estimated"].all()
+    assert _device_spans(first, "jit(ta_late)").empty
+    assert [note for note in first.notes if note.startswith("not traced: jit(ta_late) (3 runs)")]
+    started = _traces_started()
+    run(TWO_PROGRAMS_CELL)
+    again = shell.user_ns["two"]
+    assert _traces_started() == started + 1
+    reused = _device_spans(again, "jit(ta_reused)")
+    assert len(reused) == 52 and reused["estimated"].all()
+    late = _device_spans(again, "jit(ta_late)")
+    assert len(late) == 3 and not late["estimated"].any()
+    assert set(again.ops["graph"]) == {"jit(ta_reused)", "jit(ta_late)"}
+    assert not [note for note in again.notes if note.startswith("not traced")]
+    assert_adds_up(again)
+    assert (reused["start"] + reused["seconds"] <= late["start"].min() + 1e-6).all()
+    run(TWO_PROGRAMS_CELL)
+    assert _traces_started() == started + 1
+    third = shell.user_ns["two"]
+    assert third.spans[third.spans["lane"] == "device"]["estimated"].all()
+    assert len(_device_spans(third, "jit(ta_late)")) == 3
+
+
 @pytest.mark.trace_reuse
 def test_a_program_traced_only_in_the_run_after_its_compile_is_traced_again(run, shell):
     """A compile's run is a warm-up, not like the next ones: a program whose only traced run

@@ -498,6 +498,7 @@ def after_window_from_calls(
     graphs: Mapping[str, str] | None = None,
     drained: bool = False,
     traced_here: bool = True,
+    earlier: Sequence[tuple[str, str, float]] = (),
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs a trace's window did not hold, from the calls
     that launched them (JAX).
@@ -517,14 +518,23 @@ def after_window_from_calls(
       unsampled: (program key, calls) the calls leave out; spread after the queued runs.
       traced_here: the traced runs are the capture's own (False: an earlier capture's, so
         every call is estimated).
+      earlier: traced runs of an earlier capture of programs `traced` has none of: every
+        call of those is estimated.
     Programs with no traced run get none (unknown)."""
     durations: dict[str, list[float]] = {}
     names: dict[str, str] = {}
     for key, name, seconds in traced:
         durations.setdefault(key, []).append(seconds)
         names[key] = name
+    every_call: set[str] = set()
+    for key, name, seconds in earlier:
+        if key in durations and key not in every_call:
+            continue
+        every_call.add(key)
+        durations.setdefault(key, []).append(seconds)
+        names[key] = name
     means = {key: sum(values) / len(values) for key, values in durations.items()}
-    picked = _untraced_calls(calls, durations, traced_here)
+    picked = _untraced_calls(calls, durations, traced_here, every_call)
     spans: list[dict[str, Any]] = []
     last_call = queue_end = window_end
     if picked:
@@ -561,14 +571,20 @@ def after_window_from_calls(
 
 
 def _untraced_calls(
-    calls: Sequence[tuple[str, float]], durations: Mapping[str, list[float]], traced_here: bool
+    calls: Sequence[tuple[str, float]],
+    durations: Mapping[str, list[float]],
+    traced_here: bool,
+    every_call: set[str],
 ) -> list[tuple[str, float]]:
     """The `calls` of programs with traced runs (`durations`) past those runs: each
-    program's first calls were its traced runs where `traced_here`, none were otherwise."""
+    program's first calls were its traced runs where `traced_here`, none were otherwise
+    (nor any of the programs in `every_call`)."""
     if not traced_here:
         return [(key, launched) for key, launched in calls if key in durations]
     picked = []
-    traced_left = {key: len(values) for key, values in durations.items()}
+    traced_left = {
+        key: 0 if key in every_call else len(values) for key, values in durations.items()
+    }
     for key, launched in calls:
         left = traced_left.get(key)
         if left is None:

@@ -109,6 +109,8 @@ def remember(
         key = device_time.program_key(name_of(function))
         size = cache_size(function)
         steady = runs.get(key, [])[1:] if key in compiled else runs.get(key, [])
+        if not steady and key not in runs and _still_stands(programs.get(key), function):
+            continue  # not traced now (it ran before a late trace began): kept as it was
         if not steady or key in with_callbacks or size is None:
             programs.pop(key, None)
             continue
@@ -123,6 +125,33 @@ def remember(
         kept.cells[options.source] = programs
         while len(kept.cells) > KEPT_CELLS:
             kept.cells.popitem(last=False)
+
+
+def _still_stands(program: TracedProgram | None, function: Any) -> bool:
+    """Whether `program`, kept from an earlier trace, is still `function`'s: the same
+    function, having compiled nothing since."""
+    return (
+        program is not None
+        and program.function() is function
+        and cache_size(function) == program.cache_size
+    )
+
+
+def kept_programs(
+    kept: KeptTraces, source: str, functions: list[Any], name_of: Callable[[Any], str]
+) -> dict[str, TracedProgram]:
+    """By program key, the programs the last trace of the cell `source` kept of `functions`
+    (those a capture called) that still stand for them: what a capture that traced late (a
+    cell run again traces from its first compile or new program on) takes the runs and ops
+    of where its own trace holds none of them."""
+    programs = kept.cells.get(source, {}) if device_trace.REUSE_TRACES and source else {}
+    standing: dict[str, TracedProgram] = {}
+    for function in dict.fromkeys(functions):
+        key = device_time.program_key(name_of(function))
+        program = programs.get(key)
+        if program is not None and _still_stands(program, function):
+            standing[key] = program
+    return standing
 
 
 def reused_rows(

@@ -39,8 +39,8 @@ from xlanb.capture.backends.jax.events import (
     Transfer,
     UnusedDonation,
 )
+from xlanb.capture.backends.jax.reuse import TracedProgram, kept_programs, reused_rows
 from xlanb.capture.backends.jax.reuse import remember as remember_traced
-from xlanb.capture.backends.jax.reuse import reused_rows
 from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
 from xlanb.formats.buffer_assignment import dumped_temporaries, temporary_rows
@@ -97,12 +97,16 @@ def fill(
             capture.rows["spans"] += device_trace.window_span(
                 NAME, trace, window[1], capture.rows["spans"]
             )
-            if trace.stopped_at is not None:
-                capture.rows["spans"].extend(
-                    _untraced_runs(
-                        taken, capture.rows["spans"], trace.stopped_at, window[1], drained
-                    )
-                )
+            kept = _kept_untraced(capture, taken, options, session)
+            capture.rows["spans"].extend(
+                _untraced_runs(taken, capture.rows["spans"], trace, window, drained, kept)
+            )
+            traced_again = bool(
+                device_trace.REUSE_TRACES and options.source and options.reuse_trace
+            )
+            capture.notes.extend(
+                _untraced_programs_note(taken, capture.rows["spans"], traced_again)
+            )
     executions = _execution_rows(taken.calls)
     for row in executions:
         if row["graph"] in session.peaks:
@@ -491,28 +495,91 @@ def _ran_programs_graphs(
             rows.extend(dict(row) for row in session.graphs[name])
 
 
+def _kept_untraced(
+    capture: Capture, taken: Taken, options: CaptureOptions, session: Session
+) -> list[TracedProgram]:
+    """The programs the capture ran that its trace holds no run of and its cell's last trace
+    kept (:func:`.reuse.kept_programs`); their kept ``ops`` rows join the capture's."""
+    traced = {key for key, _, _ in device_time.traced_runs(capture.rows["spans"])}
+    kept = [
+        program
+        for key, program in kept_programs(
+            session.traces,
+            options.source,
+            [call.function for call in taken.calls],
+            lambda function: hooks.function_name(function)[0],
+        ).items()
+        if key not in traced
+    ]
+    if kept:
+        ops = [dict(op) for program in kept for op in program.ops]
+        name_op_places(ops, options)
+        capture.rows["ops"] = sorted(
+            capture.rows.get("ops", []) + ops, key=lambda op: -op["seconds"]
+        )
+    return kept
+
+
 def _untraced_runs(
     taken: Taken,
     spans: list[dict[str, Any]],
-    stopped_at: float,
-    ended_at: float,
+    trace: device_trace.Trace,
+    window: tuple[float, float],
     drained: bool,
+    kept: list[TracedProgram],
 ) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for the runs the trace's window did not hold
-    (:func:`xlanb.analysis.device_time.after_window_from_calls`): the capture's calls by
-    program and launch time, from the dispatch samples, and the calls past their cap."""
+    """Estimated ``device`` spans for the runs the trace did not hold
+    (:func:`xlanb.analysis.device_time.after_window_from_calls`), from the capture's calls by
+    program and launch time (the dispatch samples, and the calls past their cap): those
+    before a trace that started late (a cell run again traces from its first compile or new
+    program on: those runs are taken to end before it, shortened alike where they would not)
+    and those after its window, each for its program's mean traced run, or, for
+    a program this trace holds no run of, the mean of the runs its cell's last trace `kept`."""
     calls, unsampled = _calls_by_program(taken)
-    graphs = device_time.traced_graphs(spans)
-    return device_time.after_window_from_calls(
-        NAME,
-        device_time.traced_runs(spans),
-        calls,
-        stopped_at,
-        ended_at,
-        unsampled,
-        graphs,
-        drained,
-    )
+    traced = device_time.traced_runs(spans)
+    earlier = [run for program in kept for run in program.runs]
+    graphs = {program.runs[0][0]: program.graph for program in kept if program.graph}
+    graphs.update(device_time.traced_graphs(spans))
+    estimated: list[dict[str, Any]] = []
+    if trace.started_at > window[0]:
+        before = [(key, launched) for key, launched in calls if launched < trace.started_at]
+        calls = calls[len(before) :]
+        estimated += device_time.after_window_from_calls(
+            NAME, traced, before, window[0], trace.started_at, (), graphs, drained=True,
+            traced_here=False, earlier=earlier,
+        )  # fmt: skip
+    if trace.stopped_at is not None:
+        estimated += device_time.after_window_from_calls(
+            NAME, traced, calls, trace.stopped_at, window[1], unsampled, graphs, drained,
+            earlier=earlier,
+        )  # fmt: skip
+    return estimated
+
+
+def _untraced_programs_note(
+    taken: Taken, spans: list[dict[str, Any]], traced_again: bool
+) -> list[str]:
+    """A note naming the programs the capture ran that have no device time (traced or
+    estimated): their runs all came after the trace's window closed (`traced_again`: the
+    cell run again traces them, :mod:`.reuse`)."""
+    timed = {
+        device_time.program_key(str(span["name"])) for span in spans if span["lane"] == "device"
+    }
+    runs: Counter[str] = Counter()
+    for call in taken.calls:
+        runs[hooks.function_name(call.function)[0]] += call.count
+    missing = [
+        f"{name} ({count} {'run' if count == 1 else 'runs'})"
+        for name, count in runs.items()
+        if count and _program_key(name) not in timed
+    ]
+    if not missing:
+        return []
+    again = "; the cell run again traces them from their first run" if traced_again else ""
+    return [
+        f"not traced: {', '.join(missing)}, first run after the trace's window closed: their "
+        f"device time is not in the account (its python share holds it){again}"
+    ]
 
 
 def _calls_by_program(taken: Taken) -> tuple[list[tuple[str, float]], list[tuple[str, int]]]:
