@@ -1076,12 +1076,14 @@ def test_a_compile_or_a_new_program_in_a_cell_run_again_starts_its_trace(run, sh
 
 
 #: A cell of two programs: more runs of one than the window holds (50 in tests), then, once
-#: the window has closed (`ta_window_closed`), runs of another, which it never reaches.
+#: the window has closed (`ta_wait_for_the_window`), runs of another, which it never reaches,
+#: and an eager op.
 TWO_PROGRAMS_CELL = (
     "%%xla_profile -b jax -q --var two\nfor _ in range(52):\n"
     "    out = ta_reused(ta_input)\nout.block_until_ready()\n"
     "ta_wait_for_the_window()\n"
-    "for _ in range(3):\n    late = ta_late(ta_input)\nlate.block_until_ready()"
+    "for _ in range(3):\n    late = ta_late(ta_input)\nlate.block_until_ready()\n"
+    "(late + 1).block_until_ready()"
 )
 WAIT_FOR_THE_WINDOW = """
 import time
@@ -1115,7 +1117,8 @@ def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_r
     first = shell.user_ns["two"]
     assert not _device_spans(first, "jit(ta_reused)")["estimated"].all()
     assert _device_spans(first, "jit(ta_late)").empty
-    assert [note for note in first.notes if note.startswith("not traced: jit(ta_late) (3 runs)")]
+    untraced = [note for note in first.notes if note.startswith("not traced:")]
+    assert len(untraced) == 1 and untraced[0].startswith("not traced: jit(ta_late) (3 runs),")
     started = _traces_started()
     run(TWO_PROGRAMS_CELL)
     again = shell.user_ns["two"]
@@ -1124,7 +1127,7 @@ def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_r
     assert len(reused) == 52 and reused["estimated"].all()
     late = _device_spans(again, "jit(ta_late)")
     assert len(late) == 3 and not late["estimated"].any()
-    assert set(again.ops["graph"]) == {"jit(ta_reused)", "jit(ta_late)"}
+    assert {"jit(ta_reused)", "jit(ta_late)"} <= set(again.ops["graph"])
     assert not [note for note in again.notes if note.startswith("not traced")]
     assert_adds_up(again)
     assert (reused["start"] + reused["seconds"] <= late["start"].min() + 1e-6).all()

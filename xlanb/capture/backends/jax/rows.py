@@ -567,7 +567,9 @@ def _untraced_programs_note(
     }
     runs: Counter[str] = Counter()
     for call in taken.calls:
-        runs[hooks.function_name(call.function)[0]] += call.count
+        name, eager = hooks.function_name(call.function)
+        if not eager:  # an eager op's few µs are not worth a note
+            runs[name] += call.count
     missing = [
         f"{name} ({count} {'run' if count == 1 else 'runs'})"
         for name, count in runs.items()
