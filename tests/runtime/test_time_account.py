@@ -1110,6 +1110,8 @@ def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_r
     runs before it, of a program its last trace kept, are still estimated from that trace
     (they had none: its python share held them), its ops rows kept too; the run after that
     traces nothing, both programs now kept."""
+    from xlanb.views.summary import account_line
+
     _new_reused_program(run)
     run("@jax.jit\ndef ta_late(a):\n    return jnp.tanh(a @ a @ a)\nta_late(ta_input)")
     run(WAIT_FOR_THE_WINDOW)
@@ -1119,6 +1121,8 @@ def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_r
     assert _device_spans(first, "jit(ta_late)").empty
     untraced = [note for note in first.notes if note.startswith("not traced:")]
     assert len(untraced) == 1 and untraced[0].startswith("not traced: jit(ta_late) (3 runs),")
+    assert first.shown.untraced_programs == [("jit(ta_late)", 3)]
+    assert "; python holds the untraced runs of jit(ta_late) (3 runs)" in account_line(first)
     started = _traces_started()
     run(TWO_PROGRAMS_CELL)
     again = shell.user_ns["two"]
@@ -1129,6 +1133,7 @@ def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_r
     assert len(late) == 3 and not late["estimated"].any()
     assert {"jit(ta_reused)", "jit(ta_late)"} <= set(again.ops["graph"])
     assert not [note for note in again.notes if note.startswith("not traced")]
+    assert not again.shown.untraced_programs and "untraced" not in account_line(again)
     assert_adds_up(again)
     assert (reused["start"] + reused["seconds"] <= late["start"].min() + 1e-6).all()
     run(TWO_PROGRAMS_CELL)

@@ -149,6 +149,36 @@ def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str |
     return (float(starts.min()), float(ends.max())), str(names[names != WHOLE_TRACE][0])
 
 
+def untraced_programs(profile: Profile) -> list[tuple[str, int]]:
+    """(program, runs) of each JAX program the profile ran (eager ops left out) that no
+    ``device`` span holds, traced or estimated, where spans hold other programs' runs: its
+    runs all came after the trace's window closed, and their time is in the python share."""
+    executions, spans = profile.executions, profile.spans
+    if executions.empty or spans.empty:
+        return []
+    device = spans["lane"].to_numpy(dtype=object) == "device"
+    if not device.any():
+        return []
+    timed = set(spans["graph"].to_numpy(dtype=object)[device].tolist())
+    eager = (
+        executions["eager"].fillna(False).astype(bool).tolist()
+        if "eager" in executions.columns
+        else [False] * len(executions)
+    )
+    runs: dict[str, int] = {}
+    for backend, graph, count, is_eager in zip(
+        executions["backend"].tolist(),
+        executions["graph"].tolist(),
+        executions["count"].tolist(),
+        eager,
+        strict=True,
+    ):
+        if backend == "jax" and count > 0 and not is_eager and isinstance(graph, str):
+            if graph not in timed:
+                runs[graph] = runs.get(graph, 0) + int(count)
+    return list(runs.items())
+
+
 def host_activity(profile: Profile) -> tuple[float, float] | None:
     """(host busy seconds, of which hidden under device time): the main thread counts as busy
     whenever it was not waiting on the runtime (the trace's ``sync_wait`` spans). Known only

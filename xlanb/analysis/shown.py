@@ -1,5 +1,6 @@
 """What the views show that is computed from several frames (:class:`xlanb.core.profile.Shown`):
-the trace's window, the host's activity, the forced-sync places, a merged profile's rank table.
+the trace's window, the host's activity, the programs it never saw, the forced-sync places, a
+merged profile's rank table.
 :func:`xlanb.analysis.derive` keeps it on the Profile; ``Profile.shown`` asks again through the
 seam where a Profile was built without it."""
 
@@ -8,7 +9,12 @@ from __future__ import annotations
 import pandas as pd
 
 from xlanb.analysis.attribution import forced_sync_places
-from xlanb.analysis.breakdown import host_activity, traced_window, traced_window_name
+from xlanb.analysis.breakdown import (
+    host_activity,
+    traced_window,
+    traced_window_name,
+    untraced_programs,
+)
 from xlanb.analysis.ranks import RANK_COLUMNS, is_multi_rank, outliers, rank_table
 from xlanb.core.profile import Profile, Shown
 from xlanb.core.seams import provides
@@ -22,6 +28,7 @@ def shown(profile: Profile) -> Shown:
         traced_window=traced_window(profile),
         traced_window_name=traced_window_name(profile),
         host_activity=host_activity(profile),
+        untraced_programs=untraced_programs(profile),
         forced_syncs=forced_sync_places(profile.executions, profile.fallbacks),
         rank_table=ranks,
         rank_outliers=outliers(ranks),

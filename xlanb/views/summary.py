@@ -137,6 +137,12 @@ def account_line(profile: Profile) -> str:
             body += " (device time after the trace's window partly estimated)"
         else:
             body += " (estimated from xlanb's timers)"
+    untraced = profile.shown.untraced_programs
+    if untraced:
+        named = ", ".join(
+            f"{name} ({runs} {'run' if runs == 1 else 'runs'})" for name, runs in untraced
+        )
+        body += f"; python holds the untraced runs of {named}"
     line = f"wall {format_seconds(profile.wall_seconds)} = {body}"
     host = profile.shown.host_activity
     if host is not None:
