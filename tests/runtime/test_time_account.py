@@ -1076,12 +1076,12 @@ def test_a_compile_or_a_new_program_in_a_cell_run_again_starts_its_trace(run, sh
 
 
 #: A cell of two programs: more runs of one than the window holds (50 in tests), then, once
-#: the window has closed (`ta_wait_for_the_window`), runs of another, which it never reaches,
-#: and an eager op.
+#: the window has closed (`ta_wait_for_the_window`), an eager op (which starts no second
+#: window), runs of another, which the first window never reaches, and an eager op.
 TWO_PROGRAMS_CELL = (
     "%%xla_profile -b jax -q --var two\nfor _ in range(52):\n"
     "    out = ta_reused(ta_input)\nout.block_until_ready()\n"
-    "ta_wait_for_the_window()\n"
+    "ta_wait_for_the_window()\n(out + 1).block_until_ready()\n"
     "for _ in range(3):\n    late = ta_late(ta_input)\nlate.block_until_ready()\n"
     "(late + 1).block_until_ready()"
 )
@@ -1104,43 +1104,73 @@ def _device_spans(prof, graph: str) -> pd.DataFrame:
 
 
 @pytest.mark.trace_reuse
-def test_a_program_first_run_after_the_window_is_named_then_traced_in_the_next_run(run, shell):
-    """A program whose runs all come after the window closed has no device time: a note names
-    it. The cell run again traces from that program's first call on (a late trace), and the
-    runs before it, of a program its last trace kept, are still estimated from that trace
-    (they had none: its python share held them), its ops rows kept too; the run after that
-    traces nothing, both programs now kept."""
+def test_a_program_first_run_after_the_window_is_traced_in_a_second_window(run, shell):
+    """A program whose runs all come after the window closed (an evaluation after a training
+    loop) is traced from its first call in a second window: the account holds its runs, and
+    the cell run again reuses both programs' runs. A redefined program in a run after that
+    starts a trace late, and the runs before it are estimated from the kept trace."""
+    from xlanb.core.schema import SECOND_WINDOW
     from xlanb.views.summary import account_line
 
     _new_reused_program(run)
     run("@jax.jit\ndef ta_late(a):\n    return jnp.tanh(a @ a @ a)\nta_late(ta_input)")
+    run("(ta_input + 1).block_until_ready()")  # the cell's eager add, compiled before it
     run(WAIT_FOR_THE_WINDOW)
     run(TWO_PROGRAMS_CELL)
     first = shell.user_ns["two"]
-    assert not _device_spans(first, "jit(ta_reused)")["estimated"].all()
-    assert _device_spans(first, "jit(ta_late)").empty
-    untraced = [note for note in first.notes if note.startswith("not traced:")]
-    assert len(untraced) == 1 and untraced[0].startswith("not traced: jit(ta_late) (3 runs),")
-    assert first.shown.untraced_programs == [("jit(ta_late)", 3)]
-    assert "; python holds the untraced runs of jit(ta_late) (3 runs)" in account_line(first)
+    assert len(_device_spans(first, "jit(ta_reused)")) == 52
+    late = _device_spans(first, "jit(ta_late)")
+    assert len(late) == 3 and not late["estimated"].any()
+    windows = first.spans[first.spans["lane"] == "trace"]["name"].tolist()
+    # from ta_late's first call: its 3 runs and the last add, not the add before it
+    assert len(windows) == 2 and windows[1] == f"{SECOND_WINDOW} 4 runs"
+    assert {"jit(ta_reused)", "jit(ta_late)"} <= set(first.ops["graph"])
+    assert not first.shown.untraced_programs and "untraced" not in account_line(first)
+    assert not [note for note in first.notes if note.startswith("not traced")]
+    assert_adds_up(first)
     started = _traces_started()
     run(TWO_PROGRAMS_CELL)
     again = shell.user_ns["two"]
-    assert _traces_started() == started + 1
-    reused = _device_spans(again, "jit(ta_reused)")
-    assert len(reused) == 52 and reused["estimated"].all()
-    late = _device_spans(again, "jit(ta_late)")
-    assert len(late) == 3 and not late["estimated"].any()
-    assert {"jit(ta_reused)", "jit(ta_late)"} <= set(again.ops["graph"])
-    assert not [note for note in again.notes if note.startswith("not traced")]
-    assert not again.shown.untraced_programs and "untraced" not in account_line(again)
-    assert_adds_up(again)
-    assert (reused["start"] + reused["seconds"] <= late["start"].min() + 1e-6).all()
+    assert _traces_started() == started  # both programs' runs kept
+    assert again.spans[again.spans["lane"] == "device"]["estimated"].all()
+    assert len(_device_spans(again, "jit(ta_late)")) == 3
+    run("@jax.jit\ndef ta_late(a):\n    return jnp.tanh(a @ a @ a)\nta_late(ta_input)")
     run(TWO_PROGRAMS_CELL)
-    assert _traces_started() == started + 1
     third = shell.user_ns["two"]
-    assert third.spans[third.spans["lane"] == "device"]["estimated"].all()
-    assert len(_device_spans(third, "jit(ta_late)")) == 3
+    assert _traces_started() == started + 1  # from the redefined function's first call
+    reused = _device_spans(third, "jit(ta_reused)")
+    assert len(reused) == 52 and reused["estimated"].all()
+    late = _device_spans(third, "jit(ta_late)")
+    assert len(late) == 3 and not late["estimated"].any()
+    assert (reused["start"] + reused["seconds"] <= late["start"].min() + 1e-6).all()
+    assert {"jit(ta_reused)", "jit(ta_late)"} <= set(third.ops["graph"])
+    assert_adds_up(third)
+
+
+@pytest.mark.trace_reuse
+def test_a_program_first_run_after_the_second_window_is_named(run, shell):
+    """There is one second window: a program first run after it closed has no device time
+    (the python share holds it), which the account line and a note say."""
+    from xlanb.views.summary import account_line
+
+    _new_reused_program(run)
+    run("@jax.jit\ndef ta_late(a):\n    return jnp.tanh(a @ a @ a)\nta_late(ta_input)")
+    run("@jax.jit\ndef ta_third(a):\n    return a @ a\nta_third(ta_input)")
+    run(WAIT_FOR_THE_WINDOW)
+    run(
+        "%%xla_profile -b jax -q --var three\nfor _ in range(52):\n"
+        "    out = ta_reused(ta_input)\nout.block_until_ready()\nta_wait_for_the_window()\n"
+        "for _ in range(52):\n    out = ta_late(ta_input)\nout.block_until_ready()\n"
+        "ta_wait_for_the_window()\n"
+        "for _ in range(2):\n    out = ta_third(ta_input)\nout.block_until_ready()"
+    )
+    prof = shell.user_ns["three"]
+    assert _device_spans(prof, "jit(ta_third)").empty
+    assert prof.shown.untraced_programs == [("jit(ta_third)", 2)]
+    assert "; python holds the untraced runs of jit(ta_third) (2 runs)" in account_line(prof)
+    untraced = [note for note in prof.notes if note.startswith("not traced:")]
+    assert len(untraced) == 1 and untraced[0].startswith("not traced: jit(ta_third) (2 runs),")
+    assert_adds_up(prof)
 
 
 @pytest.mark.trace_reuse

@@ -11,7 +11,7 @@ from xlanb.analysis.sync_cost import READ_WAITS, read_gaps
 from xlanb.analysis.time_account import TimeAccount, account, merge_intervals
 from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
-from xlanb.core.schema import WHOLE_TRACE, make_frame
+from xlanb.core.schema import SECOND_WINDOW, WHOLE_TRACE, make_frame
 
 #: Span lanes that take part in the account, by bucket.
 LANES = ("device", "compile", "transfer", "sync_wait")
@@ -141,12 +141,16 @@ def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str |
     lanes = spans["lane"].to_numpy(dtype=object)
     trace = np.flatnonzero(lanes == "trace")
     names = spans["name"].to_numpy(dtype=object)[trace]
-    windows = trace[names != WHOLE_TRACE]
+    first = np.array(
+        [name != WHOLE_TRACE and not str(name).startswith(SECOND_WINDOW) for name in names],
+        dtype=bool,
+    )
+    windows = trace[first]
     if not len(windows):
         return None, None
     starts = spans["start"].to_numpy(dtype=float)[windows]
     ends = starts + spans["seconds"].to_numpy(dtype=float)[windows]
-    return (float(starts.min()), float(ends.max())), str(names[names != WHOLE_TRACE][0])
+    return (float(starts.min()), float(ends.max())), str(names[first][0])
 
 
 def untraced_programs(profile: Profile) -> list[tuple[str, int]]:

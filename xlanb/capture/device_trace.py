@@ -36,7 +36,7 @@ from xlanb.analysis.device_time import rows as rows
 from xlanb.analysis.device_time import summarize, whole_runs_in
 from xlanb.capture import workdir
 from xlanb.capture.runtime_stderr import runtime_noise_dropped
-from xlanb.core.schema import REUSED_TRACE, WHOLE_TRACE
+from xlanb.core.schema import REUSED_TRACE, SECOND_WINDOW, WHOLE_TRACE
 from xlanb.formats.xspace import XSpaceError, find_xspace_files, parse_xspace, read_xspace
 
 #: Traces larger than this are not read (a note says so): reading 200 MB takes seconds.
@@ -167,6 +167,8 @@ class Trace:
     _stop_lock: threading.Lock = field(default_factory=threading.Lock)
     _done: threading.Event = field(default_factory=threading.Event)
     _watchdog: threading.Thread | None = None
+    #: A capture's second window (:attr:`Window.second`).
+    second: bool = False
     #: Where the profiler must be stopped on the thread that launches programs (XLA:GPU: a
     #: stop from another thread while CUDA graphs launch can poison the context), the
     #: backend's way to run a function there before its next launch; None: stop anywhere.
@@ -220,6 +222,10 @@ class Window:
     #: steady: one shows its ops; the backend holds one more past a program compiled in the
     #: window, whose first run is not); code never traced holds :data:`MIN_BUDGET_RUNS`.
     known_budget_runs: int = MIN_BUDGET_RUNS
+    #: A second window of the capture, from the first call of a program the first never saw
+    #: (its ``trace`` span is named :data:`SECOND_WINDOW`; its events per run are not the
+    #: code's).
+    second: bool = False
 
 
 def start(
@@ -257,7 +263,7 @@ def start(
                 "times are from the runtime's counters."
             )
         trace = _STATE.running = Trace(
-            runtime, directory, stop, started_at=time.time(), source=source
+            runtime, directory, stop, started_at=time.time(), source=source, second=window.second
         )
         if runs_known(runtime, source):
             trace.budget_runs = max(window.known_budget_runs, 1)
@@ -544,7 +550,7 @@ def _read(trace: Trace, data: bytes | None) -> Any:
         trace.notes.append(f"{trace.runtime}: the device trace failed: {error!r}.")
         return None
     runs = _runs_in(events) or trace.runs_traced
-    if events is not None and runs:
+    if events is not None and runs and not trace.second:
         key = (trace.runtime, trace.source)
         _STATE.events_per_run.pop(key, None)
         _STATE.events_per_run[key] = events.event_count / runs
@@ -626,7 +632,9 @@ def window_span(
     runs = sum(1 for span in spans if span["lane"] == "device" and not span["estimated"])
     if not runs:
         return []
-    if trace.stopped_at is None:
+    if trace.second:
+        name = f"{SECOND_WINDOW} {runs} {'run' if runs == 1 else 'runs'}"
+    elif trace.stopped_at is None:
         name = WHOLE_TRACE
     elif trace.window_closed:
         name = f"device trace: first {runs} runs"

@@ -58,6 +58,9 @@ _SPAN_WRITERS = ("torch_xla", "torch_lazy", "jax")
 WHOLE_TRACE = "device trace"
 #: The ``name`` of the ``trace`` span of a cell that traced nothing, reusing its last trace.
 REUSED_TRACE = "device trace: none, this cell's last trace reused"
+#: How the ``name`` of a ``trace`` span starts when it is a second window, traced from the
+#: first call of a program the first window never saw (``device trace: then 3 runs``).
+SECOND_WINDOW = "device trace: then"
 
 #: dtypes a column may declare: the pandas dtype of a full column (``str``: text, held as
 #: ``object`` in an empty frame; ``Int64``: integers that may be missing).

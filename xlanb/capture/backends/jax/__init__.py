@@ -154,10 +154,12 @@ def begin(options: CaptureOptions) -> Token:
             known = reuse.known_functions(STATE.session.traces, options, _function_name)
         if known is None:
             _start_trace(token, options)
+            if STATE.is_idle() and token.trace is not None and token.trace.window_runs:
+                _arm_second_window(token, options)
         else:
             token.reusing = True
 
-            def trace_late() -> None:
+            def trace_late(_function: Any) -> None:
                 STATE.traced_functions = STATE.trace_late = None
                 token.reusing = False
                 _start_trace(token, options)
@@ -170,13 +172,38 @@ def begin(options: CaptureOptions) -> Token:
     return token
 
 
+def _arm_second_window(token: Token, options: CaptureOptions) -> None:
+    """Once the window of `token`'s trace has closed, the first call of a jitted function it
+    never saw (not an eager op) starts a second trace there (once): a program first run after
+    the window (an evaluation after a training loop) has runs of its own to estimate from."""
+    seen: dict[Any, str] = {}
+
+    def trace_late(function: Any) -> None:
+        if function is None:
+            return  # a compile: its function's call came first
+        trace = token.trace
+        if trace is None or trace.stopped_at is None or hooks.function_name(function)[1]:
+            seen[function] = ""  # the open window holds its runs (an eager op's: not worth one)
+            return
+        STATE.traced_functions = STATE.trace_late = None
+        token.armed = False
+        token.earlier.append((trace, device_trace.finish(trace)))  # its window's reads done
+        token.trace = None
+        if trace.window_closed:  # not stopped for the user's own trace
+            _start_trace(token, options, second=True)
+
+    token.armed = True
+    STATE.trace_late, STATE.traced_functions = trace_late, seen
+
+
 def _function_name(function: Any) -> str:
     return hooks.function_name(function)[0]
 
 
-def _start_trace(token: Token, options: CaptureOptions) -> None:
+def _start_trace(token: Token, options: CaptureOptions, second: bool = False) -> None:
     """Start `token`'s device trace now (when its capture begins, or at the first compile or
-    new program of a capture that reused its cell's last trace until then)."""
+    new program of a capture that reused its cell's last trace until then, or whose first
+    window closed before it: `second`)."""
     window = device_trace.Window(
         runs=_runs,
         window_runs=options.trace_runs,
@@ -184,6 +211,7 @@ def _start_trace(token: Token, options: CaptureOptions) -> None:
         source=options.source,
         making=_making_seconds,
         known_budget_runs=1,
+        second=second,
     )
     token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
     if token.trace is not None and token.trace.window_runs is not None:
@@ -288,7 +316,7 @@ def _settle(ended: device_trace.Until) -> None:
 
 def end(token: Token, options: CaptureOptions) -> Capture:
     STATE.stop_here = None  # a window still open is closed by device_trace.finish, here
-    if token.reusing:
+    if token.reusing or token.armed:
         STATE.traced_functions = STATE.trace_late = None
     if token.thread == threading.get_ident():
         hooks.explain_exit()
@@ -306,7 +334,8 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     if token.trace is not None:
         STATE.probe_at, STATE.probe = -1, None  # a window that never closed
         STATE.first_probe_at, STATE.first_probe = -1, None
-    capture = Capture(notes=list(token.notes) + (token.trace.notes if token.trace else []))
+    traces = [trace for trace, _ in token.earlier] + ([token.trace] if token.trace else [])
+    capture = Capture(notes=list(token.notes) + [note for t in traces for note in t.notes])
     try:
         rows.fill(
             capture,
@@ -318,6 +347,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
             token.trace if trace_events is not None else None,
             drained=QUEUED_AT_END not in token.notes,
             reused=token.reusing,
+            earlier=token.earlier,
         )
     finally:
         AHEAD.drop()  # reads no row took (a nested capture's rows took them first)

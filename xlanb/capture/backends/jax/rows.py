@@ -80,33 +80,27 @@ def fill(
     trace: device_trace.Trace | None = None,
     drained: bool = False,
     reused: bool = False,
+    earlier: list[tuple[device_trace.Trace, Any]] | None = None,
 ) -> None:
     """Add the rows of one capture to `capture` (`trace_events`: the device trace's events,
     None without a trace, and `trace` the trace they come from; `window`: the capture's
     wall-clock start and end; `drained`: its last run had ended by then; `reused`: it traced
-    nothing, its cell's last trace stands for its runs: :mod:`.reuse`)."""
+    nothing, its cell's last trace stands for its runs: :mod:`.reuse`; `earlier`: a first
+    trace and its events, whose window closed before `trace` started)."""
     compiles = _compile_rows(taken.events, options, capture, session)
     capture.rows["spans"] = _compile_spans(compiles)
     if reused:
         calls, unsampled = _calls_by_program(taken)
         reused_rows(capture, session.traces, options, calls, unsampled, window, drained)
-    elif trace_events is not None:
-        remember_dumped_programs(session)
-        _trace_rows(capture, trace_events, window, options, session, taken)
-        if trace is not None:
-            capture.rows["spans"] += device_trace.window_span(
-                NAME, trace, window[1], capture.rows["spans"]
-            )
-            kept = _kept_untraced(capture, taken, options, session)
-            capture.rows["spans"].extend(
-                _untraced_runs(taken, capture.rows["spans"], trace, window, drained, kept)
-            )
-            traced_again = bool(
-                device_trace.REUSE_TRACES and options.source and options.reuse_trace
-            )
-            capture.notes.extend(
-                _untraced_programs_note(taken, capture.rows["spans"], traced_again)
-            )
+    else:
+        traces = [
+            (each, events)
+            for each, events in [*(earlier or []), (trace, trace_events)]
+            if each is not None and events is not None
+        ]
+        if traces:
+            remember_dumped_programs(session)
+            _traces_rows(capture, traces, taken, options, session, window, drained)
     executions = _execution_rows(taken.calls)
     for row in executions:
         if row["graph"] in session.peaks:
@@ -379,10 +373,12 @@ def _trace_rows(
     options: CaptureOptions,
     session: Session,
     taken: Taken,
-) -> None:
-    """``ops`` and device/transfer ``spans`` from the device trace; ops are located through
-    the optimized HLO's metadata of the programs compiled in this capture or remembered from
-    earlier ones, and an op the cell did not write is on the line that called its program."""
+) -> list[dict[str, Any]]:
+    """``ops`` and device/transfer ``spans`` from the device trace (the spans it added are
+    returned); ops are located through the optimized HLO's metadata of the programs compiled
+    in this capture or remembered from earlier ones, and an op the cell did not write is on
+    the line that called its program. A second trace adds no ops of a program the first one
+    has ops of."""
     with session.programs_lock:
         known = dict(session.programs)
     ops, spans = device_trace.rows(
@@ -419,11 +415,16 @@ def _trace_rows(
             op["cell_line"] = call_lines.get(_program_key(op["module"]))
     for span in spans:
         span["graph"] = renamed.get(span["graph"], span["graph"])
+    had = capture.rows.get("ops", [])
+    if had:
+        graphs = {op["graph"] for op in had}
+        ops = [op for op in ops if op["graph"] not in graphs]
     name_op_places(ops, options)
-    capture.rows["ops"] = ops
+    capture.rows["ops"] = sorted(had + ops, key=lambda op: -op["seconds"]) if had else ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):
         capture.add("samples", sample)
+    return spans
 
 
 def remember_dumped_programs(session: Session, dump_dir: str | None = None) -> None:
@@ -495,6 +496,31 @@ def _ran_programs_graphs(
             rows.extend(dict(row) for row in session.graphs[name])
 
 
+def _traces_rows(
+    capture: Capture,
+    traces: list[tuple[device_trace.Trace, Any]],
+    taken: Taken,
+    options: CaptureOptions,
+    session: Session,
+    window: tuple[float, float],
+    drained: bool,
+) -> None:
+    """``ops`` and ``spans`` of the capture's traces (one, or a first whose window closed and
+    a second), the runs they did not hold estimated, and a note naming the programs none of
+    them holds."""
+    runs_of = []
+    for each, events in traces:
+        added = _trace_rows(capture, events, window, options, session, taken)
+        capture.rows["spans"] += device_trace.window_span(NAME, each, window[1], added)
+        runs_of.append((each, device_time.traced_runs(added)))
+    kept = _kept_untraced(capture, taken, options, session)
+    capture.rows["spans"].extend(
+        _untraced_runs(taken, capture.rows["spans"], runs_of, window, drained, kept)
+    )
+    traced_again = bool(device_trace.REUSE_TRACES and options.source and options.reuse_trace)
+    capture.notes.extend(_untraced_programs_note(taken, capture.rows["spans"], traced_again))
+
+
 def _kept_untraced(
     capture: Capture, taken: Taken, options: CaptureOptions, session: Session
 ) -> list[TracedProgram]:
@@ -523,7 +549,7 @@ def _kept_untraced(
 def _untraced_runs(
     taken: Taken,
     spans: list[dict[str, Any]],
-    trace: device_trace.Trace,
+    traces: list[tuple[device_trace.Trace, list[tuple[str, str, float]]]],
     window: tuple[float, float],
     drained: bool,
     kept: list[TracedProgram],
@@ -536,22 +562,29 @@ def _untraced_runs(
     and those after its window, each for its program's mean traced run, or, for
     a program this trace holds no run of, the mean of the runs its cell's last trace `kept`."""
     calls, unsampled = _calls_by_program(taken)
-    traced = device_time.traced_runs(spans)
-    earlier = [run for program in kept for run in program.runs]
+    kept_runs = [run for program in kept for run in program.runs]
     graphs = {program.runs[0][0]: program.graph for program in kept if program.graph}
     graphs.update(device_time.traced_graphs(spans))
     estimated: list[dict[str, Any]] = []
-    if trace.started_at > window[0]:
-        before = [(key, launched) for key, launched in calls if launched < trace.started_at]
+    first = traces[0][0]
+    if first.started_at > window[0]:
+        before = [(key, launched) for key, launched in calls if launched < first.started_at]
         calls = calls[len(before) :]
         estimated += device_time.after_window_from_calls(
-            NAME, traced, before, window[0], trace.started_at, (), graphs, drained=True,
-            traced_here=False, earlier=earlier,
+            NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
+            graphs, drained=True, traced_here=False, earlier=kept_runs,
         )  # fmt: skip
-    if trace.stopped_at is not None:
+    for index, (trace, runs) in enumerate(traces):
+        last = index == len(traces) - 1
+        end = window[1] if last else traces[index + 1][0].started_at
+        segment = calls if last else [call for call in calls if call[1] < end]
+        calls = calls[len(segment) :]
+        if trace.stopped_at is None:
+            continue
+        others = [run for other, other_runs in traces if other is not trace for run in other_runs]
         estimated += device_time.after_window_from_calls(
-            NAME, traced, calls, trace.stopped_at, window[1], unsampled, graphs, drained,
-            earlier=earlier,
+            NAME, runs, segment, trace.stopped_at, end, unsampled if last else (), graphs,
+            drained or not last, earlier=others + kept_runs,
         )  # fmt: skip
     return estimated
 

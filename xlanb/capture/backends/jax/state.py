@@ -103,6 +103,10 @@ class Token:
     live: Any = None
     #: No trace started yet: the capture reuses its cell's last trace (:mod:`..reuse`).
     reusing: bool = False
+    #: A first trace whose window closed before a second one started, with its events.
+    earlier: list[tuple[device_trace.Trace, Any]] = field(default_factory=list)
+    #: `trace_late` starts a second window for this capture (:func:`..arm_second_window`).
+    armed: bool = False
 
 
 @dataclass(eq=False)
@@ -232,10 +236,12 @@ class JaxState:
     #: what `before_compile` returned): the read-ahead.
     on_compile: Callable[[Any, Any, str | None], None] | None = None
     #: While a capture that reuses its cell's last trace has started none: the functions that
-    #: trace held (-> program key); the dispatch counter calls `trace_late` before launching
-    #: any other (the compile wrapper before any compile), which starts the trace.
+    #: trace held (-> program key); the dispatch counter calls `trace_late` with any other
+    #: before launching it (the compile wrapper with None before any compile), which starts
+    #: the trace. While a capture's first trace runs: the functions it has seen, and
+    #: `trace_late` starts a second window once the first has closed.
     traced_functions: dict[Any, str] | None = None
-    trace_late: Callable[[], None] | None = None
+    trace_late: Callable[[Any], None] | None = None
     session: Session = field(default_factory=Session)
 
     # -- under the lock ----------------------------------------------------------------------

@@ -205,7 +205,7 @@ def _before_compile(computation: Any) -> tuple[tuple, bool, str | None] | None:
 def compile_hook(backend, computation, *args, **kwargs):
     """``jax._src.compiler.compile_or_get_cached`` while capturing (touch point 5)."""
     if STATE.traced_functions is not None and STATE.listening:
-        STATE.trace_late()  # a new program: the cell's last trace does not hold it
+        STATE.trace_late(None)  # a new program: the trace (or the cell's last one) never saw it
     before = _before_compile(computation) if STATE.listening else None
     executable = STATE.compile_original(backend, computation, *args, **kwargs)
     if STATE.listening:

@@ -73,7 +73,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             stop_here()
         known = state.traced_functions
         if known is not None and args[0] not in known:
-            state.trace_late()  # a program the cell's last trace did not hold
+            state.trace_late(args[0])  # a program the trace (or the cell's last one) never saw
         started = state.call_started = perf()
         self = state.current = args[0]
         try:
