@@ -14,6 +14,9 @@ Cases (``--case``; default all that the runtimes installed here have):
 - ``jax-transformer-steady``: the same step compiled before, 8 steps in the cell;
 - ``numpy-ema``: 300 steps of a jitted MLP step on a NumPy batch, with an eager EMA update
   of the parameters after each step;
+- ``jax-train-then-eval``: 100 runs of a jitted step (4 512x512 matmuls), then 30 runs of
+  another program (12), both compiled before: the second one's runs come after the trace's
+  window (with ``--magic-args='--trace-runs 50'`` every run traces, a second one included);
 - ``torch_xla-mlp``: a torch_xla MLP training step, 100 steps (``.venv-xla``).
 
 Target: profiled / bare <= 1.05; end of a first cell <= 150 ms + 10% of its compile time.
@@ -151,11 +154,38 @@ CELL_END = (
 )
 
 #: name -> (runtime module, setup, cell, whether it is a first cell: compiles every run)
+TRAIN_EVAL_SETUP = """
+import jax, jax.numpy as jnp
+@jax.jit
+def train(w, x):
+    for _ in range(4):
+        x = jnp.tanh(x @ w)
+    return w - 1e-3 * x.T @ x, x.sum()
+@jax.jit
+def evaluate(w, x):
+    for _ in range(12):
+        x = jnp.tanh(x @ w)
+    return x.sum()
+w = jnp.ones((512, 512)) * 0.01
+x = jnp.ones((512, 512))
+w, l = train(w, x)
+evaluate(w, x).block_until_ready()
+"""
+TRAIN_EVAL_CELL = """
+for i in range(100):
+    w, l = train(w, x)
+l.block_until_ready()
+for i in range(30):
+    e = evaluate(w, x)
+e.block_until_ready()
+"""
+
 CASES = {
     "flax-cnn": ("flax", FLAX_SETUP, FLAX_CELL, False),
     "jax-transformer-first": ("jax", TRANSFORMER_SETUP, TRANSFORMER_FIRST, True),
     "jax-transformer-steady": ("jax", TRANSFORMER_SETUP, TRANSFORMER_STEADY, False),
     "numpy-ema": ("jax", NUMPY_EMA_SETUP, NUMPY_EMA_CELL, False),
+    "jax-train-then-eval": ("jax", TRAIN_EVAL_SETUP, TRAIN_EVAL_CELL, False),
     "torch_xla-mlp": ("torch_xla", TORCH_XLA_SETUP, TORCH_XLA_CELL, False),
 }
 
