@@ -474,6 +474,26 @@ def test_grad_of_a_jitted_function(run, shell):
     assert executions(again)["jit(jt_loss)"] == 2  # the traced call, and the backward pass
 
 
+def test_a_pmapped_step_is_the_user_s_program_not_an_eager_op(run, shell):
+    # From JAX 0.9 `jax.pmap` runs a `jax.jit` of a function JAX makes (`_fun` in
+    # jax/_src/pmap.py) around the user's: it is their step, with its graph and source lines.
+    run(
+        "def pm_step(w, x):\n    return w - 0.1 * jax.lax.psum(jnp.tanh(x @ w).sum(), 'i') * w\n"
+        "pm_fn = jax.pmap(pm_step, axis_name='i')\n"
+        "pm_w, pm_x = jnp.ones((1, 4, 4)), jnp.ones((1, 6, 4))"
+    )
+    run("%%xla_profile -b jax -q --var prof\nfor _ in range(4):\n    pm_w = pm_fn(pm_w, pm_x)")
+    prof = shell.user_ns["prof"]
+    steps = prof.compiles[prof.compiles["graph"] == "jit(_fun)"]
+    if steps.empty:  # JAX before 0.9 runs pmap through its own path, not a jax.jit
+        pytest.skip("pmap does not run through jax.jit on this JAX")
+    assert not steps["eager"].any() and (steps["cause"] != "eager op").all()
+    assert not prof.executions.set_index("graph").loc["jit(_fun)", "eager"]
+    assert not any("eager-op" in title for title in prof.findings["title"])
+    ops = prof.ops[prof.ops["graph"] == "jit(_fun)"]
+    assert ops["cell_line"].notna().any()
+
+
 def test_jit_recreated_in_a_loop_is_a_finding(run, shell):
     run(
         "%%xla_profile -b jax -q --var prof\nfor i in range(3):\n"

@@ -72,8 +72,25 @@ def function_name(function) -> tuple[str, bool]:
         name = getattr(function, "__name__", None) or "<unnamed function>"
     code = getattr(inspect.unwrap(target), "__code__", None) if callable(target) else None
     if code is not None and code.co_filename.startswith(_jax_dir()):
-        eager = True
+        eager = not _holds_user_function(inspect.unwrap(target))
     return f"jit({name})", eager
+
+
+def _holds_user_function(function) -> bool:
+    """Whether a function JAX made runs the user's own: ``jax.pmap``'s per-device ``_fun``
+    (from JAX 0.9 a ``jax.jit`` of it), which closes over the user's function as ``fun``, a
+    ``WrappedFun`` holding it in ``f``."""
+    code, closure = getattr(function, "__code__", None), getattr(function, "__closure__", None)
+    if code is None or not closure or "fun" not in code.co_freevars:
+        return False
+    try:
+        user = getattr(closure[code.co_freevars.index("fun")].cell_contents, "f", None)
+    except (ValueError, IndexError):
+        return False
+    while isinstance(user, functools.partial):
+        user = user.func
+    user_code = getattr(inspect.unwrap(user), "__code__", None) if callable(user) else None
+    return user_code is not None and not user_code.co_filename.startswith(_jax_dir())
 
 
 def _internal_name(function) -> str:
