@@ -3,10 +3,16 @@ cells by their In[n], installed libraries from their install directory."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sysconfig
 
-from xlanb.formats.python_frames import is_library_place, place_name, read_place
+from xlanb.formats.python_frames import (
+    is_library_place,
+    place_name,
+    read_place,
+    user_code_frame,
+)
 
 KERNEL_CELL = "/tmp/ipykernel_4242/1234567.py"
 OTHER_CELL = "/tmp/ipykernel_4242/7654321.py"
@@ -34,3 +40,15 @@ def test_a_read_in_another_cells_function_names_that_cell():
     for place in ("In[3] line 2 (rd_read)", "cell line 3 (helper)", "/home/me/t.py:3 (f)"):
         assert not is_library_place(place)
     assert is_library_place("torch/nn/utils/clip_grad.py:40 (clip_grad_norm_)")
+
+
+def test_the_standard_library_is_not_the_users_code():
+    # torch_xla.compile syncs in a `with` block's exit: its stack starts in contextlib
+    torch_xla = os.path.join(sysconfig.get_paths()["purelib"], "torch_xla", "torch_xla.py")
+    frames = [
+        ("__exit__", contextlib.__file__, 144),
+        ("compile", torch_xla, 80),
+        ("<module>", KERNEL_CELL, 3),
+    ]
+    assert user_code_frame(frames) == ("<module>", KERNEL_CELL, 3)
+    assert place_name(contextlib.__file__, 144) == "contextlib.py:144"

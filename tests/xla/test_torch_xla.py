@@ -163,6 +163,22 @@ for _ in range(6):
     assert executions["graph"].notna().all(), executions
 
 
+@pytest.mark.skipif(_RELEASE < (2, 8), reason="torch_xla.compile is new in 2.8")
+def test_a_torch_xla_compile_step_is_named_by_the_cell_not_contextlib(run, shell):
+    """torch_xla.compile syncs in its context manager's exit, in the standard library's
+    contextlib: the program is named after the cell line that called the step."""
+    run(
+        "tc_w = torch.randn(6, 6, device=dev)\n"
+        "def tc_step(w):\n    return (w @ w).tanh() * 0.5\n"
+        "tc_compiled = torch_xla.compile(tc_step)"
+    )
+    run("%%xla_profile --var prof\nfor _ in range(3):\n    tc_w = tc_compiled(tc_w)")
+    prof = shell.user_ns["prof"]
+    programs = list(prof.compiles["program"])  # the first step's graph, then the steady one
+    assert programs and all(name.startswith("cell line 3") for name in programs), programs
+    assert "contextlib" not in repr(prof)
+
+
 def test_programs_with_one_module_name_keep_their_own_runs_and_ops(run, shell):
     """torch_xla names every program of a line alike (`SyncTensorsGraph.10` for each shape of
     `tanh(x @ w)`): the trace tells them apart by program id, which is the dump's module number.

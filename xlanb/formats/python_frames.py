@@ -6,6 +6,7 @@ import functools
 import os
 import re
 import sys
+import sysconfig
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,6 +25,9 @@ def _install_root(directory: str) -> str | None:
     for marker in _SITE_MARKERS:
         if marker in directory + os.sep:
             return (directory + os.sep).rsplit(marker, 1)[0] + marker
+    for standard in _standard_library():
+        if (directory + os.sep).startswith(standard):
+            return standard
     entries = {os.path.abspath(entry) for entry in sys.path if entry}
     parent = directory
     for _ in range(_INSTALL_DEPTH):
@@ -33,6 +37,15 @@ def _install_root(directory: str) -> str | None:
         if parent in entries and _holds_distributions(parent):
             return parent.rstrip(os.sep) + os.sep
     return None
+
+
+@functools.cache
+def _standard_library() -> tuple[str, ...]:
+    """Python's own library directories (ending in a separator): ``contextlib`` there is no
+    more the user's code than an installed library (a venv's are its base Python's)."""
+    paths = sysconfig.get_paths()
+    found = {os.path.abspath(paths[key]) for key in ("stdlib", "platstdlib") if paths.get(key)}
+    return tuple(path.rstrip(os.sep) + os.sep for path in sorted(found))
 
 
 @functools.lru_cache(maxsize=1024)
