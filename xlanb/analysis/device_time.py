@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -467,11 +467,12 @@ _MODULE_NAME = re.compile(r"[^\w.-]")
 
 
 def traced_runs(spans: Sequence[dict[str, Any]]) -> list[tuple[str, str, float]]:
-    """(program key, name, seconds) of each traced ``device`` span of `spans`."""
+    """(program key, name, seconds) of each traced ``device`` span of `spans`, in the order
+    they started."""
+    runs = [span for span in spans if span["lane"] == "device" and not span["estimated"]]
     return [
         (program_key(str(span["name"])), str(span["name"]), float(span["seconds"]))
-        for span in spans
-        if span["lane"] == "device" and not span["estimated"]
+        for span in sorted(runs, key=lambda span: float(span["start"]))
     ]
 
 
@@ -499,6 +500,7 @@ def after_window_from_calls(
     drained: bool = False,
     traced_here: bool = True,
     earlier: Sequence[tuple[str, str, float]] = (),
+    compiled: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs a trace's window did not hold, from the calls
     that launched them (JAX).
@@ -520,20 +522,15 @@ def after_window_from_calls(
         every call is estimated).
       earlier: traced runs of an earlier capture of programs `traced` has none of: every
         call of those is estimated.
+      compiled: program keys compiled in the capture: their first traced run was their
+        first run, which holds one-off warm-up; the mean leaves it out where later runs
+        were traced.
     Programs with no traced run get none (unknown)."""
-    durations: dict[str, list[float]] = {}
-    names: dict[str, str] = {}
-    for key, name, seconds in traced:
-        durations.setdefault(key, []).append(seconds)
-        names[key] = name
-    every_call: set[str] = set()
-    for key, name, seconds in earlier:
-        if key in durations and key not in every_call:
-            continue
-        every_call.add(key)
-        durations.setdefault(key, []).append(seconds)
-        names[key] = name
-    means = {key: sum(values) / len(values) for key, values in durations.items()}
+    durations, names, every_call = _run_durations(traced, earlier)
+    means: dict[str, float] = {}
+    for key, values in durations.items():
+        kept = values[1:] if key in compiled and len(values) > 1 else values
+        means[key] = sum(kept) / len(kept)
     picked = _untraced_calls(calls, durations, traced_here, every_call)
     spans: list[dict[str, Any]] = []
     last_call = queue_end = window_end
@@ -568,6 +565,26 @@ def after_window_from_calls(
         sum(count * means[key] for key, count in missing),
     )
     return spans
+
+
+def _run_durations(
+    traced: Sequence[tuple[str, str, float]], earlier: Sequence[tuple[str, str, float]]
+) -> tuple[dict[str, list[float]], dict[str, str], set[str]]:
+    """Each program's run seconds, its name, and the programs known from `earlier` runs only
+    (every call of those is estimated), as :func:`after_window_from_calls` takes them."""
+    durations: dict[str, list[float]] = {}
+    names: dict[str, str] = {}
+    for key, name, seconds in traced:
+        durations.setdefault(key, []).append(seconds)
+        names[key] = name
+    every_call: set[str] = set()
+    for key, name, seconds in earlier:
+        if key in durations and key not in every_call:
+            continue
+        every_call.add(key)
+        durations.setdefault(key, []).append(seconds)
+        names[key] = name
+    return durations, names, every_call
 
 
 def _untraced_calls(

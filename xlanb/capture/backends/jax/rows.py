@@ -559,8 +559,9 @@ def _untraced_runs(
     program and launch time (the dispatch samples, and the calls past their cap): those
     before a trace that started late (a cell run again traces from its first compile or new
     program on: those runs are taken to end before it, shortened alike where they would not)
-    and those after its window, each for its program's mean traced run, or, for
-    a program this trace holds no run of, the mean of the runs its cell's last trace `kept`."""
+    and those after its window, each for its program's mean traced run (past its first, a
+    warm-up, where it compiled in the capture), or, for a program this trace holds no run
+    of, the mean of the runs its cell's last trace `kept`."""
     calls, unsampled = _calls_by_program(taken)
     kept_runs = [run for program in kept for run in program.runs]
     graphs = {program.runs[0][0]: program.graph for program in kept if program.graph}
@@ -574,17 +575,23 @@ def _untraced_runs(
             NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
             graphs, drained=True, traced_here=False, earlier=kept_runs,
         )  # fmt: skip
+    compiled = {
+        device_time.program_key(event.name)
+        for event in taken.events
+        if isinstance(event, Duration) and event.kind == "compile"
+    }
     for index, (trace, runs) in enumerate(traces):
         last = index == len(traces) - 1
         end = window[1] if last else traces[index + 1][0].started_at
         segment = calls if last else [call for call in calls if call[1] < end]
         calls = calls[len(segment) :]
+        new = compiled - {run[0] for _, earlier_runs in traces[:index] for run in earlier_runs}
         if trace.stopped_at is None:
             continue
         others = [run for other, other_runs in traces if other is not trace for run in other_runs]
         estimated += device_time.after_window_from_calls(
             NAME, runs, segment, trace.stopped_at, end, unsampled if last else (), graphs,
-            drained or not last, earlier=others + kept_runs,
+            drained or not last, earlier=others + kept_runs, compiled=new,
         )  # fmt: skip
     return estimated
 
