@@ -559,9 +559,8 @@ def _untraced_runs(
     program and launch time (the dispatch samples, and the calls past their cap): those
     before a trace that started late (a cell run again traces from its first compile or new
     program on: those runs are taken to end before it, shortened alike where they would not)
-    and those after its window, each for its program's mean traced run (past its first, a
-    warm-up, where it compiled in the capture), or, for a program this trace holds no run
-    of, the mean of the runs its cell's last trace `kept`."""
+    and those after its window, each for its program's mean traced run (less the warm-up
+    first run of one compiled in the capture), else the mean of those its last trace `kept`."""
     calls, unsampled = _calls_by_program(taken)
     kept_runs = [run for program in kept for run in program.runs]
     graphs = {program.runs[0][0]: program.graph for program in kept if program.graph}
@@ -575,11 +574,7 @@ def _untraced_runs(
             NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
             graphs, drained=True, traced_here=False, earlier=kept_runs,
         )  # fmt: skip
-    compiled = {
-        device_time.program_key(event.name)
-        for event in taken.events
-        if isinstance(event, Duration) and event.kind == "compile"
-    }
+    compiled = {_program_key(e.name) for e in taken.events if getattr(e, "kind", "") == "compile"}
     for index, (trace, runs) in enumerate(traces):
         last = index == len(traces) - 1
         end = window[1] if last else traces[index + 1][0].started_at
