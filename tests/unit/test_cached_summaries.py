@@ -243,3 +243,26 @@ def test_graph_queries_follow_a_replaced_graphs_frame_and_hand_out_copies():
     profile.graphs = _graphs(["jit_c"])  # replaced, same length as the first
     assert profile.graph(0).name == "jit_c"
     assert profile.graph_kinds(0) == ["hlo_optimized"]
+
+
+def test_the_summary_lines_the_html_and_text_share_follow_the_profile():
+    from xlanb.analysis import derive
+    from xlanb.views.summary import account_line, headline, steps_line
+
+    profile = derive(_profile())
+    first = headline(profile)
+    assert dict(first)["executions"].startswith("3")
+    first.append(("mine", "changed"))  # the caller's copy: the kept lines are not changed
+    assert headline(profile) == first[:-1]
+    line = account_line(profile)
+    assert line.startswith("wall 1.00 s") and account_line(profile) == line
+
+    profile.executions = _executions(7, 0.7)  # a replaced frame: said afresh
+    assert dict(headline(profile))["executions"].startswith("7")
+    profile.wall_seconds = 2.0  # a changed wall time: said afresh, with the new `shown`
+    assert account_line(profile).startswith("wall 2.00 s")
+    assert "host busy 1.80 s" in account_line(profile)
+
+    other = derive(_profile())  # another profile of equal frame sizes: its own lines
+    assert dict(headline(other))["executions"].startswith("3")
+    assert steps_line(other) == steps_line(derive(_profile()))
