@@ -1,13 +1,16 @@
-"""The end of a steady cell under ``%%xla_profile -q``: the main thread's CPU seconds from the
-cell's last line to the end of the magic (``time.thread_time``), in a real IPython shell,
-with and without the device trace (``--no-trace``); medians and spreads over the runs.
-``--profile`` adds a cProfile top list of that end (the trace-less runs), by own time and
-by cumulative time.
+"""The end of a steady cell: the main thread's CPU seconds from the cell's last line to the
+end of the magic (``time.thread_time``), in a real IPython shell with rich output on, for
+``%%xla_profile -q --no-trace``, ``-q`` (the device trace read) and the displayed default
+``%%xla_profile`` (the HTML display built); medians and spreads over the runs.
+``--profile [KIND]`` adds a cProfile top list of that end (``no_trace`` unless named), by
+own time and by cumulative time.
 
-Cases: ``flax-cnn``, ``jax-transformer-steady``, ``numpy-ema`` (those of
+Cases: ``flax-cnn``, ``jax-transformer-steady``, ``numpy-ema``, ``torch_xla-mlp`` (those of
 ``bench/typical_cells.py``; a case whose runtime is missing is skipped).
 
     .venv/bin/python bench/end_of_cell.py [--repeats 7] [--case numpy-ema] [--profile]
+    PJRT_DEVICE=CPU .venv-xla/bin/python bench/end_of_cell.py --case torch_xla-mlp \
+        [--kind displayed] [--profile displayed]
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import time
 import results
 from typical_cells import CASES as TYPICAL_CASES
 
-CASE_NAMES = ("flax-cnn", "jax-transformer-steady", "numpy-ema")
+CASE_NAMES = ("flax-cnn", "jax-transformer-steady", "numpy-ema", "torch_xla-mlp")
 CASES = {name: TYPICAL_CASES[name] for name in CASE_NAMES}
 
 #: The cell's last line notes the main thread's CPU clock and, with --profile, starts cProfile.
@@ -49,20 +52,33 @@ def end_cpu(shell, cell: str, profiler: cProfile.Profile | None) -> float:
     return ended - builtins.bench_cell_end  # type: ignore[attr-defined]
 
 
-def run_case(shell, name: str, repeats: int, profiler: cProfile.Profile | None) -> dict:
+#: kind -> the magic's line: under -q without and with the device trace, and displayed
+MAGICS = {
+    "no_trace": "%%xla_profile -q --no-trace --var bench_prof\n",
+    "trace": "%%xla_profile -q --var bench_prof\n",
+    "displayed": "%%xla_profile --var bench_prof\n",
+}
+
+
+def run_case(
+    shell,
+    name: str,
+    repeats: int,
+    profiler: cProfile.Profile | None,
+    kinds: list[str],
+    profiled_kind: str,
+) -> dict:
     _runtime, setup, cell, _first = CASES[name]
     shell.run_cell(setup)
-    cells = {
-        "trace": "%%xla_profile -q --var bench_prof\n" + cell + CELL_END,
-        "no_trace": "%%xla_profile -q --no-trace --var bench_prof\n" + cell + CELL_END,
-    }
+    cells = {kind: MAGICS[kind] + cell + CELL_END for kind in kinds}
     for text in cells.values():  # warm-up: xlanb's first import, the runtime's hooks
         end_cpu(shell, text, None)
     ends: dict[str, list[float]] = {kind: [] for kind in cells}
     for index in range(repeats):
-        order = list(cells) if index % 2 == 0 else list(cells)[::-1]
+        shift = index % len(cells)  # each kind in each place of the order in turn
+        order = list(cells)[shift:] + list(cells)[:shift]
         for kind in order:
-            watch = profiler if kind == "no_trace" else None
+            watch = profiler if kind == profiled_kind else None
             ends[kind].append(end_cpu(shell, cells[kind], watch))
     figures: dict = {"repeats": repeats}
     for kind, seconds in ends.items():
@@ -71,10 +87,10 @@ def run_case(shell, name: str, repeats: int, profiler: cProfile.Profile | None) 
     return figures
 
 
-def top_list(profiler: cProfile.Profile, runs: int, lines: int = 25) -> str:
+def top_list(profiler: cProfile.Profile, runs: int, kind: str, lines: int = 25) -> str:
     out = io.StringIO()
     stats = pstats.Stats(profiler, stream=out)
-    out.write(f"cProfile of {runs} trace-less ends (totals over all runs)\n")
+    out.write(f"cProfile of {runs} {kind} ends (totals over all runs)\n")
     stats.sort_stats("cumulative").print_stats(lines)
     stats.sort_stats("tottime").print_stats(lines)
     return out.getvalue()
@@ -84,27 +100,36 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--case", action="append", choices=sorted(CASES))
-    parser.add_argument("--profile", action="store_true", help="print a cProfile top list")
+    parser.add_argument(
+        "--kind", action="append", choices=list(MAGICS), help="which ends to measure (all)"
+    )
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="no_trace",
+        choices=list(MAGICS),
+        help="print a cProfile top list of these ends (no_trace)",
+    )
     parser.add_argument("--no-write", action="store_true", help="leave bench/results.json")
     args = parser.parse_args()
 
+    kinds = args.kind or list(MAGICS)
+    if args.profile is not None and args.profile not in kinds:
+        kinds.append(args.profile)
     shell, cases = results.notebook_shell(CASES, args.case)
-    print(
-        f"{'case':<23} {'-q --no-trace CPU ms':>21} {'spread':>13} {'-q CPU ms':>10} {'spread':>13}"
-    )
+    print(f"{'case':<23} " + " ".join(f"{kind + ' CPU ms':>18} {'spread':>13}" for kind in kinds))
     for name in cases:
         profiler = cProfile.Profile() if args.profile else None
-        figures = run_case(shell, name, args.repeats, profiler)
-        low, high = figures["end_cpu_no_trace_spread_ms"]
-        t_low, t_high = figures["end_cpu_trace_spread_ms"]
-        print(
-            f"{name:<23} {figures['end_cpu_no_trace_ms']:>21.1f} {low:>6.1f}-{high:<6.1f} "
-            f"{figures['end_cpu_trace_ms']:>10.1f} {t_low:>6.1f}-{t_high:<6.1f}"
-        )
+        figures = run_case(shell, name, args.repeats, profiler, kinds, args.profile or "")
+        columns = []
+        for kind in kinds:
+            low, high = figures[f"end_cpu_{kind}_spread_ms"]
+            columns.append(f"{figures[f'end_cpu_{kind}_ms']:>18.1f} {low:>6.1f}-{high:<6.1f}")
+        print(f"{name:<23} " + " ".join(columns))
         if not args.no_write:
             results.write("end_of_cell", {name: figures})
         if profiler is not None:
-            print(top_list(profiler, args.repeats))
+            print(top_list(profiler, args.repeats, args.profile))
     return 0
 
 

@@ -243,3 +243,65 @@ def test_graph_queries_follow_a_replaced_graphs_frame_and_hand_out_copies():
     profile.graphs = _graphs(["jit_c"])  # replaced, same length as the first
     assert profile.graph(0).name == "jit_c"
     assert profile.graph_kinds(0) == ["hlo_optimized"]
+
+
+def test_the_summary_lines_the_html_and_text_share_follow_the_profile():
+    from xlanb.analysis import derive
+    from xlanb.views.summary import account_line, headline, steps_line
+
+    profile = derive(_profile())
+    first = headline(profile)
+    assert dict(first)["executions"].startswith("3")
+    first.append(("mine", "changed"))  # the caller's copy: the kept lines are not changed
+    assert headline(profile) == first[:-1]
+    line = account_line(profile)
+    assert line.startswith("wall 1.00 s") and account_line(profile) == line
+
+    profile.executions = _executions(7, 0.7)  # a replaced frame: said afresh
+    assert dict(headline(profile))["executions"].startswith("7")
+    profile.wall_seconds = 2.0  # a changed wall time: said afresh, with the new `shown`
+    assert account_line(profile).startswith("wall 2.00 s")
+    assert "host busy 1.80 s" in account_line(profile)
+
+    other = derive(_profile())  # another profile of equal frame sizes: its own lines
+    assert dict(headline(other))["executions"].startswith("3")
+    assert steps_line(other) == steps_line(derive(_profile()))
+
+
+def test_summary_counts_the_fallbacks_by_kind_as_a_groupby_sums_them():
+    rows = [
+        ("item", 2),
+        ("missing_lowering", 3),
+        ("item", 5),
+        ("unknown_cause", 1),  # another cause: counted as a CPU fallback
+        (None, 7),  # a null cause: left out
+        ("dynamic_shape", None),  # a null count: adds nothing
+    ]
+    profile = _profile()
+    profile.fallbacks = make_frame(
+        "fallbacks",
+        [
+            {"backend": "torch_xla", "op": f"aten::op{i}", "count": count, "cause": cause}
+            | {"advice": "", "location": ""}
+            for i, (cause, count) in enumerate(rows)
+        ],
+    )
+    numbers = profile.summary()
+    assert (numbers["syncs"], numbers["fallback_ops"], numbers["dynamic_shapes"]) == (7, 4, 0)
+
+
+def test_program_runs_count_the_device_spans_of_each_module():
+    from xlanb.analysis import _program_runs
+
+    spans = make_frame(
+        "spans",
+        [
+            {"backend": "jax", "lane": lane, "name": "run", "graph": "jit_step"}
+            | {"start": STARTED + i, "seconds": 0.1, "estimated": False, "module_id": module}
+            for i, (lane, module) in enumerate(
+                [("device", 3), ("device", 5), ("op", 3), ("device", 3), ("device", None)]
+            )
+        ],
+    )
+    expected = spans.loc[spans["lane"] == "device", "module_id"].dropna().value_counts()
+    assert _program_runs(spans) == {int(k): int(v) for k, v in expected.items()} == {3: 2, 5: 1}

@@ -122,7 +122,7 @@ def forced_sync_places(
     placed (its execution analysis: the reads that cut a graph), else from the read rows of
     `fallbacks` placed by each read's own stack (every read, at any debug level)."""
     columns = ["backend", "read_at", "cell_line", "count", "library"]
-    placed = pd.DataFrame(columns=columns)
+    placed = executions.iloc[:0]
     if not executions.empty and "read_at" in executions.columns:
         placed = executions[executions["read_at"].notna()]
     if placed.empty and fallbacks is not None and "read_at" in fallbacks.columns:
@@ -130,17 +130,22 @@ def forced_sync_places(
     if placed.empty:
         return pd.DataFrame(columns=columns)
     places = _counted_places(placed)
-    # read_place writes an installed library's file relative to site-packages
-    places["library"] = [is_library_place(place) for place in places["read_at"]]
-    places["read_at"] = [
-        cell_place(place, line)
-        for place, line in zip(places["read_at"], places["cell_line"], strict=True)
-    ]
-    return places[columns]
+    # one frame built in one go: a cell reads values at a few places, and each column set on
+    # a frame costs more than the few rows it holds
+    return pd.DataFrame(
+        {
+            "backend": pd.array([key[0] for key, _ in places], dtype=placed["backend"].dtype),
+            "read_at": [cell_place(key[1], key[2]) for key, _ in places],
+            "cell_line": pd.array([key[2] for key, _ in places], dtype="Int64"),
+            "count": pd.array([total for _, total in places], dtype=placed["count"].dtype),
+            # read_place writes an installed library's file relative to site-packages
+            "library": [is_library_place(key[1]) for key, _ in places],
+        }
+    )
 
 
-def _counted_places(placed: pd.DataFrame) -> pd.DataFrame:
-    """``backend, read_at, cell_line, count``: `placed`'s counts summed per place (nulls
+def _counted_places(placed: pd.DataFrame) -> list[tuple[tuple[Any, ...], Any]]:
+    """((backend, read_at, cell_line), count) of `placed`'s counts summed per place (nulls
     alike; a null count adds nothing), in the order places first appear, then most first (a
     stable sort): a ``groupby(dropna=False, sort=False).sum()`` made in plain Python, as a
     cell's few read places make pandas' fixed cost the whole cost."""
@@ -155,15 +160,7 @@ def _counted_places(placed: pd.DataFrame) -> pd.DataFrame:
         total = totals.setdefault(key, 0)
         if not pd.isna(count):
             totals[key] = total + count
-    ordered = sorted(totals.items(), key=lambda item: -item[1])  # stable: ties keep order
-    return pd.DataFrame(
-        {
-            "backend": pd.array([k[0] for k, _ in ordered], dtype=placed["backend"].dtype),
-            "read_at": pd.array([k[1] for k, _ in ordered], dtype=placed["read_at"].dtype),
-            "cell_line": pd.array([k[2] for k, _ in ordered], dtype="Int64"),
-            "count": pd.array([total for _, total in ordered], dtype=placed["count"].dtype),
-        }
-    )
+    return sorted(totals.items(), key=lambda item: -item[1])  # stable: ties keep order
 
 
 def cell_place(read_at: str, cell_line: object) -> str:

@@ -165,9 +165,12 @@ class Profile:
         }
         numbers.update(dict.fromkeys((kind.key for kind in HOST_KINDS.values()), 0))
         if not self.fallbacks.empty:
-            counts = self.fallbacks.groupby(self.fallbacks["cause"].astype(str))["count"].sum()
-            for cause, count in counts.items():
-                numbers[HOST_KINDS.get(str(cause), OTHER_HOST_KIND).key] += int(count)
+            # per cause, as a groupby's sum (a null cause left out, a null count adds nothing),
+            # in plain Python: a cell's few rows make a groupby's fixed cost the whole cost
+            causes = self.fallbacks["cause"].astype(str).tolist()
+            for cause, count in zip(causes, self.fallbacks["count"].tolist(), strict=True):
+                if not pd.isna(cause) and not pd.isna(count):
+                    numbers[HOST_KINDS.get(str(cause), OTHER_HOST_KIND).key] += int(count)
         return numbers
 
     def _transfers(self) -> int:

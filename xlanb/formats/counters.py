@@ -127,9 +127,7 @@ def metric_row(
     """A ``metrics`` row: count and total from the runtime's own accumulators (exact even when
     the sample buffer dropped old samples), percentiles from the samples in the cell."""
     if len(values):
-        array = np.asarray(values, dtype=float)
-        p50, p90, p99 = np.percentile(array, [50, 90, 99])
-        largest = float(array.max())
+        p50, p90, p99, largest = _percentiles(values)
     else:
         p50 = p90 = p99 = largest = math.nan
     return {
@@ -144,3 +142,34 @@ def metric_row(
         "p99": float(p99),
         "max": largest,
     }
+
+
+#: At most this many samples are sorted in plain Python for their percentiles.
+_FEW_SAMPLES = 256
+#: The percentiles of a ``metrics`` row, as fractions (``np.true_divide(q, 100)``).
+_QUANTILES = (50 / 100, 90 / 100, 99 / 100)
+
+
+def _percentiles(values: Sequence[float]) -> tuple[float, float, float, float]:
+    """(p50, p90, p99, max) of `values`: ``np.percentile(values, [50, 90, 99])`` to the last
+    bit (its linear method's index, weight and interpolation, in the same float operations)
+    in plain Python, which costs a fraction of numpy's fixed cost on a cell's few hundred
+    samples; numpy itself on more (its partition beats a sort) or where a value is NaN."""
+    ordered = sorted(map(float, values)) if len(values) <= _FEW_SAMPLES else []
+    if not ordered or any(value != value for value in ordered):  # NaN: numpy's own rules
+        array = np.asarray(values, dtype=float)
+        p50, p90, p99 = np.percentile(array, [50, 90, 99])
+        return float(p50), float(p90), float(p99), float(array.max())
+    last = len(ordered) - 1
+    found = []
+    for quantile in _QUANTILES:
+        index = last * quantile
+        below = math.floor(index)
+        if index >= last:
+            found.append(ordered[last])
+            continue
+        weight = index - below
+        low, high = ordered[below], ordered[below + 1]
+        step = high - low
+        found.append(high - step * (1 - weight) if weight >= 0.5 else low + step * weight)
+    return found[0], found[1], found[2], ordered[last]

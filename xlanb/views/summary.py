@@ -2,18 +2,62 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+import functools
+from collections.abc import Callable, Iterable
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
 
+from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
-from xlanb.core.schema import HOST_KINDS, OTHER_HOST_KIND, REUSED_TRACE, headline_host_kinds
+from xlanb.core.schema import (
+    FRAME_NAMES,
+    HOST_KINDS,
+    OTHER_HOST_KIND,
+    REUSED_TRACE,
+    headline_host_kinds,
+)
 from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
 
+Made = TypeVar("Made", bound=Callable[..., Any])
 
+#: What the HTML summary and its text twin both say of a profile (a displayed cell builds
+#: both, one after the other), kept per the profile's frames.
+_SAID: FrameMemo[tuple[Any, Any]] = FrameMemo(16)
+
+
+def kept_per_profile(reads_shown: bool) -> Callable[[Made], Made]:
+    """Keep what the decorated ``function(profile, *args)`` made while `profile`'s frames
+    (the same objects, of the same lengths), wall time, start, backends and source stay the
+    same, and, where it `reads_shown`, its ``Profile.shown`` is the same object; each caller
+    gets its own (shallow) copy of a kept list or dict."""
+
+    def decorate(function: Made) -> Made:
+        @functools.wraps(function)
+        def kept(profile: Profile, *args: Any) -> Any:
+            shown = profile.shown if reads_shown else None
+            frames = tuple(getattr(profile, name) for name in FRAME_NAMES)
+            key = (
+                function.__qualname__,
+                tuple(tuple(arg) if isinstance(arg, list) else arg for arg in args),
+                id(shown),  # the kept value holds `shown`: its id is not reused meanwhile
+                profile.wall_seconds,
+                profile.started_at,
+                tuple(profile.backends),
+                profile.source,
+            )
+            value = _SAID.get(frames, key, lambda: (shown, function(profile, *args)))[1]
+            return copy.copy(value)
+
+        return kept  # type: ignore[return-value]
+
+    return decorate
+
+
+@kept_per_profile(reads_shown=False)
 def headline(profile: Profile) -> list[tuple[str, str]]:
     """(label, value) pairs of the summary line."""
     numbers = profile.summary()
@@ -117,6 +161,7 @@ def account_parts(profile: Profile) -> list[tuple[str, float, float]]:
     return sorted(parts, key=lambda part: -part[1])
 
 
+@kept_per_profile(reads_shown=True)
 def account_line(profile: Profile) -> str:
     """``wall 2.81 s = compile 2.11 s (75%) · device 410 ms (15%) · ...`` ("" without one)."""
     parts = account_parts(profile)
@@ -177,6 +222,7 @@ def reused_trace(profile: Profile) -> bool:
     return profile.shown.traced_window_name == REUSED_TRACE
 
 
+@kept_per_profile(reads_shown=True)
 def steps_line(profile: Profile) -> str:
     """``steps: 2 warm-up (1.21 s) · 98 steady, median 12.3 ms: device 80% · python 15% · 50
     estimated after the trace's window`` (``from xlanb's timers`` without a window: no device
@@ -237,6 +283,7 @@ def _top_order(profile: Profile, limit: int) -> list[int]:
     return seconds.sort_values(ascending=False).index[:limit].tolist()
 
 
+@kept_per_profile(reads_shown=False)
 def top_op_columns(profile: Profile, limit: int, columns: list[str]) -> dict[str, list[Any]]:
     """`columns` of :func:`top_ops` by name, as lists (those the ``ops`` frame lacks left
     out): only the few rows shown, a column at a time."""
@@ -348,6 +395,7 @@ def cell_code(lines: list[str], cell_line: Any) -> str:
     return lines[int(cell_line) - 1].strip()
 
 
+@kept_per_profile(reads_shown=False)
 def graph_names(profile: Profile) -> dict[str, str]:
     """Graph -> its readable name where it has one (torch_xla: the function and line that cut
     the graph, for its hash), from the compiles' and the ops' ``program``."""

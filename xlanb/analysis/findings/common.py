@@ -21,6 +21,21 @@ def _lines(rows: pd.DataFrame) -> str:
     return f" (at {', '.join(locations[:3])})" if locations else ""
 
 
+def groups(frame: pd.DataFrame, column: str) -> list[tuple[Any, pd.DataFrame]]:
+    """``frame.groupby(column, sort=False)`` as a list of (key, rows): keys in the order
+    they first appear, rows of a null key left out, each group the rows of `frame` (its index
+    kept). Made in plain Python: a cell's few fallback rows make pandas' fixed cost of a
+    groupby the whole cost."""
+    positions: dict[Any, list[int]] = {}
+    for position, key in enumerate(frame[column].tolist()):
+        if not pd.isna(key):
+            positions.setdefault(key, []).append(position)
+    return [
+        (key, frame if len(rows) == len(frame) else frame.iloc[rows])
+        for key, rows in positions.items()
+    ]
+
+
 #: Fallback causes reported by the JAX rules (cpu_fallbacks skips them).
 _JAX_FALLBACK_CAUSES = {jax_text.HOST_CALLBACK, jax_text.HOST_TRANSFER}
 

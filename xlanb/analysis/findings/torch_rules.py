@@ -6,7 +6,7 @@ import pandas as pd
 
 from xlanb.analysis.attribution import cell_place, forced_sync_places
 from xlanb.analysis.breakdown import read_seconds
-from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines
+from xlanb.analysis.findings.common import _JAX_FALLBACK_CAUSES, Finding, _lines, groups
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds
 from xlanb.core.words import counted
@@ -173,14 +173,14 @@ def cpu_fallbacks(profile: Profile) -> list[Finding]:
     if set(fallbacks["cause"].tolist()) <= _JAX_FALLBACK_CAUSES:
         return []  # none, or only JAX's: see jax_host_callbacks, jax_host_transfers
     findings = []
-    for cause, rows in fallbacks.groupby("cause", sort=False):
+    for cause, rows in groups(fallbacks, "cause"):
         if cause in _JAX_FALLBACK_CAUSES:  # see jax_host_callbacks, jax_host_transfers
             continue
         count = int(rows["count"].sum())
         noun, happened, severity = _KINDS.get(str(cause), _KINDS["missing_lowering"])
         if cause == "item" and count <= 1:
             severity = "info"
-        ops = ", ".join(_ran(op, group) for op, group in rows.groupby("op", sort=False))
+        ops = ", ".join(_ran(op, group) for op, group in groups(rows, "op"))
         finding: Finding = {
             "severity": severity,
             "title": f"{counted(count, noun)} {happened}" + _lines(rows),

@@ -569,8 +569,9 @@ def _add_metric_rows(
                 [v for _, v in window],
             ),
         )
-        for ts, value in window:
-            capture.add("samples", {"backend": NAME, "metric": name, "time": ts, "value": value})
+        capture.rows.setdefault("samples", []).extend(
+            [{"backend": NAME, "metric": name, "time": ts, "value": value} for ts, value in window]
+        )
     return in_cell
 
 
