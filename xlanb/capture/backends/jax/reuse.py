@@ -154,6 +154,18 @@ def kept_programs(
     return standing
 
 
+def kept_ops(programs: list[TracedProgram], options: CaptureOptions) -> list[dict[str, Any]]:
+    """Copies of the kept ``ops`` rows of `programs`, placed for the capture of `options`."""
+    ops = [dict(op) for program in programs for op in program.ops]
+    name_op_places(ops, options)
+    return ops
+
+
+def kept_graphs(programs: list[TracedProgram]) -> dict[str, str]:
+    """Program key -> the graph the kept runs of each of `programs` name (where one does)."""
+    return {program.runs[0][0]: program.graph for program in programs if program.graph}
+
+
 def reused_rows(
     capture: Capture,
     kept: KeptTraces,
@@ -171,11 +183,10 @@ def reused_rows(
     used = [programs[key] for key in dict.fromkeys(key for key, _ in unsampled) if key in programs]
     if not used:
         return
-    ops = [dict(op) for program in used for op in program.ops]
-    name_op_places(ops, options)
+    ops = kept_ops(used, options)
     capture.rows["ops"] = sorted(ops, key=lambda op: -op["seconds"])
     traced = [run for program in used for run in program.runs]
-    graphs = {program.runs[0][0]: program.graph for program in used if program.graph}
+    graphs = kept_graphs(used)
     spans = capture.rows.setdefault("spans", [])
     spans += device_trace.reused_span(BACKEND, window[0])
     spans += device_time.after_window_from_calls(

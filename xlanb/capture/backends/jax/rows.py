@@ -18,6 +18,7 @@ from collections import Counter
 from typing import Any
 
 import xlanb.capture.backends.jax.hooks as hooks
+import xlanb.capture.backends.jax.reuse as reuse
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import (
@@ -39,8 +40,6 @@ from xlanb.capture.backends.jax.events import (
     Transfer,
     UnusedDonation,
 )
-from xlanb.capture.backends.jax.reuse import TracedProgram, kept_programs, reused_rows
-from xlanb.capture.backends.jax.reuse import remember as remember_traced
 from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
 from xlanb.formats.buffer_assignment import dumped_temporaries, temporary_rows
@@ -88,10 +87,11 @@ def fill(
     nothing, its cell's last trace stands for its runs: :mod:`.reuse`; `earlier`: a first
     trace and its events, whose window closed before `trace` started)."""
     compiles = _compile_rows(taken.events, options, capture, session)
+    compiled = {_program_key(str(row["graph"])) for row in compiles}
     capture.rows["spans"] = _compile_spans(compiles)
     if reused:
         calls, unsampled = _calls_by_program(taken)
-        reused_rows(capture, session.traces, options, calls, unsampled, window, drained)
+        reuse.reused_rows(capture, session.traces, options, calls, unsampled, window, drained)
     else:
         traces = [
             (each, events)
@@ -100,7 +100,7 @@ def fill(
         ]
         if traces:
             remember_dumped_programs(session)
-            _traces_rows(capture, traces, taken, options, session, window, drained)
+            _traces_rows(capture, traces, taken, options, session, window, drained, compiled)
     executions = _execution_rows(taken.calls)
     for row in executions:
         if row["graph"] in session.peaks:
@@ -119,14 +119,14 @@ def fill(
             for row in capture.rows.get("fallbacks", [])
             if row.get("cause") == HOST_CALLBACK
         }
-        remember_traced(
+        reuse.remember(
             session.traces,
             options,
             capture,
             [call.function for call in taken.calls],
             lambda function: hooks.function_name(function)[0],
             with_callbacks,
-            {_program_key(str(row["graph"])) for row in compiles},
+            compiled,
         )
 
 
@@ -504,10 +504,11 @@ def _traces_rows(
     session: Session,
     window: tuple[float, float],
     drained: bool,
+    compiled: set[str],
 ) -> None:
     """``ops`` and ``spans`` of the capture's traces (one, or a first whose window closed and
-    a second), the runs they did not hold estimated, and a note naming the programs none of
-    them holds."""
+    a second), the runs they did not hold estimated (`compiled`: the program keys compiled in
+    the capture), and a note naming the programs none of them holds."""
     runs_of = []
     for each, events in traces:
         added = _trace_rows(capture, events, window, options, session, taken)
@@ -515,7 +516,7 @@ def _traces_rows(
         runs_of.append((each, device_time.traced_runs(added)))
     kept = _kept_untraced(capture, taken, options, session)
     capture.rows["spans"].extend(
-        _untraced_runs(taken, capture.rows["spans"], runs_of, window, drained, kept)
+        _untraced_runs(taken, capture.rows["spans"], runs_of, window, drained, kept, compiled)
     )
     traced_again = bool(device_trace.REUSE_TRACES and options.source and options.reuse_trace)
     capture.notes.extend(_untraced_programs_note(taken, capture.rows["spans"], traced_again))
@@ -523,13 +524,13 @@ def _traces_rows(
 
 def _kept_untraced(
     capture: Capture, taken: Taken, options: CaptureOptions, session: Session
-) -> list[TracedProgram]:
+) -> list[reuse.TracedProgram]:
     """The programs the capture ran that its trace holds no run of and its cell's last trace
     kept (:func:`.reuse.kept_programs`); their kept ``ops`` rows join the capture's."""
     traced = {key for key, _, _ in device_time.traced_runs(capture.rows["spans"])}
     kept = [
         program
-        for key, program in kept_programs(
+        for key, program in reuse.kept_programs(
             session.traces,
             options.source,
             [call.function for call in taken.calls],
@@ -538,10 +539,9 @@ def _kept_untraced(
         if key not in traced
     ]
     if kept:
-        ops = [dict(op) for program in kept for op in program.ops]
-        name_op_places(ops, options)
         capture.rows["ops"] = sorted(
-            capture.rows.get("ops", []) + ops, key=lambda op: -op["seconds"]
+            capture.rows.get("ops", []) + reuse.kept_ops(kept, options),
+            key=lambda op: -op["seconds"],
         )
     return kept
 
@@ -552,7 +552,8 @@ def _untraced_runs(
     traces: list[tuple[device_trace.Trace, list[tuple[str, str, float]]]],
     window: tuple[float, float],
     drained: bool,
-    kept: list[TracedProgram],
+    kept: list[reuse.TracedProgram],
+    compiled: set[str],
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs the trace did not hold
     (:func:`xlanb.analysis.device_time.after_window_from_calls`), from the capture's calls by
@@ -563,8 +564,7 @@ def _untraced_runs(
     first run of one compiled in the capture), else the mean of those its last trace `kept`."""
     calls, unsampled = _calls_by_program(taken)
     kept_runs = [run for program in kept for run in program.runs]
-    graphs = {program.runs[0][0]: program.graph for program in kept if program.graph}
-    graphs.update(device_time.traced_graphs(spans))
+    graphs = {**reuse.kept_graphs(kept), **device_time.traced_graphs(spans)}
     estimated: list[dict[str, Any]] = []
     first = traces[0][0]
     if first.started_at > window[0]:
@@ -574,15 +574,14 @@ def _untraced_runs(
             NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
             graphs, drained=True, traced_here=False, earlier=kept_runs,
         )  # fmt: skip
-    compiled = {_program_key(e.name) for e in taken.events if getattr(e, "kind", "") == "compile"}
     for index, (trace, runs) in enumerate(traces):
         last = index == len(traces) - 1
         end = window[1] if last else traces[index + 1][0].started_at
         segment = calls if last else [call for call in calls if call[1] < end]
         calls = calls[len(segment) :]
-        new = compiled - {run[0] for _, earlier_runs in traces[:index] for run in earlier_runs}
         if trace.stopped_at is None:
             continue
+        new = compiled - {run[0] for _, earlier_runs in traces[:index] for run in earlier_runs}
         others = [run for other, other_runs in traces if other is not trace for run in other_runs]
         estimated += device_time.after_window_from_calls(
             NAME, runs, segment, trace.stopped_at, end, unsampled if last else (), graphs,
