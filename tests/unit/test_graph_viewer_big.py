@@ -138,3 +138,23 @@ def test_attribute_sets_hold_values_that_are_not_strings_or_not_hashable(transfo
     plain = payload(transformer)
     decoded = [[plain["strings"][i] for i in a] for a in plain["nodes"]["attrs"]]
     assert flat[3:] == decoded[3:]
+
+
+def test_texts_lose_their_metadata_as_the_whole_pattern_removes_it() -> None:
+    """An instruction's text travels without its ``metadata={...}``: cut where it was found
+    once, the same text as the pattern's substitution over the line."""
+    lines = [
+        line.strip()
+        for path in [TRANSFORMER, *MULTI]
+        for line in path.read_text().splitlines()
+        if "metadata={" in line
+    ]
+    lines += [
+        'a = f32[] add(x, y) , metadata={op_name="q\\"}"}, backend_config={"x":1}',
+        'a = f32[] add(x, y),metadata={op_name="a"}, metadata={op_name="b"}',
+        'a = f32[] add(x, y), metadata={op_name="a" nested={}}',
+        'a = f32[] add(x, y)\tmetadata={}',
+    ]
+    assert len(lines) > 3000
+    for line in lines:
+        assert payload_module._without_metadata(line) == payload_module._METADATA.sub("", line)

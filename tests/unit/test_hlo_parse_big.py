@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 from tests.support.helpers import ROOT
+from xlanb.formats.text import key_values
 from xlanb.graphs import hlo_read, parse, scopes
 from xlanb.graphs.errors import ParseError
 from xlanb.graphs.hlo import computations
@@ -208,6 +209,24 @@ ENTRY main {
 }
 """
 
+#: XLA:GPU's metadata: a scheduling_name naming the instruction, a deduplicated_name, a
+#: backend_config of nested JSON after the metadata.
+GPU_TAILS = """HloModule gpu
+
+ENTRY main {
+  a = f32[4]{0} parameter(0), metadata={scheduling_name="a"}
+  b = f32[4]{0} negate(a), metadata={op_name="jit(f)/neg" scheduling_name="b" stack_frame_id=2}
+  c = f32[4]{0} cosine(b), metadata={op_name="jit(f)/cos" scheduling_name="c"}
+  d = f32[4]{0} sine(c), metadata={op_name="jit(f)/sin" deduplicated_name="x" scheduling_name="d"}
+  e = f32[4]{0} add(b, c), metadata={scheduling_name="e" stack_frame_id=1}
+  f = f32[4]{0} add(b, e), metadata={op_name="jit(f)/add" scheduling_name="f"},\
+ backend_config={"a":{"b":["1", "2"]},"c":"{"}
+  g = f32[4]{0} add(e, f), metadata={op_name="jit(f)/a\\\\dd" scheduling_name="g"}
+  ROOT t = (f32[4]{0}, f32[4]{0}) tuple(d, g),\
+ metadata={op_name="jit(f)/out" scheduling_name="t" stack_frame_id=4}
+}
+"""
+
 
 def _line_by_line(text: str) -> str:
     """`text` with each computation's closing brace indented as its body's lines: they are
@@ -215,12 +234,20 @@ def _line_by_line(text: str) -> str:
     return re.sub(r"(?m)^\}$", "  }", text)
 
 
-@pytest.mark.parametrize("name", ["odd tails", "recorded", "grown"])
+GPU_TRANSFORMER = (
+    DATA / "xla_gpu/transformer_cmdbuf/xla_dump/"
+    "module_17269.jit_train_step.sm_9.0a_gpu_after_optimizations.txt"
+)
+
+
+@pytest.mark.parametrize("name", ["odd tails", "gpu tails", "recorded", "grown", "transformer"])
 def test_bodies_read_at_once_read_as_line_by_line(name: str) -> None:
     text = {
         "odd tails": ODD_TAILS,
+        "gpu tails": GPU_TAILS,
         "recorded": RECORDED.read_text(),
         "grown": _grown(RECORDED.read_text(), 3),
+        "transformer": GPU_TRANSFORMER.read_text(),
     }[name]
     assert _line_by_line(text) != text
     for at_once, by_line in zip(
@@ -289,6 +316,47 @@ def test_common_metadata_read_at_once_keeps_its_fields() -> None:
     assert read["f"] == {"op_name": "jit(f)/add", "stack_frame_id": "1"}
     assert read["h"] == {"op_name": "jit(f)/add"}
     assert read["g"] == {"op_name": "jit(f)/ad\\d"}
+
+
+def test_gpu_metadata_read_at_once_keeps_its_fields() -> None:
+    read = {
+        name: (metadata, attrs)
+        for computation in computations(GPU_TAILS)
+        for name, metadata, attrs in zip(
+            computation.names, computation.metadata, computation.attrs, strict=True
+        )
+    }
+    assert read["a"] == ({"scheduling_name": "a"}, {"parameter": "0"})
+    assert read["b"][0] == {"op_name": "jit(f)/neg", "scheduling_name": "b", "stack_frame_id": "2"}
+    assert read["d"][0] == {
+        "op_name": "jit(f)/sin",
+        "deduplicated_name": "x",
+        "scheduling_name": "d",
+    }
+    assert read["e"][0] == {"scheduling_name": "e", "stack_frame_id": "1"}
+    assert read["f"] == (
+        {"op_name": "jit(f)/add", "scheduling_name": "f"},
+        {"backend_config": '{"a":{"b":["1", "2"]},"c":"{"}'},
+    )
+    assert read["g"][0] == {"op_name": "jit(f)/a\\dd", "scheduling_name": "g"}
+
+
+def test_nested_attribute_values_read_by_regex_as_by_splitting() -> None:
+    """XLA:GPU's backend_config JSON (braces and quotes inside braces) is read by one regex:
+    the same attributes as splitting the tail at its top-level commas."""
+    tails = [
+        rest + other
+        for *_head, rest, _body, _gpu_body, other in _SIMPLE_LINES.findall(
+            GPU_TRANSFORMER.read_text()
+        )
+        if "backend_config={" in rest + other
+    ]
+    assert len(tails) > 200
+    for tail in tails:
+        without = hlo_read._metadata(tail)[1].strip().lstrip(",").strip()
+        found = hlo_read._ATTRIBUTES.findall(without)
+        assert sum(len(whole) for whole, _key, _value in found) == len(without), without
+        assert hlo_read._attributes(without) == key_values(without)
 
 
 def test_the_body_regex_reads_the_same_without_possessive_quantifiers():

@@ -86,13 +86,14 @@ def instruction_categories(hlo_text: str) -> dict[str, tuple[str, str]]:
     for both."""
     facts = module_facts(hlo_text)
     categories: dict[str, tuple[str, str]] = {}
+    of_opcode: dict[str, str] = {}
     for name, opcode, callee, target, op_name in facts.instructions:
         if opcode == "custom-call":
             kind = category_of((), target or "custom-call")
         elif opcode == "fusion":
             kind = category_of(_fused(callee, facts.opcodes))
-        else:
-            kind = category_of((opcode,))
+        elif (kind := of_opcode.get(opcode)) is None:
+            kind = of_opcode[opcode] = category_of((opcode,))
         categories[name] = (kind, op_name)
     return categories
 

@@ -68,13 +68,23 @@ def parsed_ops(text: str) -> ParsedOps:
             if header is not None:
                 computation = header["name"]
             continue
-        file, number = _SOURCE_FILE.search(line), _SOURCE_LINE.search(line)
+        # the location is in the metadata, which the attributes (and the calls) come before
+        metadata = line.find("metadata={")
+        if metadata < 0:
+            callee = _CALLS.search(line)
+            if callee is not None:
+                instructions.append(
+                    (instruction["name"], computation, None, None, "", callee["callee"])
+                )
+            continue
+        file = _SOURCE_FILE.search(line, metadata)
+        number = _SOURCE_LINE.search(line, metadata) if file else None
         direct = (unquote(f'"{file["file"]}"'), int(number["line"])) if file and number else None
-        stack = _STACK_ID.search(line) if frames_of is not None else None
+        stack = _STACK_ID.search(line, metadata) if frames_of is not None else None
         callee = _CALLS.search(line) if direct is None and stack is None else None
         if direct is None and stack is None and callee is None:
             continue
-        op_name = _OP_NAME.search(line)
+        op_name = _OP_NAME.search(line, metadata)
         instructions.append(
             (
                 instruction["name"],

@@ -54,6 +54,12 @@ def _possessive(pattern: str) -> str:
     return pattern if sys.version_info >= (3, 11) else without_possessive(pattern)
 
 
+#: XLA:GPU's common metadata body: a ``scheduling_name`` (naming its instruction) after the
+#: ``op_name`` (and maybe a ``deduplicated_name``), and maybe a ``stack_frame_id``.
+_GPU_METADATA = (
+    r"(?:op_name=\"[^\"\\\n]*+\"(?: deduplicated_name=\"[^\"\\\n]*+\")? )?"
+    r"scheduling_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?"
+)
 #: ``_SIMPLE`` over a computation's body at once (each match one line, starting with two
 #: spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
 #: own group, the others in the next.
@@ -67,16 +73,32 @@ _SIMPLE_LINES = re.compile(
         # line, or any other metadata and what follows it; possessive (``*+``) where giving back
         # could not make a match, which saves the engine's backtracking records
         r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
-        r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}|(metadata=\{.*))?$"
+        r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}"
+        r"|metadata=\{(" + _GPU_METADATA + r")\}|(metadata=\{.*))?$"
     ),
     re.MULTILINE,
 )
 #: Line breaks of ``str.splitlines`` other than ``\n``.
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
+
+def _braces(depth: int) -> str:
+    """A pattern of a ``{...}`` value holding quoted strings and up to `depth` levels of
+    braces (XLA:GPU's ``backend_config`` JSON)."""
+    # one character a step where runs cannot be possessive (Python 3.10): no backtracking
+    # into a run's many splits when a value does not close
+    run = r'[^{}"]++' if sys.version_info >= (3, 11) else r'[^{}"]'
+    inside = run + r'|"(?:[^"\\]|\\.)*+"'
+    if depth:
+        inside += "|" + _braces(depth - 1)
+    return r"\{(?:" + inside + r")*+\}"
+
+
 #: One attribute ``key=value`` and the comma after it: see :func:`_attributes`.
 _ATTRIBUTES = re.compile(
-    r'(([\w.\-]+)=(\{[^{}"]*\}|"(?:[^"\\]|\\.)*"|[^\s,{}"()\[\]]+)(?:,\s*|\s*$))'
+    _possessive(
+        r"(([\w.\-]+)=(" + _braces(4) + r'|"(?:[^"\\]|\\.)*"|[^\s,{}"()\[\]]+)(?:,\s*|\s*$))'
+    )
 )
 
 #: Attributes naming computations that nest under the instruction using them.
@@ -283,7 +305,7 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     found = _SIMPLE_LINES.findall("\n".join(lines[start:end]))
     if len(found) != end - start:
         return start  # read line by line
-    roots, names, shape_texts, ops, plains, arguments, rests, bodies, others = zip(
+    roots, names, shape_texts, ops, plains, arguments, rests, bodies, gpu_bodies, others = zip(
         *found, strict=True
     )
     metadata_column, attrs_column = computation.metadata, computation.attrs
@@ -292,13 +314,14 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     parameters = computation.parameters
     rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
     metadata_get, lineno = _metadata_cache.get, start
-    for op, plain, argument, rest, body, other in zip(
-        ops, plains, arguments, rests, bodies, others, strict=True
+    for op, plain, argument, rest, body, gpu_body, other in zip(
+        ops, plains, arguments, rests, bodies, gpu_bodies, others, strict=True
     ):
         lineno += 1
-        if body and rest[-2:] == ", " and not other:  # the common metadata, last
-            metadata = metadata_get(body)
-            if metadata is None:  # op_name="NAME" and maybe " stack_frame_id=N"
+        if (body or gpu_body) and rest[-2:] == ", ":  # a common metadata body, last
+            if gpu_body:  # its scheduling_name names the instruction: no two are equal
+                metadata = {k: v[1:-1] if v[0] == '"' else v for k, v in _FIELD.findall(gpu_body)}
+            elif (metadata := metadata_get(body)) is None:  # op_name="N", " stack_frame_id=I"?
                 quote = body.index('"', 9)
                 metadata = {"op_name": body[9:quote]}
                 if len(body) > quote + 1:
@@ -308,13 +331,14 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
             if rest_read is None:
                 rest_read = _read_rest(_rest_before_metadata, rest, rest[:-2])
             tail_attrs, calls, control = rest_read
-        elif not body and not other:
+        elif not body and not gpu_body and not other:
             metadata = _NO_METADATA
             rest_read = rest_get(rest)
             if rest_read is None:
                 rest_read = _read_rest(_rest_cache, rest, rest)
             tail_attrs, calls, control = rest_read
         else:
+            body = body or gpu_body
             tail = rest + (f"metadata={{{body}}}" if body else other)
             read = _tail_cache.get(tail)
             if read is None:
