@@ -153,7 +153,7 @@ def test_texts_lose_their_metadata_as_the_whole_pattern_removes_it() -> None:
         'a = f32[] add(x, y) , metadata={op_name="q\\"}"}, backend_config={"x":1}',
         'a = f32[] add(x, y),metadata={op_name="a"}, metadata={op_name="b"}',
         'a = f32[] add(x, y), metadata={op_name="a" nested={}}',
-        'a = f32[] add(x, y)\tmetadata={}',
+        "a = f32[] add(x, y)\tmetadata={}",
     ]
     assert len(lines) > 3000
     for line in lines:

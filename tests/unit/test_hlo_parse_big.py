@@ -346,9 +346,7 @@ def test_nested_attribute_values_read_by_regex_as_by_splitting() -> None:
     the same attributes as splitting the tail at its top-level commas."""
     tails = [
         rest + other
-        for *_head, rest, _body, _gpu_body, other in _SIMPLE_LINES.findall(
-            GPU_TRANSFORMER.read_text()
-        )
+        for *_head, rest, _body, other in hlo_read._GPU_LINES.findall(GPU_TRANSFORMER.read_text())
         if "backend_config={" in rest + other
     ]
     assert len(tails) > 200
@@ -362,8 +360,11 @@ def test_nested_attribute_values_read_by_regex_as_by_splitting() -> None:
 def test_the_body_regex_reads_the_same_without_possessive_quantifiers():
     """Python 3.10 compiles the body regex without its possessive quantifiers: the same
     matches on real modules (JAX's on XLA:CPU, XLA:GPU's dump)."""
-    plain = re.compile(without_possessive(_SIMPLE_LINES.pattern), re.MULTILINE)
-    assert "*+" not in plain.pattern and "++" not in plain.pattern
+    plains = {
+        pattern: re.compile(without_possessive(pattern.pattern), re.MULTILINE)
+        for pattern in (_SIMPLE_LINES, hlo_read._GPU_LINES)
+    }
+    assert all("*+" not in plain.pattern and "++" not in plain.pattern for plain in plains.values())
     data = ROOT / "tests" / "data"
     paths = sorted((data / "jax_hlo").glob("*.txt"))
     paths += sorted(
@@ -372,5 +373,6 @@ def test_the_body_regex_reads_the_same_without_possessive_quantifiers():
     texts = [path.read_text() for path in paths]
     assert len(texts) >= 3
     for text in texts:
-        found = _SIMPLE_LINES.findall(text)
-        assert found and plain.findall(text) == found
+        for pattern, plain in plains.items():
+            found = pattern.findall(text)
+            assert found and plain.findall(text) == found

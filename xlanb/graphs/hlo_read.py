@@ -54,30 +54,42 @@ def _possessive(pattern: str) -> str:
     return pattern if sys.version_info >= (3, 11) else without_possessive(pattern)
 
 
-#: XLA:GPU's common metadata body: a ``scheduling_name`` (naming its instruction) after the
-#: ``op_name`` (and maybe a ``deduplicated_name``), and maybe a ``stack_frame_id``.
+#: JAX's common metadata body: an ``op_name`` and maybe a ``stack_frame_id``.
+_JAX_METADATA = r"op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?"
+#: XLA:GPU's: a ``scheduling_name`` (naming its instruction) after the ``op_name`` (and maybe
+#: a ``deduplicated_name``), and maybe a ``stack_frame_id``.
 _GPU_METADATA = (
     r"(?:op_name=\"[^\"\\\n]*+\"(?: deduplicated_name=\"[^\"\\\n]*+\")? )?"
     r"scheduling_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?"
 )
-#: ``_SIMPLE`` over a computation's body at once (each match one line, starting with two
-#: spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
-#: own group, the others in the next.
-_SIMPLE_LINES = re.compile(
-    _possessive(
-        r"^  (ROOT[^\S\n]+)?%?([^\s=]++) = "
-        r"([^\s(){}\[\]]++\[[^\]\n]*+\](?:\{[^{}()\s]*+\})?|\([^()\s]*+(?: [^()\s]*+)*+\)) "
-        r"([A-Za-z][\w\-.]*+)\((?:(%?[A-Za-z_][\w\-.]*+(?:, %?[A-Za-z_][\w\-.]*+)*+)"
-        r"|([^(){}\[\]\"\n]*+))\)"
-        # the tail: up to its first ``metadata={``, then JAX's common metadata body closing the
-        # line, or any other metadata and what follows it; possessive (``*+``) where giving back
-        # could not make a match, which saves the engine's backtracking records
-        r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
-        r"(?:metadata=\{(op_name=\"[^\"\\\n]*+\"(?: stack_frame_id=\d++)?)\}"
-        r"|metadata=\{(" + _GPU_METADATA + r")\}|(metadata=\{.*))?$"
-    ),
-    re.MULTILINE,
-)
+
+
+def _lines_pattern(common_metadata: str) -> re.Pattern[str]:
+    """``_SIMPLE`` over a computation's body at once (each match one line, starting with two
+    spaces and a name): the operands that are all plain names (``_PLAIN_OPERANDS``) in their
+    own group, the others in the next; the tail up to its first ``metadata={``, then a
+    `common_metadata` body closing the line, or any other metadata and what follows it.
+    Possessive (``*+``) where giving back could not make a match, which saves the engine's
+    backtracking records."""
+    return re.compile(
+        _possessive(
+            r"^  (ROOT[^\S\n]+)?%?([^\s=]++) = "
+            r"([^\s(){}\[\]]++\[[^\]\n]*+\](?:\{[^{}()\s]*+\})?|\([^()\s]*+(?: [^()\s]*+)*+\)) "
+            r"([A-Za-z][\w\-.]*+)\((?:(%?[A-Za-z_][\w\-.]*+(?:, %?[A-Za-z_][\w\-.]*+)*+)"
+            r"|([^(){}\[\]\"\n]*+))\)"
+            r"([^m\n]*+(?:m(?!etadata=\{)[^m\n]*+)*+)"
+            r"(?:metadata=\{(" + common_metadata + r")\}|(metadata=\{.*))?$"
+        ),
+        re.MULTILINE,
+    )
+
+
+#: The lines of JAX's modules, and of XLA:GPU's (whose every instruction's metadata differs:
+#: its scheduling_name), which take the GPU's metadata bodies too.
+_SIMPLE_LINES = _lines_pattern(_JAX_METADATA)
+#: Characters at a module text's start where ``_GPU_LINES`` is told from ``_SIMPLE_LINES``.
+_GPU_SNIFFED = 1 << 16
+_GPU_LINES = _lines_pattern(_JAX_METADATA + "|" + _GPU_METADATA)
 #: Line breaks of ``str.splitlines`` other than ``\n``.
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -239,6 +251,8 @@ def read_lines(text: str) -> tuple[list[tuple[str, int]], list[Computation], Sta
     tables = StackTables()
     current: Computation | None = None
     table = ""
+    # XLA:GPU's optimized modules name each instruction in its metadata from the first lines on
+    body_lines = _GPU_LINES if "scheduling_name=" in text[:_GPU_SNIFFED] else _SIMPLE_LINES
     other_breaks = any(mark in text for mark in _OTHER_BREAKS)
     lines = text.splitlines() if other_breaks else text.split("\n")
     count = len(lines)
@@ -268,7 +282,7 @@ def read_lines(text: str) -> tuple[list[tuple[str, int]], list[Computation], Sta
                     )
             elif line.endswith("{") and (match := _COMPUTATION.match(line)):
                 current = Computation(match[2], bool(match[1]), lineno, max(len(modules) - 1, 0))
-                index = _read_body(lines, index, current)
+                index = _read_body(lines, index, current, body_lines)
             else:
                 raise ParseError(
                     KIND,
@@ -292,20 +306,23 @@ def read_lines(text: str) -> tuple[list[tuple[str, int]], list[Computation], Sta
     return modules, computations, tables
 
 
-def _read_body(lines: list[str], start: int, computation: Computation) -> int:
+def _read_body(
+    lines: list[str], start: int, computation: Computation, body_lines: re.Pattern[str]
+) -> int:
     """Read the body of `computation`, whose first line is ``lines[start]``, at once where
-    each of its indented lines is a common line (one ``_SIMPLE_LINES`` match each); returns
-    the index of the first line not read (``start`` when none is)."""
+    each of its indented lines is a common line (one `body_lines` match each: ``_SIMPLE_LINES``
+    or ``_GPU_LINES``); returns the index of the first line not read (``start`` when none
+    is)."""
     end = start
     count = len(lines)
     while end < count and lines[end][:2] == "  ":
         end += 1
     if end == start:
         return start
-    found = _SIMPLE_LINES.findall("\n".join(lines[start:end]))
+    found = body_lines.findall("\n".join(lines[start:end]))
     if len(found) != end - start:
         return start  # read line by line
-    roots, names, shape_texts, ops, plains, arguments, rests, bodies, gpu_bodies, others = zip(
+    roots, names, shape_texts, ops, plains, arguments, rests, bodies, others = zip(
         *found, strict=True
     )
     metadata_column, attrs_column = computation.metadata, computation.attrs
@@ -314,31 +331,32 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     parameters = computation.parameters
     rest_get, before_get = _rest_cache.get, _rest_before_metadata.get
     metadata_get, lineno = _metadata_cache.get, start
-    for op, plain, argument, rest, body, gpu_body, other in zip(
-        ops, plains, arguments, rests, bodies, gpu_bodies, others, strict=True
+    for op, plain, argument, rest, body, other in zip(
+        ops, plains, arguments, rests, bodies, others, strict=True
     ):
         lineno += 1
-        if (body or gpu_body) and rest[-2:] == ", ":  # a common metadata body, last
-            if gpu_body:  # its scheduling_name names the instruction: no two are equal
-                metadata = {k: v[1:-1] if v[0] == '"' else v for k, v in _FIELD.findall(gpu_body)}
-            elif (metadata := metadata_get(body)) is None:  # op_name="N", " stack_frame_id=I"?
+        if body and rest[-2:] == ", " and not other:  # the common metadata, last
+            metadata = metadata_get(body)
+            if metadata is None:
                 quote = body.index('"', 9)
-                metadata = {"op_name": body[9:quote]}
-                if len(body) > quote + 1:
-                    metadata["stack_frame_id"] = body[quote + 17 :]
-                _remember(body, metadata)
+                if body[0] == "s" or len(body) > quote + 1 and body[quote + 3] != "t":
+                    metadata = _gpu_metadata(body)
+                else:  # op_name="NAME" and maybe " stack_frame_id=N"
+                    metadata = {"op_name": body[9:quote]}
+                    if len(body) > quote + 1:
+                        metadata["stack_frame_id"] = body[quote + 17 :]
+                    _remember(body, metadata)
             rest_read = before_get(rest)
             if rest_read is None:
                 rest_read = _read_rest(_rest_before_metadata, rest, rest[:-2])
             tail_attrs, calls, control = rest_read
-        elif not body and not gpu_body and not other:
+        elif not body and not other:
             metadata = _NO_METADATA
             rest_read = rest_get(rest)
             if rest_read is None:
                 rest_read = _read_rest(_rest_cache, rest, rest)
             tail_attrs, calls, control = rest_read
         else:
-            body = body or gpu_body
             tail = rest + (f"metadata={{{body}}}" if body else other)
             read = _tail_cache.get(tail)
             if read is None:
@@ -364,6 +382,20 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
         calls_column.append(calls)
         control_column.append(control)
         parameters.append(parameter)
+    _add_lines(computation, lines, start, end, (roots, names, shape_texts, ops))
+    return end
+
+
+def _add_lines(
+    computation: Computation,
+    lines: list[str],
+    start: int,
+    end: int,
+    columns: tuple[tuple[str, ...], ...],
+) -> None:
+    """Add the columns read of ``lines[start:end]`` that need no instruction's tail: roots,
+    names, shapes and ops, the line numbers and texts."""
+    roots, names, shape_texts, ops = columns
     shapes = _shapes
     for shape_text in set(shape_texts).difference(shapes):
         shapes[shape_text] = hlo_shape(shape_text)
@@ -373,7 +405,12 @@ def _read_body(lines: list[str], start: int, computation: Computation) -> int:
     computation.roots += map(bool, roots)
     computation.lines += range(start + 1, end + 1)
     computation.texts += map(str.strip, lines[start:end])
-    return end
+
+
+def _gpu_metadata(body: str) -> dict[str, str]:
+    """The fields of XLA:GPU's common metadata body (``_GPU_METADATA``), read each time: its
+    ``scheduling_name`` names its instruction, so no two are equal."""
+    return {key: value[1:-1] if value[0] == '"' else value for key, value in _FIELD.findall(body)}
 
 
 def _read_rest(
