@@ -66,7 +66,8 @@ print(json.dumps(took))
 
 def one_run(path: Path) -> dict[str, float]:
     done = subprocess.run(
-        [sys.executable, "-c", ONE_RUN, str(path)],
+        # -P: the xlanb the interpreter imports (PYTHONPATH, the install), not the directory's
+        [sys.executable, "-P", "-c", ONE_RUN, str(path)],
         check=True,
         capture_output=True,
         text=True,
