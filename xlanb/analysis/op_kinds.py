@@ -92,7 +92,9 @@ def instruction_categories(hlo_text: str) -> dict[str, tuple[str, str]]:
             kind = category_of((), target or "custom-call")
         elif opcode == "fusion":
             kind = category_of(_fused(callee, facts.opcodes))
-        elif (kind := of_opcode.get(opcode)) is None:
+        elif opcode in of_opcode:
+            kind = of_opcode[opcode]
+        else:
             kind = of_opcode[opcode] = category_of((opcode,))
         categories[name] = (kind, op_name)
     return categories

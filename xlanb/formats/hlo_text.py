@@ -59,7 +59,7 @@ class ParsedOps(NamedTuple):
 def parsed_ops(text: str) -> ParsedOps:
     """The location metadata of an HLO module text's instructions (one pass over the text)."""
     frames_of = stack_tables(text).frames if "StackFrames" in text else None
-    instructions = []
+    instructions: list[tuple[str, str, tuple[str, int] | None, int | None, str, str]] = []
     computation = ""
     for line in text.splitlines():
         instruction = INSTRUCTION_LINE.match(line)
