@@ -154,6 +154,7 @@ bench: setup
 	$(PY) bench/merge.py
 	$(PY) bench/graph_viewer.py
 	$(PY) bench/gpu_roofline.py
+	$(PY) bench/read_ahead.py
 
 clean:
 	rm -rf $(VENV) $(VENV_XLA) $(VENV_JAX_OLD) $(VENV_JAX_NEW) $(VENV_XLA_OLD)
