@@ -266,7 +266,12 @@ def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None
     for name in FRAME_NAMES:
         if name == "findings":
             continue
-        rows = [row for capture in captures for row in capture.rows.get(name, [])]
+        having = [capture for capture in captures if capture.rows.get(name)]
+        built = having[0].frames.get(name) if len(having) == 1 else None
+        if built is not None:
+            setattr(target, name, built.copy())
+            continue
+        rows = [row for capture in having for row in capture.rows[name]]
         if rows or not getattr(target, name).empty:  # a new Profile's frames are empty
             setattr(target, name, make_frame(name, rows))
     for capture in captures:
