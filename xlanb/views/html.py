@@ -532,11 +532,12 @@ def _alive_at_failure(profile: Profile) -> str:
     """An open table of the arrays alive when the cell ran out of memory (largest first,
     after the results that failed), with what held them; "" when it did not."""
     live = profile.live_arrays
-    if live.empty:
+    failed = ("failed result", "at failure")
+    # the snapshots as a list first: a cell that did not fail has none, and a frame filter
+    # costs more than reading the column
+    if live.empty or not any(snapshot in failed for snapshot in live["snapshot"].tolist()):
         return ""
-    rows = live[live["snapshot"].isin(("failed result", "at failure"))]
-    if rows.empty:
-        return ""
+    rows = live[live["snapshot"].isin(failed)]
     rows = rows.assign(
         size=[format_bytes(float(b)) for b in rows["bytes"]],
         state=[
