@@ -30,7 +30,6 @@ from xlanb.views.summary import (
     ALARM_LABEL,
     BUCKET_COLOURS,
     FINDING_COLUMNS,
-    TOP_OP_RUNS,
     account_line,
     account_parts,
     cell_codes,
@@ -41,9 +40,10 @@ from xlanb.views.summary import (
     host_kind,
     rows_of,
     runs_texts,
+    shown_top_ops,
     steps_line,
     title,
-    top_op_columns,
+    top_op_table_columns,
     trace_coverage,
     with_code,
 )
@@ -173,18 +173,8 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    columns = [
-        "op",
-        "program",
-        "seconds",
-        "share",
-        "where",
-        "code",
-        "runs",
-        "category",
-        *(["op_name"] if "op_name" in profile.ops.columns else []),
-    ]
-    values = top_op_columns(profile, 10, [*columns, *TOP_OP_RUNS])
+    columns = top_op_table_columns(profile)
+    values = shown_top_ops(profile)
     values["runs"] = runs_texts(values)  # before the seconds it reads become text
     values["seconds"] = [format_seconds(s) for s in values["seconds"]]
     values["share"] = [f"{s * 100:.1f}%" for s in values["share"]]
