@@ -137,7 +137,8 @@ def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
         return None, None
     lanes, span_starts, span_ends, _estimated = lane_arrays(profile)
     trace = np.flatnonzero(lanes == "trace")
-    names = np.array(profile.spans["name"].take(trace).tolist(), dtype=object)
+    column = profile.spans["name"]
+    names = np.array([column.iat[index] for index in trace.tolist()], dtype=object)
     first = np.array(
         [name != WHOLE_TRACE and not str(name).startswith(SECOND_WINDOW) for name in names],
         dtype=bool,
@@ -156,7 +157,7 @@ def untraced_programs(profile: Profile) -> list[tuple[str, int]]:
     executions, spans = profile.executions, profile.spans
     if executions.empty or spans.empty:
         return []
-    device = spans["lane"].to_numpy(dtype=object) == "device"
+    device = lane_arrays(profile)[0] == "device"
     if not device.any():
         return []
     timed = set(spans["graph"].to_numpy(dtype=object)[device].tolist())
