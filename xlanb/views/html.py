@@ -490,7 +490,8 @@ def _live_arrays(profile: Profile) -> str:
     left = [i for i, snapshot in enumerate(snapshots) if snapshot == "left alive"]
     if int(before[0]) == int(after[0]) and not left:
         return ""
-    noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
+    backends = live["backend"].tolist()
+    noun = "tensors" if {str(backend) for backend in backends} == {"torch_xla"} else "arrays"
     line = (
         f"<div class='xlanb-note'>live device {noun}: "
         f"{int(before[0]):,} ({escape(format_bytes(float(before[1])))}) before, "
@@ -499,11 +500,12 @@ def _live_arrays(profile: Profile) -> str:
     if not left:
         return line
     columns = ["shape", "count", "size"]
+    shapes = live["shape"].tolist()
     rows = {
-        "shape": [live["shape"].iat[i] for i in left],
+        "shape": [shapes[i] for i in left],
         "count": [counts[i] for i in left],
         "size": [format_bytes(float(sizes[i])) for i in left],
-        "backend": [live["backend"].iat[i] for i in left],
+        "backend": [backends[i] for i in left],
     }
     if "created_at" in live.columns:  # where they were made: in the cell, or a file's line
         made = live["created_at"].tolist()
