@@ -16,6 +16,7 @@ import xlanb.analysis
 import xlanb.analysis.breakdown
 import xlanb.analysis.findings
 import xlanb.analysis.step_times
+import xlanb.capture.backends.jax.reuse
 import xlanb.capture.recorder
 from tests.support.frames import reference_frame
 from xlanb.analysis.findings import by_cost, findings_frame
@@ -26,6 +27,7 @@ pytest.importorskip("jax")
 #: The modules whose ``make_frame`` builds a live capture's frames.
 CALLERS = (
     xlanb.capture.recorder,
+    xlanb.capture.backends.jax.reuse,  # the ops frame a cell run again keeps
     xlanb.analysis,
     xlanb.analysis.breakdown,
     xlanb.analysis.step_times,

@@ -1044,6 +1044,13 @@ def test_a_cell_run_again_reuses_its_last_trace_and_traces_nothing(run, shell):
     assert trace_coverage(prof) == REUSED_TRACE
     run(REUSED_CELL)  # and again: the same trace still stands for it
     assert _traces_started() == started
+    again = shell.user_ns["reused"]
+    # the same ops as the run before, in a frame of its own: changing one leaves the other
+    pd.testing.assert_frame_equal(again.ops, prof.ops)
+    again.ops["seconds"] = 0.0
+    assert (prof.ops["seconds"] > 0).all()
+    run(REUSED_CELL)
+    pd.testing.assert_frame_equal(shell.user_ns["reused"].ops, prof.ops)
 
 
 @pytest.mark.trace_reuse

@@ -112,6 +112,10 @@ def _forced_sync_lines(
     return lines | {int(v) for v in runs["cell_line"].dropna()}
 
 
+#: The forced-sync places of a cell that read no value (copied: building it costs more).
+_NO_PLACES = pd.DataFrame(columns=["backend", "read_at", "cell_line", "count", "library"])
+
+
 def forced_sync_places(
     executions: pd.DataFrame, fallbacks: pd.DataFrame | None = None
 ) -> pd.DataFrame:
@@ -121,14 +125,13 @@ def forced_sync_places(
     not show, such as ``clip_grad_norm_``'s finiteness check). From the runs the runtime
     placed (its execution analysis: the reads that cut a graph), else from the read rows of
     `fallbacks` placed by each read's own stack (every read, at any debug level)."""
-    columns = ["backend", "read_at", "cell_line", "count", "library"]
     placed = executions.iloc[:0]
     if not executions.empty and "read_at" in executions.columns:
         placed = executions[executions["read_at"].notna()]
     if placed.empty and fallbacks is not None and "read_at" in fallbacks.columns:
         placed = fallbacks[fallbacks["read_at"].notna()]
     if placed.empty:
-        return pd.DataFrame(columns=columns)
+        return _NO_PLACES.copy()
     places = _counted_places(placed)
     # one frame built in one go: a cell reads values at a few places, and each column set on
     # a frame costs more than the few rows it holds

@@ -131,16 +131,14 @@ def traced_window_name(profile: Profile) -> str | None:
 
 
 def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
-    """The trace window and its name."""
-    return _find_window(profile.spans)
-
-
-def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str | None]:
-    if spans.empty:
+    """The trace window and its name, from the lanes read once per spans frame (the trace's
+    few spans' names alone read from the frame)."""
+    if profile.spans.empty:
         return None, None
-    lanes = spans["lane"].to_numpy(dtype=object)
+    lanes, span_starts, span_ends, _estimated = lane_arrays(profile)
     trace = np.flatnonzero(lanes == "trace")
-    names = spans["name"].to_numpy(dtype=object)[trace]
+    column = profile.spans["name"]
+    names = np.array([column.iat[index] for index in trace.tolist()], dtype=object)
     first = np.array(
         [name != WHOLE_TRACE and not str(name).startswith(SECOND_WINDOW) for name in names],
         dtype=bool,
@@ -148,8 +146,7 @@ def _find_window(spans: pd.DataFrame) -> tuple[tuple[float, float] | None, str |
     windows = trace[first]
     if not len(windows):
         return None, None
-    starts = spans["start"].to_numpy(dtype=float)[windows]
-    ends = starts + spans["seconds"].to_numpy(dtype=float)[windows]
+    starts, ends = span_starts[windows], span_ends[windows]
     return (float(starts.min()), float(ends.max())), str(names[first][0])
 
 
@@ -160,7 +157,7 @@ def untraced_programs(profile: Profile) -> list[tuple[str, int]]:
     executions, spans = profile.executions, profile.spans
     if executions.empty or spans.empty:
         return []
-    device = spans["lane"].to_numpy(dtype=object) == "device"
+    device = lane_arrays(profile)[0] == "device"
     if not device.any():
         return []
     timed = set(spans["graph"].to_numpy(dtype=object)[device].tolist())

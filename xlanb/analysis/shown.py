@@ -19,11 +19,14 @@ from xlanb.analysis.ranks import RANK_COLUMNS, is_multi_rank, outliers, rank_tab
 from xlanb.core.profile import Profile, Shown
 from xlanb.core.seams import provides
 
+#: The rank table of a profile of one process (copied: building an empty frame costs more).
+_NO_RANKS = pd.DataFrame(columns=RANK_COLUMNS)
+
 
 @provides("shown")
 def shown(profile: Profile) -> Shown:
     """The :class:`Shown` of `profile` as its frames are now."""
-    ranks = rank_table(profile) if is_multi_rank(profile) else pd.DataFrame(columns=RANK_COLUMNS)
+    ranks = rank_table(profile) if is_multi_rank(profile) else _NO_RANKS.copy()
     return Shown(
         traced_window=traced_window(profile),
         traced_window_name=traced_window_name(profile),

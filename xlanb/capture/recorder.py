@@ -15,6 +15,7 @@ from types import TracebackType
 from xlanb.capture import backends as backend_registry
 from xlanb.capture import cell_memory, device_trace, memory_limit, switches, workdir
 from xlanb.capture.backends.base import Backend, Capture, CaptureOptions, Progress
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.core.profile import FRAME_NAMES, Profile, make_frame
 from xlanb.formats.oom_text import out_of_memory
 
@@ -140,6 +141,12 @@ class Recorder:
         traceback: TracebackType | None,
     ) -> bool:
         wall_seconds = time.perf_counter() - self._started
+        with no_cyclic_gc():  # the end allocates an object or more per event, row and frame
+            return self._exit(exc_type, exc, wall_seconds)
+
+    def _exit(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, wall_seconds: float
+    ) -> bool:
         # Teardown always completes: every backend is ended (its hooks undone) and the profile
         # kept, even when a Ctrl-C lands in xlanb's own end-of-cell work; that interrupt is
         # raised again afterwards, unless the user's own exception is on its way already.
@@ -266,7 +273,12 @@ def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None
     for name in FRAME_NAMES:
         if name == "findings":
             continue
-        rows = [row for capture in captures for row in capture.rows.get(name, [])]
+        having = [capture for capture in captures if capture.rows.get(name)]
+        built = having[0].frames.get(name) if len(having) == 1 else None
+        if built is not None:
+            setattr(target, name, built.copy())
+            continue
+        rows = [row for capture in having for row in capture.rows[name]]
         if rows or not getattr(target, name).empty:  # a new Profile's frames are empty
             setattr(target, name, make_frame(name, rows))
     for capture in captures:

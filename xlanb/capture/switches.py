@@ -53,12 +53,14 @@ def seal(backends: list) -> list[str]:
     inherited = json.loads(os.environ.get(SWITCHES_ENV, "{}"))
     for backend in backends:
         read = getattr(backend, "switches_read", None)
-        if read is None or not backend.is_installed():
+        if read is None:
             continue
-        try:
+        try:  # asked first: it imports nothing, and a runtime not imported has read nothing
             if not read():
                 continue
         except Exception:
+            continue
+        if not backend.is_installed():  # looked up on disk: only for a runtime that read
             continue
         for name in backend.SWITCH_NAMES:
             if name not in _STATE.user_values or name in _STATE.sealed:

@@ -54,6 +54,11 @@ def _in_steady_steps(profile: Profile, samples: pd.DataFrame) -> np.ndarray | No
     # samples are stamped when their work ended: a step holds those in (start, end], with a
     # little slack for a stamp that rounds just past its step's end
     slack = 1e-6
+    if len(starts) and (np.diff(starts) >= 0).all() and (starts[1:] >= ends[:-1]).all():
+        # one loop's steps, in order and apart: a sample can only be in the last step that
+        # started before it (every sample against every step is a matrix of both)
+        last = np.searchsorted(starts + slack, times, side="left") - 1
+        return (last >= 0) & (times <= ends[np.maximum(last, 0)] + slack)
     return (
         (times[:, None] > starts[None, :] + slack) & (times[:, None] <= ends[None, :] + slack)
     ).any(1)

@@ -30,7 +30,6 @@ from xlanb.views.summary import (
     ALARM_LABEL,
     BUCKET_COLOURS,
     FINDING_COLUMNS,
-    TOP_OP_RUNS,
     account_line,
     account_parts,
     cell_codes,
@@ -41,9 +40,10 @@ from xlanb.views.summary import (
     host_kind,
     rows_of,
     runs_texts,
+    shown_top_ops,
     steps_line,
     title,
-    top_op_columns,
+    top_op_table_columns,
     trace_coverage,
     with_code,
 )
@@ -173,18 +173,8 @@ def _account(profile: Profile) -> str:
 def _top_ops(profile: Profile) -> str:
     if profile.ops.empty:
         return ""
-    columns = [
-        "op",
-        "program",
-        "seconds",
-        "share",
-        "where",
-        "code",
-        "runs",
-        "category",
-        *(["op_name"] if "op_name" in profile.ops.columns else []),
-    ]
-    values = top_op_columns(profile, 10, [*columns, *TOP_OP_RUNS])
+    columns = top_op_table_columns(profile)
+    values = shown_top_ops(profile)
     values["runs"] = runs_texts(values)  # before the seconds it reads become text
     values["seconds"] = [format_seconds(s) for s in values["seconds"]]
     values["share"] = [f"{s * 100:.1f}%" for s in values["share"]]
@@ -500,7 +490,8 @@ def _live_arrays(profile: Profile) -> str:
     left = [i for i, snapshot in enumerate(snapshots) if snapshot == "left alive"]
     if int(before[0]) == int(after[0]) and not left:
         return ""
-    noun = "tensors" if set(live["backend"].astype(str)) == {"torch_xla"} else "arrays"
+    backends = live["backend"].tolist()
+    noun = "tensors" if {str(backend) for backend in backends} == {"torch_xla"} else "arrays"
     line = (
         f"<div class='xlanb-note'>live device {noun}: "
         f"{int(before[0]):,} ({escape(format_bytes(float(before[1])))}) before, "
@@ -509,11 +500,12 @@ def _live_arrays(profile: Profile) -> str:
     if not left:
         return line
     columns = ["shape", "count", "size"]
+    shapes = live["shape"].tolist()
     rows = {
-        "shape": [live["shape"].iat[i] for i in left],
+        "shape": [shapes[i] for i in left],
         "count": [counts[i] for i in left],
         "size": [format_bytes(float(sizes[i])) for i in left],
-        "backend": [live["backend"].iat[i] for i in left],
+        "backend": [backends[i] for i in left],
     }
     if "created_at" in live.columns:  # where they were made: in the cell, or a file's line
         made = live["created_at"].tolist()
@@ -532,11 +524,12 @@ def _alive_at_failure(profile: Profile) -> str:
     """An open table of the arrays alive when the cell ran out of memory (largest first,
     after the results that failed), with what held them; "" when it did not."""
     live = profile.live_arrays
-    if live.empty:
+    failed = ("failed result", "at failure")
+    # the snapshots as a list first: a cell that did not fail has none, and a frame filter
+    # costs more than reading the column
+    if live.empty or not any(snapshot in failed for snapshot in live["snapshot"].tolist()):
         return ""
-    rows = live[live["snapshot"].isin(("failed result", "at failure"))]
-    if rows.empty:
-        return ""
+    rows = live[live["snapshot"].isin(failed)]
     rows = rows.assign(
         size=[format_bytes(float(b)) for b in rows["bytes"]],
         state=[

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from xlanb.core.gc_pause import no_cyclic_gc
 from xlanb.core.profile import Profile
 from xlanb.views.charts import percentile_figure, timeline_figure
 from xlanb.views.step_chart import step_figure
@@ -80,8 +81,9 @@ def display_profile(profile: Profile) -> None:
     """Show a profile under the cell: its summary, then its charts."""
     from IPython.display import display
 
-    display(profile)
-    display_charts(profile)
+    with no_cyclic_gc():  # the HTML, text and charts allocate per row, and make no cycles
+        display(profile)
+        display_charts(profile)
 
 
 def display_charts(profile: Profile) -> None:

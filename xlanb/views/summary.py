@@ -338,6 +338,30 @@ def _places(lines: list[str], *columns: list[Any]) -> tuple[list[str], list[str]
 
 #: The ``ops`` columns :func:`runs_texts` reads.
 TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds"]
+#: Top ops in the HTML's table; the text shows the first :data:`TOP_OPS_TEXT` of them.
+TOP_OPS_SHOWN = 10
+TOP_OPS_TEXT = 5
+
+
+def top_op_table_columns(profile: Profile) -> list[str]:
+    """The columns of the HTML's top-ops table."""
+    return [
+        "op",
+        "program",
+        "seconds",
+        "share",
+        "where",
+        "code",
+        "runs",
+        "category",
+        *(["op_name"] if "op_name" in profile.ops.columns else []),
+    ]
+
+
+def shown_top_ops(profile: Profile) -> dict[str, list[Any]]:
+    """:func:`top_op_columns` of the :data:`TOP_OPS_SHOWN` top ops that the HTML and the
+    text show (the text its first rows): asked once the same way, made once per profile."""
+    return top_op_columns(profile, TOP_OPS_SHOWN, [*top_op_table_columns(profile), *TOP_OP_RUNS])
 
 
 def runs_text(row: Any) -> str:
@@ -441,7 +465,7 @@ def summary_text(profile: Profile) -> str:
     if not profile.ops.empty:
         coverage = trace_coverage(profile)
         lines.append(f"  top ops (device time{'; ' + coverage if coverage else ''}):")
-        top = top_op_columns(profile, 5, [*TOP_OP_RUNS, "op", "program", "where", "code"])
+        top = {name: values[:TOP_OPS_TEXT] for name, values in shown_top_ops(profile).items()}
         for op, program, seconds, runs, place, code in zip(
             top["op"],
             top["program"],

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xlanb.analysis.breakdown import lane_arrays
 from xlanb.analysis.time_account import intervals_seconds
 from xlanb.formats import jax_text
 
@@ -42,9 +43,9 @@ _JAX_FALLBACK_CAUSES = {jax_text.HOST_CALLBACK, jax_text.HOST_TRANSFER}
 
 def lane_seconds(profile, lane: str, backend: str | None = None) -> float:
     """Seconds of the profile's spans in `lane` (of `backend`), overlaps counted once."""
-    spans = profile.spans
-    rows = spans[spans["lane"] == lane] if not spans.empty else spans
-    if backend is not None and not rows.empty:
-        rows = rows[rows["backend"] == backend]
-    starts = rows["start"].to_numpy(dtype=float)
-    return intervals_seconds(np.column_stack([starts, starts + rows["seconds"].to_numpy(float)]))
+    # the lanes as the breakdown read them (once per spans frame), not a frame filter
+    lanes, starts, ends, _estimated = lane_arrays(profile)
+    inside = lanes == lane
+    if backend is not None and inside.any():
+        inside &= profile.spans["backend"].to_numpy(dtype=object) == backend
+    return intervals_seconds(np.column_stack([starts[inside], ends[inside]]))

@@ -214,13 +214,20 @@ def jax_host_transfers(profile: Profile) -> list[Finding]:
     """NumPy arrays or Python scalars passed to jitted functions: a copy to the device on
     every call."""
     fallbacks = profile.fallbacks
-    if jax_text.HOST_TRANSFER not in fallbacks["cause"].tolist():
+    causes = fallbacks["cause"].tolist()
+    if jax_text.HOST_TRANSFER not in causes:
         return []
-    rows = fallbacks[
-        (fallbacks["backend"] == jax_text.BACKEND) & (fallbacks["cause"] == jax_text.HOST_TRANSFER)
+    # a cell's few rows picked in plain Python: a frame filter costs more than the rule
+    positions = [
+        position
+        for position, (backend, cause) in enumerate(
+            zip(fallbacks["backend"].tolist(), causes, strict=True)
+        )
+        if backend == jax_text.BACKEND and cause == jax_text.HOST_TRANSFER
     ]
-    if rows.empty:
+    if not positions:
         return []
+    rows = fallbacks if len(positions) == len(fallbacks) else fallbacks.iloc[positions]
     count = int(rows["count"].sum())
     ops = ", ".join(f"{op} ×{n}" for op, n in zip(rows["op"], rows["count"], strict=True))
     return [

@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding, _lines
+from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
 from xlanb.core.words import counted
@@ -21,9 +22,18 @@ LEAK_RUNS = 2
 LEAK_WARNING_BYTES = 1_000_000
 
 
+#: The snapshots of the last few live_arrays frames read: three rules ask of the same frame.
+_SNAPSHOTS: FrameMemo[dict[str, list[tuple[Any, Any]]]] = FrameMemo(8)
+
+
 def snapshots(live: pd.DataFrame, backend: str) -> dict[str, list[tuple[Any, Any]]]:
     """snapshot -> (count, bytes) of each of `backend`'s rows of `live`, in order: one pass
-    over the frame's columns, for the rules that read a few rows of it."""
+    over the frame's columns, for the rules that read a few rows of it (kept per frame and
+    backend: read-only)."""
+    return _SNAPSHOTS.get((live,), backend, lambda: _read_snapshots(live, backend))
+
+
+def _read_snapshots(live: pd.DataFrame, backend: str) -> dict[str, list[tuple[Any, Any]]]:
     found: dict[str, list[tuple[Any, Any]]] = {}
     for row_backend, snapshot, count, size in zip(
         live["backend"].tolist(),

@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import pandas as pd
+
 from xlanb.capture.device_trace import WINDOW_RUNS
 from xlanb.formats.counters import fallback_cause
 from xlanb.formats.python_frames import frame_location, place_name, read_place
@@ -62,6 +64,9 @@ class Capture:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
+    #: Frames built already, each from its name's ``rows`` exactly as they are (a kept
+    #: trace's ``ops`` reused): the recorder takes a copy instead of building it again.
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
 
     def add(self, frame: str, row: dict[str, Any]) -> None:
         self.rows.setdefault(frame, []).append(row)
@@ -150,11 +155,18 @@ def name_op_places(ops: list[dict[str, Any]], options: CaptureOptions) -> None:
     ``In[3] line 4``, ``model.py:12``) and ``code`` (the text of that line, read now: a cell's
     lines are gone once the kernel is)."""
     for op in ops:
-        filename, line = op.get("source_file"), op.get("source_line")
-        if not filename or line is None:
-            continue
-        op["source"] = _place(filename, line, options)
-        op["code"] = linecache.getline(filename, line).strip()
+        place = op_place(op, options)
+        if place is not None:
+            op["source"], op["code"] = place
+
+
+def op_place(op: Mapping[str, Any], options: CaptureOptions) -> tuple[str, str] | None:
+    """The ``source`` and ``code`` :func:`name_op_places` gives the ``ops`` row `op`; None
+    where its HLO metadata locates it nowhere."""
+    filename, line = op.get("source_file"), op.get("source_line")
+    if not filename or line is None:
+        return None
+    return _place(filename, line, options), linecache.getline(filename, line).strip()
 
 
 def program_names(

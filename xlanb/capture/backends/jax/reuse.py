@@ -20,9 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import pandas as pd
+
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace
-from xlanb.capture.backends.base import Capture, CaptureOptions, name_op_places
+from xlanb.capture.backends.base import Capture, CaptureOptions, name_op_places, op_place
+from xlanb.core.schema import make_frame
 from xlanb.formats.jax_text import BACKEND
 
 #: Cells whose traces are kept (the least recent forgotten first).
@@ -45,9 +48,22 @@ class TracedProgram:
 
 @dataclass(eq=False)
 class KeptTraces:
-    """Each cell's traced programs, by the cell's source, then by program key."""
+    """Each cell's traced programs, by the cell's source, then by program key; and the
+    ``ops`` frame a capture of the cell last made of them (:func:`reused_ops`)."""
 
     cells: OrderedDict[str, dict[str, TracedProgram]] = field(default_factory=OrderedDict)
+    ops_frames: dict[str, KeptOps] = field(default_factory=dict)
+
+
+@dataclass(eq=False)
+class KeptOps:
+    """The ``ops`` rows and frame made of `programs` (the same objects) for ops placed at
+    `places` (:func:`~xlanb.capture.backends.base.op_place` of each located op)."""
+
+    programs: tuple[TracedProgram, ...]
+    places: tuple[tuple[str, str] | None, ...]
+    rows: list[dict[str, Any]]
+    frame: pd.DataFrame
 
 
 def cache_size(function: Any) -> int | None:
@@ -121,10 +137,11 @@ def remember(
         programs[key] = TracedProgram(
             reference, size, steady, [dict(op) for op in ops.get(key, [])], graphs.get(key)
         )
+    kept.ops_frames.pop(options.source, None)
     if programs:
         kept.cells[options.source] = programs
         while len(kept.cells) > KEPT_CELLS:
-            kept.cells.popitem(last=False)
+            kept.ops_frames.pop(kept.cells.popitem(last=False)[0], None)
 
 
 def _still_stands(program: TracedProgram | None, function: Any) -> bool:
@@ -161,6 +178,35 @@ def kept_ops(programs: list[TracedProgram], options: CaptureOptions) -> list[dic
     return ops
 
 
+def reused_ops(
+    kept: KeptTraces, options: CaptureOptions, programs: list[TracedProgram]
+) -> tuple[list[dict[str, Any]], pd.DataFrame]:
+    """The ``ops`` rows of a capture that reuses `programs` (:func:`kept_ops`, most device
+    time first) and their frame. A cell run again makes the same rows of the same programs:
+    the frame made last time is kept per cell and taken while its programs and the ops'
+    places stay the same."""
+    places = tuple(
+        op_place(op, options)
+        for program in programs
+        for op in program.ops
+        if op.get("source_file") and op.get("source_line") is not None
+    )
+    last = kept.ops_frames.get(options.source)
+    if (
+        last is not None
+        and len(last.programs) == len(programs)
+        and all(old is new for old, new in zip(last.programs, programs, strict=True))
+        and last.places == places
+    ):
+        return [dict(op) for op in last.rows], last.frame
+    rows = sorted(kept_ops(programs, options), key=lambda op: -op["seconds"])
+    frame = make_frame("ops", rows)
+    kept.ops_frames[options.source] = KeptOps(
+        tuple(programs), places, [dict(op) for op in rows], frame
+    )
+    return rows, frame
+
+
 def kept_graphs(programs: list[TracedProgram]) -> dict[str, str]:
     """Program key -> the graph the kept runs of each of `programs` name (where one does)."""
     return {program.runs[0][0]: program.graph for program in programs if program.graph}
@@ -183,8 +229,7 @@ def reused_rows(
     used = [programs[key] for key in dict.fromkeys(key for key, _ in unsampled) if key in programs]
     if not used:
         return
-    ops = kept_ops(used, options)
-    capture.rows["ops"] = sorted(ops, key=lambda op: -op["seconds"])
+    capture.rows["ops"], capture.frames["ops"] = reused_ops(kept, options, used)
     traced = [run for program in used for run in program.runs]
     graphs = kept_graphs(used)
     spans = capture.rows.setdefault("spans", [])

@@ -799,11 +799,11 @@ def _traced_callbacks(capture: Capture, graph: str) -> list[CallbackOp]:
     HLO): its traced ops named after a callback primitive. No source frames: the place is
     not known."""
     key = _program_key(graph)
-    return [
+    return [  # the name first: few ops are callbacks, and every op's program key costs more
         CallbackOp(found["op"], [], op["op"])
         for op in capture.rows.get("ops", [])
-        if _program_key(str(op["graph"])) == key
-        and (found := _CALLBACK_INSTRUCTION.match(str(op["op"])))
+        if (found := _CALLBACK_INSTRUCTION.match(str(op["op"])))
+        and _program_key(str(op["graph"])) == key
     ]
 
 
