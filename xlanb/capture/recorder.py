@@ -275,7 +275,7 @@ def _fill(target: Profile, captures: list[Capture], wall_seconds: float) -> None
             continue
         having = [capture for capture in captures if capture.rows.get(name)]
         built = having[0].frames.get(name) if len(having) == 1 else None
-        if built is not None:
+        if built is not None and len(built) == len(having[0].rows[name]):
             setattr(target, name, built.copy())
             continue
         rows = [row for capture in having for row in capture.rows[name]]
