@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from xlanb.graphs import parse
+from xlanb.graphs import hlo_read, parse
 from xlanb.views.graph_viewer import graph_fragment, payload
 
 html = importlib.import_module("xlanb.views.graph_viewer.html")
@@ -157,4 +157,4 @@ def test_texts_lose_their_metadata_as_the_whole_pattern_removes_it() -> None:
     ]
     assert len(lines) > 3000
     for line in lines:
-        assert payload_module._without_metadata(line) == payload_module._METADATA.sub("", line)
+        assert hlo_read.without_metadata(line) == hlo_read._METADATA.sub("", line)

@@ -70,21 +70,15 @@ def parsed_ops(text: str) -> ParsedOps:
             continue
         # the location is in the metadata, which the attributes (and the calls) come before
         metadata = line.find("metadata={")
-        if metadata < 0:
-            callee = _CALLS.search(line)
-            if callee is not None:
-                instructions.append(
-                    (instruction["name"], computation, None, None, "", callee["callee"])
-                )
-            continue
-        file = _SOURCE_FILE.search(line, metadata)
+        file = _SOURCE_FILE.search(line, metadata) if metadata >= 0 else None
         number = _SOURCE_LINE.search(line, metadata) if file else None
         direct = (unquote(f'"{file["file"]}"'), int(number["line"])) if file and number else None
-        stack = _STACK_ID.search(line, metadata) if frames_of is not None else None
+        stacked = metadata >= 0 and frames_of is not None
+        stack = _STACK_ID.search(line, metadata) if stacked else None
         callee = _CALLS.search(line) if direct is None and stack is None else None
         if direct is None and stack is None and callee is None:
             continue
-        op_name = _OP_NAME.search(line, metadata)
+        op_name = _OP_NAME.search(line, metadata) if metadata >= 0 else None
         instructions.append(
             (
                 instruction["name"],

@@ -87,9 +87,9 @@ def _lines_pattern(common_metadata: str) -> re.Pattern[str]:
 #: The lines of JAX's modules, and of XLA:GPU's (whose every instruction's metadata differs:
 #: its scheduling_name), which take the GPU's metadata bodies too.
 _SIMPLE_LINES = _lines_pattern(_JAX_METADATA)
+_GPU_LINES = _lines_pattern(_JAX_METADATA + "|" + _GPU_METADATA)
 #: Characters at a module text's start where ``_GPU_LINES`` is told from ``_SIMPLE_LINES``.
 _GPU_SNIFFED = 1 << 16
-_GPU_LINES = _lines_pattern(_JAX_METADATA + "|" + _GPU_METADATA)
 #: Line breaks of ``str.splitlines`` other than ``\n``.
 _OTHER_BREAKS = "\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 
@@ -570,6 +570,20 @@ def _metadata(tail: str) -> tuple[dict[str, str], str]:
         }
         _remember(body, metadata)
     return metadata, tail[:start] + tail[end:]
+
+
+def without_metadata(line: str) -> str:
+    """An instruction's `line` less its ``metadata={...}`` and the comma and spaces before
+    it (``_METADATA.sub``, by one match where the line holds the keyword once)."""
+    start = line.find("metadata={")
+    found = _METADATA_BODY.match(line, start)
+    if found is None or line.find("metadata={", start + 1) >= 0:
+        return _METADATA.sub("", line)
+    while start and line[start - 1].isspace():
+        start -= 1
+    if start and line[start - 1] == ",":
+        start -= 1
+    return line[:start] + line[found.end() :]
 
 
 def _common_metadata(body: str) -> dict[str, str] | None:

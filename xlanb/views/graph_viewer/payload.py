@@ -15,7 +15,6 @@ import base64
 import gzip
 import json
 import math
-import re
 import threading
 import weakref
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from xlanb.graphs.hlo_read import without_metadata
 from xlanb.graphs.model import Graph
 from xlanb.graphs.ops import CATEGORIES, base_op, op_category
 from xlanb.graphs.prepared import add_preparer
@@ -66,9 +66,6 @@ ATTR_LIMIT = 200
 #: their payload as one binary buffer (:func:`binary_payload`), packed.
 BIG_NODES = 50_000
 
-_METADATA = re.compile(r',?\s*metadata=\{(?:[^{}"]|"(?:[^"\\]|\\.)*")*\}')
-#: ``_METADATA`` from its keyword on: matched where ``str.find`` found the keyword.
-_METADATA_BODY = re.compile(r'metadata=\{[^{}"]*(?:"[^"\\]*(?:\\.[^"\\]*)*"[^{}"]*)*\}')
 _KIND_TITLES = {
     "hlo": "HLO",
     "stablehlo": "StableHLO",
@@ -370,23 +367,9 @@ def _texts(kind: str, texts: list[str]) -> list[str]:
     shown: list[str] = []
     for text in texts:
         if kind == "hlo" and "metadata={" in text:
-            text = _without_metadata(text)
+            text = without_metadata(text)
         shown.append(text if len(text) <= TEXT_LIMIT else text[:TEXT_LIMIT] + " …")
     return shown
-
-
-def _without_metadata(text: str) -> str:
-    """`text` less its ``metadata={...}`` (``_METADATA.sub``, with one match where the text
-    holds the keyword once)."""
-    start = text.find("metadata={")
-    found = _METADATA_BODY.match(text, start)
-    if found is None or text.find("metadata={", start + 1) >= 0:
-        return _METADATA.sub("", text)
-    while start and text[start - 1].isspace():
-        start -= 1
-    if start and text[start - 1] == ",":
-        start -= 1
-    return text[:start] + text[found.end() :]
 
 
 def _whole_numbers(column: pd.Series) -> np.ndarray:
