@@ -316,16 +316,19 @@ def _own_ns(ops: pd.DataFrame) -> np.ndarray:
 def _exclusive_ns(ops: pd.DataFrame) -> np.ndarray:
     """Each op event's own time: its duration less that of the op events nested in it on its
     line (a ``while`` or ``call`` thunk holds the thunks of the computation it runs; summed
-    whole, a loop and its body each took the loop's time)."""
+    whole, a loop and its body each took the loop's time). Starts count from the first op's
+    in whole ns (epoch ns as floats lose the last 8 bits); an event starting under a ns before
+    the last one ended follows it (starts are whole ns, durations to the ps)."""
     own = ops["duration_ns"].to_numpy(dtype=float).copy()
-    starts = ops["start_ns"].to_numpy(dtype=float)
+    exact = ops["start_ns"].to_numpy(dtype=np.int64)
+    starts = (exact - (exact.min() if len(exact) else 0)).astype(float)
     for positions in ops.groupby(["plane", "line"], sort=False).indices.values():
         # outer events first where two start together
         order = positions[np.lexsort((-own[positions], starts[positions]))]
         open_ends: list[tuple[float, int]] = []  # the events enclosing the next one
         for position in order:
             start, end = starts[position], starts[position] + own[position]
-            while open_ends and open_ends[-1][0] <= start:
+            while open_ends and open_ends[-1][0] <= start + 1.0:
                 open_ends.pop()
             if open_ends:
                 own[open_ends[-1][1]] -= end - start

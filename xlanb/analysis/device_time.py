@@ -241,12 +241,16 @@ def rows(
         return found if found is not None else sources.get(module, {})
 
     summary = summarize(events, window[0], window[1], texts)
+    trace_sources = getattr(events, "op_sources", None) or {}
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
     by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
     for module, program, op, count, seconds, first_seconds, runs in summary.ops:
         graph = graph_of(module, program)
         source = _source_of(sources_of(module, program), op)
+        if source is None and (program, op) in trace_sources:  # a TPU trace's own metadata
+            file, line = trace_sources[program, op]
+            source = HloOpSource(file, line, op_name="")
         where = (source.file, source.line) if source else None
         same = by_op.get((graph, module, op, where))
         if same is not None:

@@ -69,7 +69,10 @@ class Columns:
     """A trace's events as arrays, one item per event (the columns of
     :attr:`xlanb.formats.xspace.XSpaceEvents.events` that the summary reads)."""
 
-    start: np.ndarray  # ns, float
+    start: np.ndarray  # epoch ns, float (to 256 ns: a float's precision at today's epoch)
+    #: ns since the events' earliest start, float: exact, for telling events that abut
+    #: from events that overlap
+    offset: np.ndarray
     duration: np.ndarray  # ns, float
     op: np.ndarray  # HLO op (object; NaN where the event is no op's)
     is_op: np.ndarray  # bool
@@ -93,8 +96,10 @@ class Columns:
         on_gpu = np.zeros(len(op), dtype=bool)
         if gpu:
             on_gpu = np.isin(plane, _matching(planes, lambda name: name.startswith(GPU_PLANE)))
+        start_ns = frame["start_ns"].to_numpy(dtype=np.int64)
         return cls(
-            start=frame["start_ns"].to_numpy(dtype=float),
+            start=start_ns.astype(float),
+            offset=(start_ns - (start_ns.min() if len(start_ns) else 0)).astype(float),
             duration=frame["duration_ns"].to_numpy(dtype=float),
             op=op,
             is_op=~pd.isna(op),
@@ -263,7 +268,7 @@ def _first_run_seconds(
     # the earliest event of each program: its first occurrence in time order
     ordered = programs[order]
     _, first = np.unique(ordered, return_index=True)
-    first_run = np.full(int(programs.max(initial=-1)) + 1, np.nan)
+    first_run = np.full(max(int(programs.max(initial=-1)) + 1, 1), np.nan)
     first_run[ordered[first]] = runs[order[first]]
     in_first = (programs >= 0) & (runs == first_run[np.maximum(programs, 0)])
     return np.where(in_first, seconds, 0.0)
@@ -316,20 +321,25 @@ def _own_ns(ops: Columns) -> np.ndarray:
     return own
 
 
+#: An event that starts less than this before the last one ended follows it: starts are read
+#: in whole ns, durations to the ps, so events that abut may seem to overlap by under a ns.
+ABUTTING_NS = 1.0
+
+
 def _exclusive_ns(ops: Columns) -> np.ndarray:
     """Each op event's own time: its duration less that of the op events nested in it on its
     line (a ``while`` or ``call`` thunk holds the thunks of the computation it runs; summed
     whole, a loop and its body each took the loop's time). A line where no event starts
     before an earlier one ended is taken as it is."""
     own = ops.duration.copy()
-    starts = ops.start
+    starts = ops.offset
     lines, firsts = _codes(ops.plane, ops.line)
     by_start = np.argsort(starts, kind="stable")
     ordered_lines = lines[by_start]
     for line in range(len(firsts)):
         positions = by_start[ordered_lines == line]
         reach = np.maximum.accumulate(starts[positions] + own[positions])
-        if (starts[positions[1:]] < reach[:-1]).any():
+        if (starts[positions[1:]] < reach[:-1] - ABUTTING_NS).any():
             _subtract_held(own, starts, positions)
     return np.maximum(own, 0.0)
 
@@ -340,7 +350,7 @@ def _subtract_held(own: np.ndarray, starts: np.ndarray, positions: np.ndarray) -
     # by start, outer events first where two start together
     order = positions[np.lexsort((-own[positions], starts[positions]))]
     reach = np.maximum.accumulate(starts[order] + own[order])
-    held = np.flatnonzero(starts[order[1:]] < reach[:-1]) + 1
+    held = np.flatnonzero(starts[order[1:]] < reach[:-1] - ABUTTING_NS) + 1
     free = np.setdiff1d(np.arange(len(order) + 1), held)
     for first, stop in zip(free[:-1].tolist(), free[1:].tolist(), strict=True):
         if stop - first > 1:
@@ -354,7 +364,7 @@ def _subtract_nested(own: np.ndarray, starts: np.ndarray, order: np.ndarray) -> 
     for position in order.tolist():
         start = starts[position]
         end = start + own[position]
-        while open_ends and open_ends[-1][0] <= start:
+        while open_ends and open_ends[-1][0] <= start + ABUTTING_NS:
             open_ends.pop()
         if open_ends:
             own[open_ends[-1][1]] -= end - start

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 from google.protobuf.message import DecodeError
 
+from xlanb.formats import tpu_trace
 from xlanb.formats.proto_schema import FIELD, ProtoFile
 from xlanb.formats.proto_wire import UNREAD, stat_from_wire
 
@@ -310,6 +311,7 @@ _STAT_COLUMNS = {
 }
 #: The stats read into columns, in the order the reader keeps their values.
 _STAT_ORDER = ("hlo_op", "hlo_module", "program_id", "run_id", "correlation_id")
+_HLO_OP, _PROGRAM = _STAT_ORDER.index("hlo_op"), _STAT_ORDER.index("program_id")
 
 
 @dataclass
@@ -352,6 +354,8 @@ class XSpaceEvents:
     memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS))
     #: Every event of the space, those left out (markers, aggregated events) included.
     event_count: int = 0
+    #: (program id, HLO op) -> (source file, line) that the trace's op metadata names (TPU).
+    op_sources: dict[tuple[int, str], tuple[str, int]] = field(default_factory=dict)
 
     @property
     def planes(self) -> list[str]:
@@ -377,13 +381,6 @@ class XSpaceEvents:
         elif not include_markers:
             mask &= ev["kind"] != "marker"
         return ev[mask].reset_index(drop=True)
-
-    def intervals_s(self, frame: pd.DataFrame | None = None) -> list[tuple[float, float]]:
-        """``(start, end)`` in epoch seconds of ``frame``'s rows (default: all events)."""
-        frame = self.events if frame is None else frame
-        start = frame["start_ns"].to_numpy(dtype="float64")
-        end = start + frame["duration_ns"].to_numpy(dtype="float64")
-        return list(zip((start / 1e9).tolist(), (end / 1e9).tolist(), strict=True))
 
 
 def _by_id(metadata: Any) -> dict[int, Any]:
@@ -440,6 +437,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
         profile_stop_ns=stop,
         normalized=columns.normalized,
         event_count=columns.event_count,
+        op_sources=tpu_trace.op_sources(space),
     )
 
 
@@ -516,6 +514,7 @@ class _PlaneMetadata(NamedTuple):
     meta_stats: dict[int, tuple[Any, ...]]
     #: event metadata ids left out (markers, with ``markers=False``)
     skipped: set[int]
+    tpu: bool = False  # a TPU chip's plane: an op event's hlo_op is its metadata's name
 
 
 def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: bool) -> None:
@@ -546,7 +545,7 @@ def _read_plane(plane: Any, columns: _EventColumns, start: int | None, markers: 
         columns.mids += mids
         columns.offsets += offsets
         columns.durations += [ev.duration_ps for ev in kept]
-        if meta.wanted:
+        if meta.wanted and (not meta.tpu or line.name in tpu_trace.TPU_STAT_LINES):
             decode.line_stats([ev.stats for ev in kept], mids, first, columns)
         columns.line_planes.append(plane_index)
         columns.line_names.append(line.name or line.display_name or str(line.id))
@@ -655,18 +654,21 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
             if not n and name.startswith(_MARKER_PREFIXES)
         }
     meta_stats: dict[int, tuple[Any, ...]] = {}
+    tpu = plane.name.startswith(tpu_trace.TPU_PLANE)
     for mid, md, n in zip(by_id, metadatas, stat_counts, strict=True):
         if not n or not wanted:
             continue
-        base = list(no_stats)
+        base: list[Any] = list(no_stats)
         for stat in md.stats:
             idx = wanted.get(stat.metadata_id)
             if idx is not None:
                 base[idx] = _stat_value(stat, stat_names)
+        if tpu and base[_PROGRAM] is not None:
+            base[_HLO_OP] = tpu_trace.tpu_op_name(md)
         if base != list(no_stats):
             meta_stats[mid] = tuple(base)
     columns.gid_tables.append(gids)
-    return _PlaneMetadata(stat_names, wanted, meta_stats, skipped)
+    return _PlaneMetadata(stat_names, wanted, meta_stats, skipped, tpu)
 
 
 def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
@@ -735,7 +737,7 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
     hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
     kind_table, kind_codes = _kinds(names, gid, hlo_op, columns.stat_rows)
     line_codes = np.repeat(np.arange(len(columns.line_names)), counts)
-    return pd.DataFrame(
+    frame = pd.DataFrame(
         {
             "plane": _taken(columns.plane_names, plane_of_event),
             "line": _taken(columns.line_names, line_codes),
@@ -751,6 +753,9 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         },
         columns=list(EVENT_COLUMNS),
     )
+    if any(name.startswith(tpu_trace.TPU_PLANE) for name in columns.plane_names):
+        tpu_trace.place_tpu_ops(frame)
+    return frame
 
 
 def _taken(table: list[str], codes: np.ndarray) -> Any:
@@ -848,6 +853,7 @@ def _set_ints(values: list[Any], rows: np.ndarray, dest: np.ndarray, na: np.ndar
         else:
             na[rows] = False
             return
+    present = [tpu_trace.int64_of(v) if isinstance(v, int) else v for v in present]
     ok = np.array([isinstance(v, int) and -(2**63) <= v < 2**63 for v in present], dtype=bool)
     dest[rows[ok]] = [v for v, good in zip(present, ok.tolist(), strict=True) if good]
     na[rows[ok]] = False

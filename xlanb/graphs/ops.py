@@ -204,7 +204,14 @@ def op_category(op: str, anchors_scope: bool = False) -> str:
     return "op"
 
 
+#: First match wins: collectives first (``all-reduce`` and ``reduce-scatter`` hold "reduce").
 _THUNK_CATEGORIES = (
+    ("all-reduce", "collective"),
+    ("all-gather", "collective"),
+    ("reduce-scatter", "collective"),
+    ("all-to-all", "collective"),
+    ("collective-permute", "collective"),
+    ("collective-broadcast", "collective"),
     ("fusion", "fusion"),
     ("dot", "matmul"),
     ("convolution", "convolution"),
@@ -212,8 +219,6 @@ _THUNK_CATEGORIES = (
     ("reduce", "reduction"),
     ("copy", "copy"),
     ("transpose", "copy"),
-    ("all-reduce", "collective"),
-    ("all-gather", "collective"),
     ("custom-call", "custom call"),
     ("call", "call"),
     ("while", "control flow"),

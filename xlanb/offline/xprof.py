@@ -99,15 +99,23 @@ def _folder_name(path: str | os.PathLike) -> str:
     return given.resolve().name or os.fspath(path)
 
 
-#: The GPU plane's stats kept in ``environment``: stat name -> key.
-_DEVICE_STATS = {"gpu_device_name": "device_kind", "core_count": "device_cores"}
+#: The device plane's stats kept in ``environment``: stat name -> key (a GPU's name, a
+#: TPU's ``device_type_string``).
+_DEVICE_STATS = {
+    "gpu_device_name": "device_kind",
+    "device_type_string": "device_kind",
+    "core_count": "device_cores",
+}
 
 
 def device_environment(plane_stats: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the trace says of its first device: ``device_kind`` (the GPU's name, as JAX's
-    ``device_kind`` gives it: ``NVIDIA H100 80GB HBM3``, whose data-sheet peak
-    :mod:`xlanb.analysis.peaks` holds), ``compute_capability`` and ``device_cores``."""
-    devices = sorted(name for name in plane_stats if name.startswith("/device:GPU:"))
+    ``device_kind`` gives it: ``NVIDIA H100 80GB HBM3``; a TPU's type: ``TPU v6 Lite``; whose
+    data-sheet peak :mod:`xlanb.analysis.peaks` holds), ``compute_capability`` and
+    ``device_cores``."""
+    devices = sorted(
+        name for name in plane_stats if name.startswith(("/device:GPU:", "/device:TPU:"))
+    )
     if not devices:
         return {}
     stats = plane_stats[devices[0]]

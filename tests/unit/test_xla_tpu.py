@@ -1,0 +1,115 @@
+"""A real TPU trace written by XProf's own tests (4 TPU v6e chips, JAX, ``tests/data/xla_tpu``:
+programs run on all chips, an all-reduce across them, host-offload copies): its op events read
+as ops of their programs and runs, each op's time as the trace has it, against ``truth.json``
+(read straight from the protobuf by ``tests/data/xla_tpu/truth.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import xlanb
+from xlanb.analysis.trace_summary import Columns, summary_of
+from xlanb.formats.xspace import read_xspace
+from xlanb.graphs.ops import thunk_category
+
+DATA = Path(__file__).resolve().parent.parent / "data" / "xla_tpu"
+FOLDER = DATA / "v6e4_inference"
+TRUTH = json.loads((DATA / "truth.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def events():
+    return read_xspace(FOLDER / "tpu_inference_2.xplane.pb", markers=False).events
+
+
+@pytest.fixture(scope="module")
+def profile():
+    return xlanb.load(FOLDER)
+
+
+def _truth_sum(field: str) -> dict[str, float]:
+    summed: dict[str, float] = {}
+    for chip in TRUTH.values():
+        for op, values in chip["ops"].items():
+            summed[op] = summed.get(op, 0) + values[field]
+    return summed
+
+
+def test_each_op_event_is_an_op_of_the_program_run_holding_it(events):
+    tpu = events[events["plane"].str.startswith("/device:TPU:")]
+    ops = tpu[tpu["kind"] == "op"]
+    # the XLA Ops lines' events, by their instruction's name; no async copy's span
+    assert set(ops["line"]) == {"XLA Ops"}
+    assert ops.groupby("hlo_op").size().to_dict() == _truth_sum("count")
+    assert ops["hlo_module"].notna().all() and ops["program_id"].notna().all()
+    assert ops["run_id"].notna().all()
+    # a program's runs numbered 1..N on each chip, as many as the chip ran
+    runs = tpu[tpu["line"] == "XLA Modules"]
+    for (plane, module), group in runs.groupby(["plane", "hlo_module"]):
+        assert sorted(group["run_id"]) == list(range(1, TRUTH[plane]["runs"][module] + 1))
+    # the program ids the trace writes as unsigned 64-bit numbers, one per module
+    assert ops.groupby("hlo_module")["program_id"].nunique().eq(1).all()
+
+
+def test_each_op_keeps_its_whole_time_where_ops_abut(profile):
+    # ops that end as the next starts on the chip's line are not nested in one another
+    # (starts read to the ns, durations to the ps, epoch ns beyond a float's precision)
+    seconds = profile.ops.groupby("op")["seconds"].sum().to_dict()
+    assert seconds.keys() == _truth_sum("seconds").keys()
+    for op, truth in _truth_sum("seconds").items():
+        assert seconds[op] == pytest.approx(truth, rel=1e-9, abs=1e-12), op
+
+
+def test_program_runs_and_device_time_are_the_chips_own(profile):
+    ops = profile.ops.set_index("op")
+    chip = TRUTH["/device:TPU:1"]
+    assert ops.loc["copy-done.2", "runs"] == chip["runs"]["jit_f"]
+    assert ops.loc["all-reduce", "runs"] == chip["runs"]["jit__psum"]
+    device = profile.breakdown.set_index("bucket").loc["device", "seconds"]
+    busiest = max(chip["busy_seconds"] for chip in TRUTH.values())
+    assert busiest <= device <= profile.wall_seconds
+    assert profile.environment["device_kind"] == "TPU v6 Lite"
+
+
+def test_ops_of_no_program_leave_no_row_and_no_failure(events):
+    # the same trace's op events with no module or program id (as this reader read TPU ops
+    # before it knew their lines): no op row, since none names its program, and no IndexError
+    frame = events.assign(hlo_module=None, program_id=pd.array([pd.NA] * len(events), "Int64"))
+    summary = summary_of(Columns.of(frame, gpu=False), 0.0, np.inf, gpu=False)
+    assert summary.ops == []
+    assert summary.total == pytest.approx(sum(_truth_sum("seconds").values()))
+
+
+@pytest.mark.parametrize(
+    ("op", "category"),
+    [
+        ("all-reduce", "collective"),
+        ("all-reduce-start.1", "collective"),
+        ("reduce-scatter.2", "collective"),
+        ("all-to-all", "collective"),
+        ("collective-permute-done", "collective"),
+        ("reduce.3", "reduction"),
+        ("copy-done.2", "copy"),
+    ],
+)
+def test_collectives_are_not_reductions(op, category):
+    assert thunk_category(op) == category
+
+
+def test_ops_come_with_the_python_line_the_trace_names(profile):
+    # no XLA dump beside the trace: the op metadata's `source` stat is the line
+    named = {op: source for chip in TRUTH.values() for op, source in chip["sources"].items()}
+    rows = profile.ops.set_index("op")
+    assert len(named) >= 4
+    for op, source in named.items():
+        file, line = source.rsplit(":", 1)
+        assert (rows.loc[op, "source_file"], rows.loc[op, "source_line"]) == (file, int(line))
+    # the copies the compiler inserted name none
+    assert rows.loc["copy-done.2", "source_file"] is None or pd.isna(
+        rows.loc["copy-done.2", "source_file"]
+    )

@@ -1,0 +1,107 @@
+"""The lines of a TPU chip's plane in an XSpace, as XProf names them, read into the events'
+columns of :mod:`xlanb.formats.xspace`: each op event's name, program and run. Imports nothing
+but numpy and pandas."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: The planes of TPU chips. Their lines, as XProf names them: ``XLA Modules`` (one event per
+#: program run, named ``MODULE(PROGRAM_ID)``, with its ``run_id``), ``XLA Ops`` (one event per
+#: HLO op run, named by the instruction's text, its name the ``display_name``, its program the
+#: metadata's ``program_id``), ``Async XLA Ops`` (an async copy from its start to its done,
+#: overlapping the ops run meanwhile: not an op's own time) and ``XLA TraceMe``.
+TPU_PLANE = "/device:TPU:"
+TPU_MODULES_LINE = "XLA Modules"
+TPU_OPS_LINE = "XLA Ops"
+#: A TPU program run's event name: its HLO module, then its program id in brackets.
+_TPU_RUN_NAME = re.compile(r"(.*)\((\d+)\)$")
+#: The lines of a TPU plane whose events' stats are read (the others hold no op's own time).
+TPU_STAT_LINES = frozenset((TPU_MODULES_LINE, TPU_OPS_LINE))
+
+
+def tpu_op_name(metadata: Any) -> str:
+    """The HLO op a TPU op event's metadata names: its ``display_name``, else the name its
+    instruction text (``%name = shape op(...)``) assigns."""
+    if metadata.display_name:
+        return str(metadata.display_name)
+    return str(metadata.name).split(" = ", 1)[0].strip().lstrip("%")
+
+
+def place_tpu_ops(frame: pd.DataFrame) -> None:
+    """Give each TPU op event the HLO module, program id and ``run_id`` of the program run
+    holding it on its chip (the ``XLA Modules`` event it starts in), and each run event its
+    module and program id (read off its name); in place. A run's ``run_id`` becomes its
+    number among its program's runs on its chip (from 1): the runtime numbers each chip's runs
+    of all programs in turn, so the same launch had another id on each chip."""
+    planes = frame["plane"].to_numpy(dtype=object)
+    lines = frame["line"].to_numpy(dtype=object)
+    names = frame["name"].to_numpy(dtype=object)
+    starts = frame["start_ns"].to_numpy(dtype=np.int64)
+    ends = starts + frame["duration_ns"].to_numpy(dtype=float)
+    is_op = frame["hlo_op"].notna().to_numpy(dtype=bool)
+    modules = frame["hlo_module"].to_numpy(dtype=object).copy()
+    programs = frame["program_id"].array.copy()
+    runs = frame["run_id"].array.copy()
+    for plane in dict.fromkeys(planes.tolist()):
+        if not str(plane).startswith(TPU_PLANE):
+            continue
+        on_plane = planes == plane
+        run_events = np.flatnonzero(on_plane & (lines == TPU_MODULES_LINE))
+        run_events = run_events[np.argsort(starts[run_events], kind="stable")]
+        counts: dict[str, int] = {}
+        for position in run_events.tolist():
+            name = str(names[position])
+            found = _TPU_RUN_NAME.match(name)
+            if found is not None:
+                modules[position] = found[1]
+                programs[position] = int64_of(int(found[2]))
+            runs[position] = counts[name] = counts.get(name, 0) + 1
+        ops = np.flatnonzero(on_plane & is_op)
+        holder = np.searchsorted(starts[run_events], starts[ops], side="right") - 1
+        inside = holder >= 0
+        inside[inside] &= starts[ops[inside]] < ends[run_events[holder[inside]]]
+        ops, holder = ops[inside], run_events[holder[inside]]
+        modules[ops] = modules[holder]
+        runs[ops] = runs[holder]
+        unknown = programs[ops].isna()
+        programs[ops[unknown]] = programs[holder[unknown]]
+    frame["hlo_module"] = modules
+    frame["program_id"] = programs
+    frame["run_id"] = runs
+
+
+def int64_of(value: int) -> int:
+    """An unsigned 64-bit stat (a TPU program id) as the signed int64 of the same bits; any
+    other integer as it is."""
+    return value - (1 << 64) if 1 << 63 <= value < 1 << 64 else value
+
+
+def op_sources(space: Any) -> dict[tuple[int, str], tuple[str, int]]:
+    """(program id, HLO op) -> (file, line) of the Python line each TPU op came from, as the
+    op metadata's ``source`` stat names it (``path/to/file.py:38``)."""
+    found: dict[tuple[int, str], tuple[str, int]] = {}
+    for plane in space.planes:
+        if not plane.name.startswith(TPU_PLANE):
+            continue
+        stat_names = {key: stat.name for key, stat in _entries(plane.stat_metadata)}
+        for _, metadata in _entries(plane.event_metadata):
+            stats = {stat_names.get(stat.metadata_id): stat for stat in metadata.stats}
+            if "program_id" not in stats or "source" not in stats:
+                continue
+            file, _, line = stats["source"].str_value.rpartition(":")
+            if file and line.isdigit():
+                program = stats["program_id"]
+                key = int64_of(program.uint64_value or program.int64_value)
+                found[key, tpu_op_name(metadata)] = (file, int(line))
+    return found
+
+
+def _entries(metadata: Any) -> Iterable[tuple[int, Any]]:
+    """(id, metadata) of a plane's metadata map, declared as a map or as repeated entries."""
+    return metadata.items() if hasattr(metadata, "items") else ((e.key, e.value) for e in metadata)
