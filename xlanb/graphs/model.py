@@ -230,8 +230,12 @@ def _frame(names: list[str], columns: dict[str, list[Any]]) -> pd.DataFrame:
         if dtype == "object":
             data[column] = array = np.empty(len(values), dtype=object)
             array[:] = values
-        elif dtype == "Int64":
-            data[column] = pd.array(values, dtype=dtype)
+        elif dtype == "Int64":  # line numbers, None where unknown: by floats, in C
+            as_floats = np.array(values, dtype=float)
+            missing = np.isnan(as_floats)
+            data[column] = pd.arrays.IntegerArray(
+                np.where(missing, 0.0, as_floats).astype(np.int64), missing
+            )
         else:
             data[column] = np.array(values, dtype=dtype)
     return pd.DataFrame(data, copy=False)
