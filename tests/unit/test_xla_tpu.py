@@ -113,3 +113,23 @@ def test_ops_come_with_the_python_line_the_trace_names(profile):
     assert rows.loc["copy-done.2", "source_file"] is None or pd.isna(
         rows.loc["copy-done.2", "source_file"]
     )
+
+
+def test_ops_are_rated_from_the_costs_the_trace_gives(profile):
+    # no HLO text: each op's FLOPs and bytes of one run are its metadata's, its rates those
+    # over its measured time, its bound against the chip's data-sheet peak (TPU v6e)
+    chip = TRUTH["/device:TPU:0"]
+    rows = profile.ops.set_index("op")
+    for op, cost in chip["costs"].items():
+        assert rows.loc[op, "flops"] == cost["flops"]
+        assert rows.loc[op, "bytes"] == cost["bytes_accessed"]
+    fusions = rows.loc[["broadcast_add_fusion", "broadcast_add_fusion.1", "broadcast_add_fusion.2"]]
+    assert (fusions["bound"] == "memory").all()
+    achieved = fusions["bytes"] * fusions["count"] / fusions["seconds"]
+    assert fusions["bytes_per_second"].tolist() == pytest.approx(achieved.tolist())
+    # an elementwise add at most at the chip's memory bandwidth
+    assert (fusions["bytes_per_second"] <= chip["peak_hbm_bytes_per_second"]).all()
+    # the halves of an async copy move nothing in their own time: no rate, no bound
+    halves = rows.loc[[op for op in rows.index if "-start" in op or "-done" in op]]
+    assert len(halves) == 12
+    assert halves["bytes_per_second"].isna().all() and halves["bound"].isna().all()

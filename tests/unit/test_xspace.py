@@ -162,15 +162,6 @@ def test_torch_xla_host_spans(xla_space):
     assert "StepMarker" in by_kind["trace"]
 
 
-def test_intervals_s(jax_space):
-    ops = jax_space.op_events().head(3)
-    ivs = jax_space.intervals_s(ops)
-    assert len(ivs) == 3
-    first = ops.iloc[0]
-    assert ivs[0][0] == pytest.approx(first["start_ns"] / 1e9, abs=1e-6)
-    assert ivs[0][1] - ivs[0][0] == pytest.approx(first["duration_ns"] / 1e9, abs=1e-6)
-
-
 def test_parse_bytes_equals_read_file():
     a = X.read_xspace(XLA_PB).events
     b = X.parse_xspace(XLA_PB.read_bytes()).events

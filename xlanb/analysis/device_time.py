@@ -241,16 +241,16 @@ def rows(
         return found if found is not None else sources.get(module, {})
 
     summary = summarize(events, window[0], window[1], texts)
-    trace_sources = getattr(events, "op_sources", None) or {}
+    trace_facts = getattr(events, "op_facts", None) or {}
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
     by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
     for module, program, op, count, seconds, first_seconds, runs in summary.ops:
         graph = graph_of(module, program)
         source = _source_of(sources_of(module, program), op)
-        if source is None and (program, op) in trace_sources:  # a TPU trace's own metadata
-            file, line = trace_sources[program, op]
-            source = HloOpSource(file, line, op_name="")
+        facts = trace_facts.get((program, op))  # a TPU trace's own op metadata
+        if source is None and facts is not None and facts.source_file is not None:
+            source = HloOpSource(facts.source_file, facts.source_line or 0, op_name="")
         where = (source.file, source.line) if source else None
         same = by_op.get((graph, module, op, where))
         if same is not None:
@@ -279,6 +279,8 @@ def rows(
             "source_line": source.line if source else None,
             "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
         }
+        if facts is not None and facts.flops == facts.flops:  # one run's cost, per the trace
+            by_op[graph, module, op, where].update(flops=facts.flops, bytes=facts.bytes)
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     return op_rows, _span_rows(backend, summary.spans, graph_of)
 

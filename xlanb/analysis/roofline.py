@@ -94,10 +94,10 @@ def with_op_rates(
     several shapes) and `program_runs` (module id -> traced runs) names them, an op's cost is
     the mean of its programs' weighted by their runs."""
     if ops.empty or graphs.empty or "kind" not in graphs.columns or "op" not in ops.columns:
-        return ops
+        return _trace_cost_rates(ops, environment)
     texts = _optimized_texts(graphs)
     if not texts:
-        return ops
+        return _trace_cost_rates(ops, environment)
     parts = []
     for key, rows in ops.groupby(_program_keys(ops, texts), sort=False, dropna=False):
         text = texts.get(str(key)) if isinstance(key, str) else None
@@ -115,7 +115,44 @@ def with_op_rates(
     if "bound" in rated.columns:
         # rows of programs without a text: None as in the rated rows (a concat fills NaN)
         rated["bound"] = rated["bound"].astype(object).where(rated["bound"].notna(), None)
-    return rated
+    return _trace_cost_rates(rated, environment)
+
+
+#: The instruction names of an async op's halves (``copy-start.2``, ``all-reduce-done``).
+ASYNC_HALF = r"-(?:start|done)(?:\.\d+)?$"
+
+
+def _trace_cost_rates(ops: pd.DataFrame, environment: Mapping[str, Any]) -> pd.DataFrame:
+    """`ops` with the rates and bound of the rows whose ``flops`` and ``bytes`` the trace
+    gave (a TPU's op metadata) and no HLO text rated: at the device's peak for matrix products
+    at XLA's default precision (the trace says no element type). The halves of an async op
+    (``copy-start``, ``copy-done``) get none."""
+    if ops.empty or "flops" not in ops.columns:
+        return ops
+    given = ops["flops"].notna().to_numpy(copy=True)
+    # an async op's start launches its copy or collective, its done waits for what is left
+    # of it: neither moves the bytes in its own time
+    given &= ~ops["op"].astype(str).str.contains(ASYNC_HALF).to_numpy(dtype=bool)
+    if "flops_per_second" in ops.columns:
+        given &= ops["flops_per_second"].isna().to_numpy()
+    if not given.any():
+        return ops
+    rows = ops[given]
+    peak = device_peak(environment, "f32")
+    flops, moved = rows["flops"].astype(float), rows["bytes"].astype(float)
+    seconds = rows["seconds"].astype(float).where(rows["seconds"].astype(float) > 0)
+    runs = rows["count"].astype(float)
+    out = ops.copy()
+    if "flops_per_second" not in out.columns:
+        out["flops_per_second"] = out["bytes_per_second"] = math.nan
+    if "bound" not in out.columns:
+        out["bound"] = pd.Series(None, index=out.index, dtype=object)
+    out.loc[given, "flops_per_second"] = (flops * runs / seconds).to_numpy()
+    out.loc[given, "bytes_per_second"] = (moved * runs / seconds).to_numpy()
+    bounds = [bound_of(f, b, peak) for f, b in zip(flops.tolist(), moved.tolist(), strict=True)]
+    out.loc[given, "bound"] = pd.Series(bounds, index=rows.index, dtype=object)
+    out["bound"] = out["bound"].astype(object).where(out["bound"].notna(), None)
+    return out
 
 
 def _traced_programs(

@@ -4,9 +4,10 @@ but numpy and pandas."""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -82,24 +83,51 @@ def int64_of(value: int) -> int:
     return value - (1 << 64) if 1 << 63 <= value < 1 << 64 else value
 
 
-def op_sources(space: Any) -> dict[tuple[int, str], tuple[str, int]]:
-    """(program id, HLO op) -> (file, line) of the Python line each TPU op came from, as the
-    op metadata's ``source`` stat names it (``path/to/file.py:38``)."""
-    found: dict[tuple[int, str], tuple[str, int]] = {}
+class OpFacts(NamedTuple):
+    """What a TPU op's metadata says of it: the Python line it came from (``source``, None
+    where the compiler made it), and the FLOPs and bytes of one run (NaN where not said)."""
+
+    source_file: str | None
+    source_line: int | None
+    flops: float
+    bytes: float
+
+
+def op_facts(space: Any) -> dict[tuple[int, str], OpFacts]:
+    """(program id, HLO op) -> :class:`OpFacts` of each op a TPU plane's metadata describes
+    (``source`` ``path/to/file.py:38``, ``flops``, ``bytes_accessed``)."""
+    found: dict[tuple[int, str], OpFacts] = {}
     for plane in space.planes:
         if not plane.name.startswith(TPU_PLANE):
             continue
         stat_names = {key: stat.name for key, stat in _entries(plane.stat_metadata)}
         for _, metadata in _entries(plane.event_metadata):
             stats = {stat_names.get(stat.metadata_id): stat for stat in metadata.stats}
-            if "program_id" not in stats or "source" not in stats:
+            if "program_id" not in stats:
                 continue
-            file, _, line = stats["source"].str_value.rpartition(":")
-            if file and line.isdigit():
-                program = stats["program_id"]
-                key = int64_of(program.uint64_value or program.int64_value)
-                found[key, tpu_op_name(metadata)] = (file, int(line))
+            source = stats["source"].str_value if "source" in stats else ""
+            file, _, line = source.rpartition(":")
+            program = stats["program_id"]
+            found[int64_of(program.uint64_value or program.int64_value), tpu_op_name(metadata)] = (
+                OpFacts(
+                    file if file and line.isdigit() else None,
+                    int(line) if file and line.isdigit() else None,
+                    _number(stats.get("flops")),
+                    _number(stats.get("bytes_accessed")),
+                )
+            )
     return found
+
+
+def _number(stat: Any) -> float:
+    """A count stat's value (NaN where absent)."""
+    if stat is None:
+        return math.nan
+    which = stat.WhichOneof("value")
+    return float(getattr(stat, which)) if which in _NUMBER_FIELDS else math.nan
+
+
+_NUMBER_FIELDS = ("int64_value", "uint64_value", "double_value")
 
 
 def _entries(metadata: Any) -> Iterable[tuple[int, Any]]:

@@ -354,8 +354,8 @@ class XSpaceEvents:
     memory: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=MEMORY_COLUMNS))
     #: Every event of the space, those left out (markers, aggregated events) included.
     event_count: int = 0
-    #: (program id, HLO op) -> (source file, line) that the trace's op metadata names (TPU).
-    op_sources: dict[tuple[int, str], tuple[str, int]] = field(default_factory=dict)
+    #: (program id, HLO op) -> what the trace's op metadata says of the op (TPU).
+    op_facts: dict[tuple[int, str], tpu_trace.OpFacts] = field(default_factory=dict)
 
     @property
     def planes(self) -> list[str]:
@@ -437,7 +437,7 @@ def parse_xspace(data: bytes, source: str = "<bytes>", *, markers: bool = True) 
         profile_stop_ns=stop,
         normalized=columns.normalized,
         event_count=columns.event_count,
-        op_sources=tpu_trace.op_sources(space),
+        op_facts=tpu_trace.op_facts(space),
     )
 
 

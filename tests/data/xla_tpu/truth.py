@@ -1,6 +1,7 @@
 """Read straight from the TPU trace's protobuf (not through xlanb's event reader): per chip,
-each program's runs (``XLA Modules`` events), each op's count, seconds and source line
-(``XLA Ops`` events, by display name) and the chip's busy time (the union of its op events).
+each program's runs (``XLA Modules`` events), each op's count, seconds, source line and
+cost (``XLA Ops`` events, by display name), the chip's busy time (the union of its op events)
+and its peak memory bandwidth.
 Writes ``truth.json`` beside this file.
 
     .venv/bin/python tests/data/xla_tpu/truth.py
@@ -31,6 +32,7 @@ def main() -> None:
         ops: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         intervals = []
         sources: dict[str, str] = {}
+        costs: dict[str, dict[str, int]] = {}
         for line in plane.lines:
             for event in line.events:
                 if line.name == "XLA Modules":
@@ -39,8 +41,13 @@ def main() -> None:
                 elif line.name == "XLA Ops":
                     op_metadata = metadata[event.metadata_id]
                     for stat in op_metadata.stats:
-                        if plane.stat_metadata[stat.metadata_id].name == "source":
+                        name = plane.stat_metadata[stat.metadata_id].name
+                        if name == "source":
                             sources[op_metadata.display_name] = stat.str_value
+                        elif name in ("flops", "bytes_accessed"):
+                            costs.setdefault(op_metadata.display_name, {})[name] = (
+                                stat.int64_value or stat.uint64_value
+                            )
                     op = ops[op_metadata.display_name]
                     op[0] += 1
                     op[1] += event.duration_ps / 1e12
@@ -58,6 +65,12 @@ def main() -> None:
             "ops": {name: {"count": c, "seconds": s} for name, (c, s) in sorted(ops.items())},
             "busy_seconds": busy / 1e12,
             "sources": dict(sorted(sources.items())),
+            "costs": dict(sorted(costs.items())),
+            "peak_hbm_bytes_per_second": next(
+                stat.double_value * 1e9
+                for stat in plane.stats
+                if plane.stat_metadata[stat.metadata_id].name == "peak_hbm_bw_gigabytes_per_second"
+            ),
         }
     (HERE / "truth.json").write_text(json.dumps(chips, indent=1, sort_keys=True) + "\n")
 
