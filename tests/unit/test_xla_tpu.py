@@ -133,3 +133,23 @@ def test_ops_are_rated_from_the_costs_the_trace_gives(profile):
     halves = rows.loc[[op for op in rows.index if "-start" in op or "-done" in op]]
     assert len(halves) == 12
     assert halves["bytes_per_second"].isna().all() and halves["bound"].isna().all()
+
+
+def test_waiting_for_async_copies_is_a_finding(profile):
+    # jit_f's chips idle in copy-done until the host-offload copies land: most of its op time
+    found = profile.findings[profile.findings["title"].str.contains("async copies")]
+    assert len(found) == 1
+    row = found.iloc[0]
+    ops = profile.ops[profile.ops["graph"] == "jit_f"]
+    waits = ops[ops["op"].str.startswith("copy-done")]
+    assert row["seconds"] == pytest.approx(waits["seconds"].sum())
+    assert row["title"].startswith("jit_f waits for its async copies")
+    assert row["severity"] == "warning"
+    # the first finding: it accounts for more of the time than any other
+    assert profile.findings.index[0] == found.index[0]
+
+
+def test_a_program_without_async_waits_has_no_such_finding():
+    gpu = xlanb.load(DATA.parent / "xla_gpu" / "mlp_nocmdbuf")
+    assert len(gpu.ops) > 10
+    assert not gpu.findings["title"].str.contains("waits for its async").any()

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from xlanb.analysis.findings.common import Finding
+from xlanb.analysis.findings.device_rules import exposed_async_waits
 from xlanb.analysis.findings.jax_rules import (
     EAGER_COMPILES,
     HOT_CALLS,
@@ -50,6 +51,7 @@ __all__ = [
     "by_cost",
     "compile_budget_error",
     "cpu_fallbacks",
+    "exposed_async_waits",
     "finding_rows",
     "findings_frame",
     "forced_syncs",
@@ -88,6 +90,7 @@ RULES: list[Callable[[Profile], list[Finding]]] = [
     jax_host_transfers,
     jax_eager_compiles,
     jax_memory_growth,
+    exposed_async_waits,
     memory_leak_across_cells,
     tensors_kept_across_cells,
     unused_donation,
