@@ -153,3 +153,18 @@ def test_a_program_without_async_waits_has_no_such_finding():
     gpu = xlanb.load(DATA.parent / "xla_gpu" / "mlp_nocmdbuf")
     assert len(gpu.ops) > 10
     assert not gpu.findings["title"].str.contains("waits for its async").any()
+
+
+def test_compiles_come_from_the_trace_without_a_dump(profile):
+    # one per JAX compile span, named after the call that compiled it: each program the
+    # chips ran, in order, and their seconds the account's compile time
+    compiles = profile.compiles
+    assert compiles["graph"].tolist() == [
+        "jit_convert_element_type",
+        "jit_broadcast_in_dim",
+        "jit__psum",
+        "jit_f",
+    ]
+    assert set(compiles["graph"]) == set(TRUTH["/device:TPU:0"]["runs"])
+    compile_bucket = profile.breakdown.set_index("bucket").loc["compile", "seconds"]
+    assert compiles["seconds"].sum() == pytest.approx(compile_bucket)

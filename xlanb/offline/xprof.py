@@ -13,6 +13,7 @@ steps, rates and roofline, findings). The Profile is named after the trace's fol
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +85,11 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
             if span["lane"] == "device"
         ],
     )
-    profile.compiles = _timed_compiles(profile.compiles, frame)
+    profile.compiles = (
+        _timed_compiles(profile.compiles, frame)
+        if not profile.compiles.empty
+        else make_frame("compiles", _trace_compiles(backend, frame))
+    )
     profile.name = _folder_name(path)
     profile.environment["trace"] = os.fspath(files[0])
     profile.environment.update(device_environment(events.plane_stats))
@@ -154,6 +159,40 @@ def _timed_compiles(compiles: Any, frame: Any) -> Any:
         timed.loc[order, "seconds"] = seconds
         timed.loc[order, "time"] = ends
     return timed
+
+
+#: JAX's span around one compile of a program (``backend_compile`` before JAX 0.9), inside
+#: the ``PjitFunction(NAME)`` span of the call that compiled it.
+_JAX_COMPILES = ("backend_compile", "backend_compile_and_load")
+_JAX_CALL = re.compile(r"^PjitFunction\((?P<name>.+)\)$")
+
+
+def _trace_compiles(backend: str, frame: Any) -> list[dict[str, Any]]:
+    """``compiles`` rows of a trace without a dump: one per JAX compile span, its program
+    the module JAX names after the call holding it (``jit_NAME``); the cause unknown."""
+    found = frame[frame["name"].isin(_JAX_COMPILES) & frame["hlo_op"].isna()]
+    rows = []
+    for line, start, duration in zip(
+        found["line"].tolist(),
+        found["start_ns"].tolist(),
+        found["duration_ns"].tolist(),
+        strict=True,
+    ):
+        calls = frame[(frame["line"] == line) & frame["name"].str.startswith("PjitFunction(")]
+        calls = calls[
+            (calls["start_ns"] <= start)
+            & (calls["start_ns"] + calls["duration_ns"] >= start + duration)
+        ]
+        named = _JAX_CALL.match(str(calls["name"].iloc[-1])) if len(calls) else None
+        rows.append(
+            {
+                "backend": backend,
+                "graph": f"jit_{named['name']}" if named else None,
+                "seconds": duration / 1e9,
+                "time": (start + duration) / 1e9,
+            }
+        )
+    return sorted(rows, key=lambda row: row["time"])
 
 
 def _compile_spans(backend: str, frame: Any) -> list[dict[str, Any]]:
