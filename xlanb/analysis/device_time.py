@@ -179,7 +179,9 @@ def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> p
     kernels = frame.take(inside).set_axis(inside)  # labelled by position in `frame`
     programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
     ops = None
-    for (module, program), group in kernels.groupby([kernels["hlo_module"], programs]):
+    # each device's kernels apart: a run's kernels are aligned with the program in time order
+    keys = [kernels["hlo_module"], programs, kernels["plane"]]
+    for (module, program, _), group in kernels.groupby(keys):
         text = hlo_texts.get(int(program)) or hlo_texts.get(str(module))
         if text:
             ops = frame["hlo_op"].array.copy() if ops is None else ops
@@ -244,7 +246,10 @@ def rows(
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
     by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
-    for module, program, op, count, seconds, first_seconds, runs in summary.ops:
+    per_device = summary.devices or [(1, 0.0)] * len(summary.ops)
+    for (module, program, op, count, seconds, first_seconds, runs), (devices, slowest) in zip(
+        summary.ops, per_device, strict=True
+    ):
         graph = graph_of(module, program)
         source = _source_of(sources_of(module, program), op)
         where = (source.file, source.line) if source else None
@@ -255,6 +260,9 @@ def rows(
             same["share"] = same["seconds"] / summary.total
             same["first_run_seconds"] += first_seconds
             same["runs"] += runs
+            if summary.devices:
+                same["devices"] = max(same["devices"], devices)
+                same["max_device_seconds"] += slowest
             continue
         cell_line = _cell_line(source, cell_filename)
         text = texts.get(program) if program is not None else None
@@ -275,6 +283,8 @@ def rows(
             "source_line": source.line if source else None,
             "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
         }
+        if summary.devices:  # one device's seconds and count, as on one device; then how many
+            by_op[graph, module, op, where].update(devices=devices, max_device_seconds=slowest)
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     return op_rows, _span_rows(backend, summary.spans, graph_of)
 
