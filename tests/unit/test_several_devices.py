@@ -2,6 +2,7 @@
 seconds (the mean over the devices), how many devices ran each op and the slowest one's
 seconds; one device gives the frames it always gave.
 
+On XLA:CPU, a recording of two forced host devices (``tests/data/xspace/jax_2dev_cut``).
 The GPU traces are the H100 recordings of ``tests/data/xla_gpu`` (one GPU each): a second
 device is made by copying the recorded ``/device:GPU:0`` plane, kernels and stats as they
 are, to ``/device:GPU:1``, so both devices ran the same kernels at the same times.
@@ -9,13 +10,17 @@ are, to ``/device:GPU:1``, so both devices ran the same kernels at the same time
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
 import xlanb
+from xlanb.analysis import device_time, trace_summary
+from xlanb.analysis.trace_summary import WAIT_SPAN
 from xlanb.formats import xspace as X
+from xlanb.formats.xspace import read_xspace
 
 GPU = Path(__file__).resolve().parent.parent / "data" / "xla_gpu"
 RECORDINGS = ["mlp_cmdbuf", "mlp_nocmdbuf", "transformer_cmdbuf"]
@@ -63,3 +68,37 @@ def test_two_gpus_give_one_gpu_s_ops_and_say_two_devices(recording, tmp_path):
     spans = two.spans[two.spans["lane"] == "device"]
     assert len(spans) == len(one.spans[one.spans["lane"] == "device"])
     pd.testing.assert_frame_equal(two.breakdown, one.breakdown)
+
+
+#: JAX 0.10 on XLA:CPU with two forced host devices, a sharded step's trace stopped while a
+#: queued run had ended on one device only (tests/data/xspace/make_xspace.py).
+TWO_CPU_DEVICES = GPU.parent / "xspace" / "jax_2dev_cut.xplane.pb"
+
+
+def test_a_run_cut_on_one_device_is_left_out_on_both():
+    events = read_xspace(TWO_CPU_DEVICES, markers=False)
+    frame = events.events
+    ops = frame[frame["hlo_op"].notna()]
+    waits = frame[frame["name"] == WAIT_SPAN]
+    # the recording: each thunk says its device; the devices' parts of a run share its id,
+    # each device waits for its own; one run has a part no wait names
+    assert set(ops["device_ordinal"]) == {0, 1}
+    waited_by = waits.groupby("run_id")["device_ordinal"].nunique()
+    whole = set(waited_by[waited_by == 2].index)
+    assert len(whole) >= 3 and set(ops["run_id"]) - whole
+    assert trace_summary.whole_runs(frame) == len(whole)
+
+    op_rows, spans = device_time.rows("jax", events, (0.0, math.inf))
+    kept = ops[ops["run_id"].isin(whole)]
+    for row in op_rows:
+        assert row["devices"] == 2, row
+        assert row["count"] == row["runs"] == len(whole), row
+        # no thunk of this step holds another: an op's time is its events' durations
+        per_device = kept[kept["hlo_op"] == row["op"]].groupby("device_ordinal")["duration_ns"]
+        assert row["seconds"] == pytest.approx(per_device.sum().mean() / 1e9, rel=1e-9)
+        assert row["max_device_seconds"] == pytest.approx(per_device.sum().max() / 1e9, rel=1e-9)
+    assert sum(row["share"] for row in op_rows) == pytest.approx(1.0)
+    # one span per whole run, over both devices: one device's op time lies within them
+    runs = [span for span in spans if span["lane"] == "device"]
+    assert len(runs) == len(whole)
+    assert sum(row["seconds"] for row in op_rows) <= sum(span["seconds"] for span in runs)

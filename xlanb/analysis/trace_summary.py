@@ -198,10 +198,10 @@ def _op_summary(
     executions_of = _executions(ops)[counted] if ops.on_gpu.any() else None
     op_seconds = np.bincount(group_codes, weights=seconds[counted], minlength=size)
     op_first = np.bincount(group_codes, weights=first_seconds[counted], minlength=size)
-    device_codes = pd.factorize(ops.device[counted])[0]
-    if device_codes.max(initial=0) > 0:
+    op_devices = ops.device[counted]
+    if len(op_devices) and (op_devices != op_devices[0]).any():
         count, devices, slowest = _per_device(
-            group_codes, device_codes, seconds[counted], executions_of, size
+            group_codes, pd.factorize(op_devices)[0], seconds[counted], executions_of, size
         )
         op_seconds, op_first = op_seconds / devices, op_first / devices
         # each op event for its share of its op's one-device time
@@ -614,8 +614,11 @@ def _unwaited(
     waited_devices = wait_devices[has_run]
     if (waited_devices < 0).any() or (op_devices < 0).any():
         return unwaited
-    parts = pd.MultiIndex.from_arrays([op_runs, op_devices])
-    cut_parts = ~parts.isin(pd.MultiIndex.from_arrays([waited, waited_devices]))
+    # each (run, device) as one code
+    runs = pd.factorize(np.concatenate([op_runs, waited]))[0]
+    devices, known = pd.factorize(np.concatenate([op_devices, waited_devices]))
+    parts = runs * len(known) + devices
+    cut_parts = ~np.isin(parts[: len(op_runs)], parts[len(op_runs) :])
     # a run cut on one device is cut on all: its parts on the others are not a whole run
     return unwaited | np.isin(op_runs, op_runs[cut_parts])
 
