@@ -21,6 +21,7 @@ from xlanb.analysis import device_time, trace_summary
 from xlanb.analysis.trace_summary import WAIT_SPAN
 from xlanb.formats import xspace as X
 from xlanb.formats.xspace import read_xspace
+from xlanb.views.summary import summary_text
 
 GPU = Path(__file__).resolve().parent.parent / "data" / "xla_gpu"
 RECORDINGS = ["mlp_cmdbuf", "mlp_nocmdbuf", "transformer_cmdbuf"]
@@ -68,6 +69,9 @@ def test_two_gpus_give_one_gpu_s_ops_and_say_two_devices(recording, tmp_path):
     spans = two.spans[two.spans["lane"] == "device"]
     assert len(spans) == len(one.spans[one.spans["lane"] == "device"])
     pd.testing.assert_frame_equal(two.breakdown, one.breakdown)
+    # the top ops say whose time they show
+    assert "a run on each of 2 devices" in summary_text(two)
+    assert "devices" not in summary_text(one)
 
 
 #: JAX 0.10 on XLA:CPU with two forced host devices, a sharded step's trace stopped while a
