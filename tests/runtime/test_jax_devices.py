@@ -18,8 +18,14 @@ import sys
 import pytest
 
 from tests.support.helpers import clean_env
+from xlanb.capture import versions
 
-pytest.importorskip("jax")
+jax = pytest.importorskip("jax")
+
+if versions.parse_version(jax.__version__) < (0, 10):
+    # jaxlib 0.6.1's thunks carry no `device_ordinal` (tests/data/xspace/jax06_*): its ops
+    # add the devices together, as before; 0.7-0.9 not tried
+    pytest.skip("this JAX's trace does not say which device ran a thunk", allow_module_level=True)
 
 RUNS = 6
 
