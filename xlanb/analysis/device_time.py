@@ -12,6 +12,8 @@ its launch (the host event with its ``correlation_id``). Kernels launched outsid
 (the autotuner's, while compiling) are compile time. Kernels inside command buffers are placed
 on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the trace's end
 has fewer kernels than the program's others.
+Several devices: a kernel's device is its plane's, a thunk's its ``device_ordinal``; an op's
+row is one device's (the mean over the devices that ran it), a run one span over them all.
 """
 
 from __future__ import annotations
