@@ -1,19 +1,17 @@
-"""Device time per platform, from the XLA profiler's trace events (a live capture's window,
-:mod:`xlanb.capture.device_trace`, or a trace read offline): per-op rows and one ``device``
-span per program run (:func:`rows`, :func:`summarize`); then the runs after a window closed,
-estimated from the traced ones (:func:`after_window_from_calls`, JAX's calls;
-:func:`after_window_from_samples`, torch_xla's execute-time samples), on both platforms.
+"""Device time per platform, from the XLA profiler's trace events (a capture's window or a
+trace read offline): per-op rows and one ``device`` span per program run (:func:`rows`,
+:func:`summarize`); then the runs after a window closed, estimated from the traced ones
+(:func:`after_window_from_calls`: JAX's calls; :func:`after_window_from_samples`: torch_xla's).
 
 XLA:CPU: thunk events on host threads (a thunk's own time excludes those nested in it); each
-run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10).
+run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10). Several
+devices: an op's row is one device's (the mean over them), a run one span over them all.
 XLA:GPU: kernel events on ``/device:GPU:N`` planes. A run is the host's execute span
 (``CommonPjRtLoadedExecutable::Execute (NAME)``); a kernel belongs to the run whose span holds
 its launch (the host event with its ``correlation_id``). Kernels launched outside every run
 (the autotuner's, while compiling) are compile time. Kernels inside command buffers are placed
 on their instructions by :mod:`xlanb.analysis.command_buffers`; a run cut by the trace's end
 has fewer kernels than the program's others.
-Several devices: a kernel's device is its plane's, a thunk's its ``device_ordinal``; an op's
-row is one device's (the mean over the devices that ran it), a run one span over them all.
 """
 
 from __future__ import annotations
