@@ -126,7 +126,7 @@ test-compat-jax: $(VENV_JAX_OLD)/.ready
 
 test-compat-jax-new: $(VENV_JAX_NEW)/.ready
 	$(PY_JAX_NEW) -m pytest -q tests/runtime/test_jax_compat.py tests/runtime/test_jax.py tests/runtime/test_time_account.py \
-	  tests/runtime/test_memory.py
+	  tests/runtime/test_memory.py tests/runtime/test_jax_devices.py
 	$(PRUNE) $(VENV_JAX_NEW)
 
 test-compat-xla: $(VENV_XLA_OLD)/.ready

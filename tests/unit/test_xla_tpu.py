@@ -56,13 +56,23 @@ def test_each_op_event_is_an_op_of_the_program_run_holding_it(events):
     assert ops.groupby("hlo_module")["program_id"].nunique().eq(1).all()
 
 
-def test_each_op_keeps_its_whole_time_where_ops_abut(profile):
-    # ops that end as the next starts on the chip's line are not nested in one another
-    # (starts read to the ns, durations to the ps, epoch ns beyond a float's precision)
-    seconds = profile.ops.groupby("op")["seconds"].sum().to_dict()
-    assert seconds.keys() == _truth_sum("seconds").keys()
-    for op, truth in _truth_sum("seconds").items():
-        assert seconds[op] == pytest.approx(truth, rel=1e-9, abs=1e-12), op
+def test_each_op_is_one_chips_time_with_the_chips_that_ran_it(profile):
+    # one row per op: the mean of the chips' own seconds (each whole: ops that end as the next
+    # starts are not nested, though starts are read to the ns, durations to the ps, and epoch
+    # ns lie beyond a float's precision), the most runs of it on a chip, the chips that ran it
+    # and the slowest chip's seconds; all four run jit_f and the all-reduce, chip 0 alone the
+    # broadcast
+    rows = profile.ops.set_index("op")
+    assert set(rows.index) == set(_truth_sum("seconds"))
+    for op in _truth_sum("seconds"):
+        chips = [chip["ops"][op] for chip in TRUTH.values() if op in chip["ops"]]
+        assert rows.loc[op, "devices"] == len(chips), op
+        assert rows.loc[op, "count"] == max(chip["count"] for chip in chips), op
+        mean = sum(chip["seconds"] for chip in chips) / len(chips)
+        assert rows.loc[op, "seconds"] == pytest.approx(mean, rel=1e-9, abs=1e-12), op
+        slowest = max(chip["seconds"] for chip in chips)
+        assert rows.loc[op, "max_device_seconds"] == pytest.approx(slowest, rel=1e-9, abs=1e-12)
+    assert rows.loc["broadcast.2", "devices"] == 1
 
 
 def test_program_runs_and_device_time_are_the_chips_own(profile):

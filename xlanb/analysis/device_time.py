@@ -1,11 +1,11 @@
-"""Device time per platform, from the XLA profiler's trace events (a live capture's window,
-:mod:`xlanb.capture.device_trace`, or a trace read offline): per-op rows and one ``device``
-span per program run (:func:`rows`, :func:`summarize`); then the runs after a window closed,
-estimated from the traced ones (:func:`after_window_from_calls`, JAX's calls;
-:func:`after_window_from_samples`, torch_xla's execute-time samples), on both platforms.
+"""Device time per platform, from the XLA profiler's trace events (a capture's window or a
+trace read offline): per-op rows and one ``device`` span per program run (:func:`rows`,
+:func:`summarize`); then the runs after a window closed, estimated from the traced ones
+(:func:`after_window_from_calls`: JAX's calls; :func:`after_window_from_samples`: torch_xla's).
 
 XLA:CPU: thunk events on host threads (a thunk's own time excludes those nested in it); each
-run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10).
+run ends in the thunk executor's wait span and carries JAX's ``run_id`` (from 0.10). Several
+devices: an op's row is one device's (the mean over them), a run one span over them all.
 XLA:GPU: kernel events on ``/device:GPU:N`` planes. A run is the host's execute span
 (``CommonPjRtLoadedExecutable::Execute (NAME)``); a kernel belongs to the run whose span holds
 its launch (the host event with its ``correlation_id``). Kernels launched outside every run
@@ -179,7 +179,9 @@ def placed_kernels(frame: pd.DataFrame, hlo_texts: Mapping[str | int, str]) -> p
     kernels = frame.take(inside).set_axis(inside)  # labelled by position in `frame`
     programs = kernels["program_id"].astype("Int64").fillna(NO_PROGRAM)
     ops = None
-    for (module, program), group in kernels.groupby([kernels["hlo_module"], programs]):
+    # each device's kernels apart: a run's kernels are aligned with the program in time order
+    keys = [kernels["hlo_module"], programs, kernels["plane"]]
+    for (module, program, _), group in kernels.groupby(keys):
         text = hlo_texts.get(int(program)) or hlo_texts.get(str(module))
         if text:
             ops = frame["hlo_op"].array.copy() if ops is None else ops
@@ -245,20 +247,16 @@ def rows(
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
     by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
-    for module, program, op, count, seconds, first_seconds, runs in summary.ops:
+    per_device = summary.devices or [(1, 0.0)] * len(summary.ops)
+    for op_row, (devices, slowest) in zip(summary.ops, per_device, strict=True):
+        module, program, op, count, seconds, first_seconds, runs = op_row
         graph = graph_of(module, program)
-        source = _source_of(sources_of(module, program), op)
         facts = trace_facts.get((program, op))  # a TPU trace's own op metadata
-        if source is None and facts is not None and facts.source_file is not None:
-            source = HloOpSource(facts.source_file, facts.source_line or 0, op_name="")
+        source = _source_of(sources_of(module, program), op) or _trace_source(facts)
         where = (source.file, source.line) if source else None
         same = by_op.get((graph, module, op, where))
         if same is not None:
-            same["count"] += count
-            same["seconds"] += seconds
-            same["share"] = same["seconds"] / summary.total
-            same["first_run_seconds"] += first_seconds
-            same["runs"] += runs
+            _add_up(same, op_row, (devices, slowest) if summary.devices else None, summary.total)
             continue
         cell_line = _cell_line(source, cell_filename)
         text = texts.get(program) if program is not None else None
@@ -281,8 +279,34 @@ def rows(
         }
         if facts is not None and facts.flops == facts.flops:  # one run's cost, per the trace
             by_op[graph, module, op, where].update(flops=facts.flops, bytes=facts.bytes)
+        if summary.devices:  # one device's seconds and count, as on one device; then how many
+            by_op[graph, module, op, where].update(devices=devices, max_device_seconds=slowest)
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     return op_rows, _span_rows(backend, summary.spans, graph_of)
+
+
+def _add_up(
+    row: dict[str, Any], op_row: tuple, per_device: tuple[int, float] | None, total: float
+) -> None:
+    """Add another program's `op_row` (:attr:`Summary.ops`) to the ops `row` of its graph, op
+    and source line (JAX's compiles of one function), with its devices where it ran on
+    several (`per_device`: the devices, the slowest one's seconds)."""
+    _module, _program, _op, count, seconds, first_seconds, runs = op_row
+    row["count"] += count
+    row["seconds"] += seconds
+    row["share"] = row["seconds"] / total
+    row["first_run_seconds"] += first_seconds
+    row["runs"] += runs
+    if per_device is not None:
+        row["devices"] = max(row["devices"], per_device[0])
+        row["max_device_seconds"] += per_device[1]
+
+
+def _trace_source(facts: Any) -> HloOpSource | None:
+    """The source line a TPU trace's op metadata names (:class:`OpFacts`), if any."""
+    if facts is None or facts.source_file is None:
+        return None
+    return HloOpSource(facts.source_file, facts.source_line or 0, op_name="")
 
 
 def _span_rows(

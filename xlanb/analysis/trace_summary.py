@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from itertools import repeat
 
 import numpy as np
@@ -55,13 +55,19 @@ class Summary:
     events (lane ``op``, for zooming into a run; not part of the time account), one
     ``device`` span per program run and the main thread's ``transfer`` and ``sync_wait``
     spans. A program id is None where the trace has none; programs of one module name
-    (torch_xla names every program of a line alike) are told apart by it."""
+    (torch_xla names every program of a line alike) are told apart by it. An op that ran on
+    several devices (a sharded program) has the count and seconds of one device: the mean
+    over those that ran it (:func:`_op_summary`), and its ``devices``."""
 
     ops: list[_OpRow]
     total: float
     spans: list[_Span]
     #: The events are XLA:GPU kernels.
     gpu: bool = False
+    #: Where an op ran on several devices, of each of ``ops``: (the devices that ran it, the
+    #: seconds of the one that took longest); else empty (one device, or a trace that does
+    #: not say).
+    devices: list[tuple[int, float]] = field(default_factory=list)
 
 
 @dataclass
@@ -84,6 +90,7 @@ class Columns:
     name: np.ndarray  # object
     kind: np.ndarray  # object
     on_gpu: np.ndarray  # bool: the event is on a GPU device plane
+    device: np.ndarray  # the device it ran for: its plane's, else its ordinal (-1: unknown)
     #: The threads' names, by code (not one per event).
     line_names: list[str]
 
@@ -111,6 +118,7 @@ class Columns:
             name=frame["name"].to_numpy(dtype=object),
             kind=frame["kind"].to_numpy(dtype=object),
             on_gpu=on_gpu,
+            device=_devices(frame, plane, planes),
             line_names=line_names,
         )
 
@@ -124,6 +132,24 @@ class Columns:
 
 
 _PER_EVENT = [field.name for field in fields(Columns) if field.name != "line_names"]
+
+#: A device's plane (``/device:GPU:1``, ``/device:TPU:3``) and its number.
+DEVICE_PLANE = re.compile(r"^/device:[A-Z]+:(\d+)$")
+
+
+def _devices(frame: pd.DataFrame, plane: np.ndarray, planes: list[str]) -> np.ndarray:
+    """The device each event of `frame` ran for: the number of its device plane (one per GPU
+    or TPU), else its ``device_ordinal`` (XLA:CPU's thunks of JAX 0.10 and newer, one per
+    forced host device), else -1 (the trace does not say)."""
+    if "device_ordinal" in frame:
+        device = frame["device_ordinal"].to_numpy(dtype=np.int64, na_value=-1)
+    else:
+        device = np.full(len(frame), -1, dtype=np.int64)
+    numbers = [int(m.group(1)) if (m := DEVICE_PLANE.match(name)) else -1 for name in planes]
+    if any(number >= 0 for number in numbers):
+        of_plane = np.asarray([*numbers, -1], dtype=np.int64)[plane]  # plane -1: none
+        device = np.where(of_plane >= 0, of_plane, device)
+    return device
 
 
 def _matching(names: list[str], test: Callable[[str], bool]) -> list[int]:
@@ -140,9 +166,9 @@ def summary_of(events: Columns, start_ns: float, end_ns: float, gpu: bool) -> Su
     cut = _cut_runs(ops, inside, executions)
     if cut.any():
         ops = ops.take(~cut)
-    op_summary, spans, total = _op_summary(ops, executions)
+    op_summary, spans, total, devices = _op_summary(ops, executions)
     spans += _host_spans(inside)
-    return Summary(op_summary, total, spans, gpu)
+    return Summary(op_summary, total, spans, gpu, devices)
 
 
 def _codes(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,13 +182,17 @@ def _codes(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarra
     return codes, kept[np.unique(found, return_index=True)[1]]
 
 
-def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], list[_Span], float]:
+def _op_summary(
+    ops: Columns, executions: np.ndarray
+) -> tuple[list[_OpRow], list[_Span], float, list[tuple[int, float]]]:
     """The ops' device time by module, program and op, the spans of the longest ops and of
-    each program's runs, and the ops' total seconds (1 when none)."""
+    each program's runs, the ops' total seconds (1 when none) and :attr:`Summary.devices`. An
+    op that ran on several devices has one device's count and seconds: the most runs of it on
+    a device, the mean of the devices' seconds (so a run's ops add up to one device's time,
+    not to the devices' sum)."""
     if not len(ops):
-        return [], [], 1.0
+        return [], [], 1.0, []
     seconds = _own_ns(ops) / 1e9
-    total = float(seconds.sum()) or 1.0
     programs, program_firsts = _codes(_factorized(ops.module)[0], pd.factorize(ops.program)[0])
     runs = _run_keys(ops, executions)
     first_seconds = _first_run_seconds(ops, programs, runs, seconds)
@@ -170,12 +200,26 @@ def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], lis
     counted = groups >= 0
     group_codes = groups[counted]
     size = len(group_firsts)
-    if ops.on_gpu.any():
-        count = _distinct_per_group(group_codes, _executions(ops)[counted], size)
-    else:  # each thunk event is one execution
-        count = np.bincount(group_codes, minlength=size)
+    executions_of = _executions(ops)[counted] if ops.on_gpu.any() else None
     op_seconds = np.bincount(group_codes, weights=seconds[counted], minlength=size)
     op_first = np.bincount(group_codes, weights=first_seconds[counted], minlength=size)
+    op_devices = ops.device[counted]
+    if len(op_devices) and (op_devices != op_devices[0]).any():
+        count, devices, slowest = _per_device(
+            group_codes, pd.factorize(op_devices)[0], seconds[counted], executions_of, size
+        )
+        op_seconds, op_first = op_seconds / devices, op_first / devices
+        # each op event for its share of its op's one-device time
+        shares = seconds.copy()
+        shares[counted] /= devices[group_codes]
+        total = float(shares.sum()) or 1.0
+    else:
+        if executions_of is not None:
+            count = _distinct_per_group(group_codes, executions_of, size)
+        else:  # each thunk event is one execution
+            count = np.bincount(group_codes, minlength=size)
+        devices, slowest = np.ones(size, dtype=np.int64), op_seconds
+        total = float(seconds.sum()) or 1.0
     program_runs = _distinct_per_group(programs[counted], runs[counted], len(program_firsts))
     op_summary = list(
         zip(
@@ -189,7 +233,35 @@ def _op_summary(ops: Columns, executions: np.ndarray) -> tuple[list[_OpRow], lis
             strict=True,
         )
     )
-    return op_summary, _longest_spans(ops) + _device_spans(ops, programs, executions), total
+    several: list[tuple[int, float]] = []
+    if devices.max(initial=1) > 1:
+        several = list(zip(devices.tolist(), slowest.tolist(), strict=True))
+    spans = _longest_spans(ops) + _device_spans(ops, programs, executions)
+    return op_summary, spans, total, several
+
+
+def _per_device(
+    groups: np.ndarray,
+    devices: np.ndarray,
+    seconds: np.ndarray,
+    executions: np.ndarray | None,
+    size: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Of each of `size` groups of op events (by code in `groups`, with the code of each
+    event's device in `devices`): the most executions of it on one device (`executions`: what
+    counts as one, None: each event), the devices that ran it, the most `seconds` of one."""
+    pairs, pair_firsts = _codes(groups, devices)
+    pair_groups = groups[pair_firsts]
+    if executions is not None:
+        pair_count = _distinct_per_group(pairs, executions, len(pair_firsts))
+    else:
+        pair_count = np.bincount(pairs, minlength=len(pair_firsts))
+    pair_seconds = np.bincount(pairs, weights=seconds, minlength=len(pair_firsts))
+    count = np.zeros(size, dtype=np.int64)
+    np.maximum.at(count, pair_groups, pair_count)
+    slowest = np.zeros(size)
+    np.maximum.at(slowest, pair_groups, pair_seconds)
+    return count, np.bincount(pair_groups, minlength=size), slowest
 
 
 def _texts(values: np.ndarray) -> list[str]:
@@ -526,26 +598,57 @@ def _cut_runs(ops: Columns, events: Columns, executions: np.ndarray) -> np.ndarr
 def unwaited_runs(ops: Columns, events: Columns) -> np.ndarray | None:
     """Where every op event of `ops` has JAX's ``run_id`` and the waits of `events` carry it
     too: which op events belong to a run that no wait names (cut, see :func:`_cut_runs`);
-    else None."""
-    return _unwaited(ops.run, events.run[events.name == WAIT_SPAN])
+    else None. A run on several devices (each waits for its own part, under the run's one
+    id) is cut where a device that ran ops of it has no wait of it."""
+    waits = events.name == WAIT_SPAN
+    return _unwaited(ops.run, events.run[waits], ops.device, events.device[waits])
 
 
-def _unwaited(op_runs: np.ndarray, wait_runs: np.ndarray) -> np.ndarray | None:
-    """:func:`unwaited_runs` of the op events' run ids and the waits' (NaN where none)."""
+def _unwaited(
+    op_runs: np.ndarray,
+    wait_runs: np.ndarray,
+    op_devices: np.ndarray | None = None,
+    wait_devices: np.ndarray | None = None,
+) -> np.ndarray | None:
+    """:func:`unwaited_runs` of the op events' run ids and the waits' (NaN where none), and
+    their devices (-1 where unknown)."""
     if not len(op_runs) or np.isnan(op_runs).any():
         return None
-    waited = wait_runs[~np.isnan(wait_runs)]
+    has_run = ~np.isnan(wait_runs)
+    waited = wait_runs[has_run]
     if not len(waited):
         return None
-    return ~np.isin(op_runs, waited)
+    unwaited = ~np.isin(op_runs, waited)
+    if op_devices is None or wait_devices is None or len(np.unique(op_devices)) < 2:
+        return unwaited
+    waited_devices = wait_devices[has_run]
+    if (waited_devices < 0).any() or (op_devices < 0).any():
+        return unwaited
+    # each (run, device) as one code
+    runs = pd.factorize(np.concatenate([op_runs, waited]))[0]
+    devices, known = pd.factorize(np.concatenate([op_devices, waited_devices]))
+    parts = runs * len(known) + devices
+    cut_parts = ~np.isin(parts[: len(op_runs)], parts[len(op_runs) :])
+    # a run cut on one device is cut on all: its parts on the others are not a whole run
+    return unwaited | np.isin(op_runs, op_runs[cut_parts])
 
 
 def whole_runs(frame: pd.DataFrame) -> int:
     """The program runs of the trace events `frame` whose run ids the op events carry, less
     those no wait names (cut, see :func:`_cut_runs`)."""
     runs = frame["run_id"].to_numpy(dtype=float, na_value=np.nan)
-    op_runs = runs[frame["hlo_op"].notna().to_numpy(dtype=bool)]
-    unwaited = _unwaited(op_runs, runs[frame["name"].to_numpy(dtype=object) == WAIT_SPAN])
+    is_op = frame["hlo_op"].notna().to_numpy(dtype=bool)
+    op_runs = runs[is_op]
+    waits = frame["name"].to_numpy(dtype=object) == WAIT_SPAN
+    devices = None
+    if "device_ordinal" in frame:
+        devices = frame["device_ordinal"].to_numpy(dtype=np.int64, na_value=-1)
+    unwaited = _unwaited(
+        op_runs,
+        runs[waits],
+        None if devices is None else devices[is_op],
+        None if devices is None else devices[waits],
+    )
     if unwaited is not None:
         op_runs = op_runs[~unwaited]
     return len(np.unique(op_runs[~np.isnan(op_runs)]))

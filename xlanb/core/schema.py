@@ -845,13 +845,13 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "reduction, elementwise, data movement, collective, unattributed)",
             ("xspace",),
         ),
-        _r("count", "int64", "count", "times it ran", ("xspace",)),
+        _r("count", "int64", "count", "times it ran (on one device: see `devices`)", ("xspace",)),
         _r(
             "seconds",
             "float64",
             "s",
             "measured device time of the op itself (less the ops run inside it: a while "
-            "loop's body), all runs together",
+            "loop's body), all runs together, on one device (see `devices`)",
             ("xspace",),
         ),
         _r(
@@ -870,6 +870,22 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "s",
             "of `seconds`, the part from the first traced run of the op's program (the run "
             "after its compile holds the warm-up); the rest is from the later runs",
+            ("xspace",),
+        ),
+        _c(
+            "devices",
+            "Int64",
+            "count",
+            "the devices that ran the op, where its program ran on several (a sharded `jit`, "
+            "`pmap`, `shard_map`): `count` and `seconds` are then one device's, the mean over "
+            "these",
+            ("xspace",),
+        ),
+        _c(
+            "max_device_seconds",
+            "float64",
+            "s",
+            "where `devices` is set, the `seconds` of the device that took longest (a straggler's)",
             ("xspace",),
         ),
         _c(

@@ -291,6 +291,7 @@ EVENT_COLUMNS = (
     "run_id",
     "kind",
     "correlation_id",
+    "device_ordinal",
 )
 
 #: Events an allocator records on each allocation and free while tracing (tsl's BFC allocator,
@@ -308,9 +309,10 @@ _STAT_COLUMNS = {
     "program_id": "program_id",
     "run_id": "run_id",
     "correlation_id": "correlation_id",
+    "device_ordinal": "device_ordinal",
 }
 #: The stats read into columns, in the order the reader keeps their values.
-_STAT_ORDER = ("hlo_op", "hlo_module", "program_id", "run_id", "correlation_id")
+_STAT_ORDER = ("hlo_op", "hlo_module", "program_id", "run_id", "correlation_id", "device_ordinal")
 _HLO_OP, _PROGRAM = _STAT_ORDER.index("hlo_op"), _STAT_ORDER.index("program_id")
 
 
@@ -331,6 +333,8 @@ class XSpaceEvents:
         run_id       Int64 (NA)   one execution of the program
         kind         str    "op" when hlo_op is set, else classify_span(name)
         correlation_id Int64 (NA) CUPTI's id joining a GPU kernel to its host launch
+        device_ordinal Int64 (NA) the device an XLA:CPU thunk ran for (JAX 0.10: one per
+                     forced host device); a GPU kernel's device is its plane's
 
     Stats are resolved through the plane's stat metadata (``ref_value`` -> the referenced
     metadata's name) and the event metadata's stats (event stats win).
@@ -734,7 +738,7 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
         np.repeat(np.asarray(columns.line_ts, dtype=np.int64), counts)
         + np.asarray(columns.offsets, dtype=np.int64) // 1000
     )
-    hlo_op, hlo_module, program_id, run_id, correlation_id = _stat_columns(columns, n)
+    hlo_op, hlo_module, program_id, run_id, correlation_id, device = _stat_columns(columns, n)
     kind_table, kind_codes = _kinds(names, gid, hlo_op, columns.stat_rows)
     line_codes = np.repeat(np.arange(len(columns.line_names)), counts)
     frame = pd.DataFrame(
@@ -750,6 +754,7 @@ def _events_frame(columns: _EventColumns) -> pd.DataFrame:
             "run_id": run_id,
             "kind": _taken(kind_table, kind_codes),
             "correlation_id": correlation_id,
+            "device_ordinal": device,
         },
         columns=list(EVENT_COLUMNS),
     )
@@ -806,35 +811,21 @@ def _name_indices(columns: _EventColumns, plane_of_event: np.ndarray) -> np.ndar
 
 def _stat_columns(columns: _EventColumns, n: int) -> tuple[Any, ...]:
     """The sparse stat columns of `n` events: ``hlo_op``, ``hlo_module`` (objects, None where
-    absent), ``program_id``, ``run_id``, ``correlation_id`` (nullable integers)."""
+    absent), ``program_id``, ``run_id``, ``correlation_id``, ``device_ordinal`` (nullable
+    integers)."""
     hlo_op = np.full(n, None, dtype=object)
     hlo_module = np.full(n, None, dtype=object)
-    program = np.zeros(n, dtype=np.int64)
-    program_na = np.ones(n, dtype=bool)
-    run = np.zeros(n, dtype=np.int64)
-    run_na = np.ones(n, dtype=bool)
-    correlation = np.zeros(n, dtype=np.int64)
-    correlation_na = np.ones(n, dtype=bool)
+    ints = [(np.zeros(n, dtype=np.int64), np.ones(n, dtype=bool)) for _ in _STAT_ORDER[2:]]
     if columns.stat_rows:
         rows = np.asarray(columns.stat_rows, dtype=np.int64)
-        ops, modules, programs, runs, correlations = (
+        ops, modules, *numbers = (
             [values[i] for values in columns.stat_values] for i in range(len(_STAT_ORDER))
         )
         hlo_op[rows] = _as_str(ops)
         hlo_module[rows] = _as_str(modules)
-        for values, dest, na in (
-            (programs, program, program_na),
-            (runs, run, run_na),
-            (correlations, correlation, correlation_na),
-        ):
+        for values, (dest, na) in zip(numbers, ints, strict=True):
             _set_ints(values, rows, dest, na)
-    return (
-        hlo_op,
-        hlo_module,
-        pd.arrays.IntegerArray(program, program_na),
-        pd.arrays.IntegerArray(run, run_na),
-        pd.arrays.IntegerArray(correlation, correlation_na),
-    )
+    return (hlo_op, hlo_module, *(pd.arrays.IntegerArray(dest, na) for dest, na in ints))
 
 
 def _set_ints(values: list[Any], rows: np.ndarray, dest: np.ndarray, na: np.ndarray) -> None:

@@ -337,7 +337,7 @@ def _places(lines: list[str], *columns: list[Any]) -> tuple[list[str], list[str]
 
 
 #: The ``ops`` columns :func:`runs_texts` reads.
-TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds"]
+TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds", "devices"]
 #: Top ops in the HTML's table; the text shows the first :data:`TOP_OPS_TEXT` of them.
 TOP_OPS_SHOWN = 10
 TOP_OPS_TEXT = 5
@@ -367,9 +367,13 @@ def shown_top_ops(profile: Profile) -> dict[str, list[Any]]:
 def runs_text(row: Any) -> str:
     """Which runs an ``ops`` row's time is from: ``6 runs, first 100.2 ms, then 1.2 ms a run``
     (the first traced run of its program holds the compile's warm-up), or its count where
-    runs are unknown."""
+    runs are unknown; ``on each of 8 devices`` where the row is one device's of several."""
     return runs_words(
-        getattr(row, "runs", None), getattr(row, "first_run_seconds", None), row.count, row.seconds
+        getattr(row, "runs", None),
+        getattr(row, "first_run_seconds", None),
+        row.count,
+        row.seconds,
+        getattr(row, "devices", None),
     )
 
 
@@ -384,20 +388,23 @@ def runs_texts(ops: pd.DataFrame | dict[str, list[Any]]) -> list[str]:
             list(ops["first_run_seconds"]) if "first_run_seconds" in ops else absent,
             list(ops["count"]),
             list(ops["seconds"]),
+            list(ops["devices"]) if "devices" in ops else absent,
             strict=True,
         )
     ]
 
 
-def runs_words(runs: Any, first: Any, count: Any, seconds: Any) -> str:
+def runs_words(runs: Any, first: Any, count: Any, seconds: Any, devices: Any = None) -> str:
+    several = devices is not None and not pd.isna(devices) and int(devices) > 1
+    on = f" on each of {int(devices)} devices" if several else ""
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
-        return f"×{count}"
+        return f"×{count}{on}"
     if int(runs) <= 1:
-        return "1 run"
+        return f"1 run{on}"
     later = (float(seconds) - float(first)) / (int(runs) - 1)
     return (
         f"{int(runs)} runs, first {format_seconds(float(first))},"
-        f" then {format_seconds(max(later, 0.0))} a run"
+        f" then {format_seconds(max(later, 0.0))} a run{on}"
     )
 
 

@@ -27,6 +27,12 @@ Fixtures (one ``<host>.xplane.pb`` of one trace each, renamed, plus a JSON of Py
   ``stop_trace`` while the first queued run had started (see :func:`record_jax_cut`): the
   trace holds its first thunks but not its wait (0.10: a ``run_id`` no wait names; 0.6: its
   first thunk on a client thread with no wait in the trace, or after the last wait of one).
+- ``jax_2dev_cut.xplane.pb`` / ``.json``: JAX 0.10.2 with two host devices
+  (``--xla_force_host_platform_device_count=2``): ``tanh(x @ w) @ w`` on a 512x512 ``x``
+  sharded over both, 3 waited runs, then 3 calls without waiting and ``stop_trace`` while a
+  queued run had finished on one device and not on the other (see
+  :func:`record_jax_two_devices`): each thunk carries its ``device_ordinal``, the devices'
+  parts of one run share its ``run_id``, and one part has no wait.
 - ``torch_xla_mlp.xplane.pb`` / ``.json``: ``torch_xla.debug.profiler.start_trace``; a
   64-128-10 MLP, SGD, 5 training steps each ending in ``torch_xla.sync()``, then
   ``loss.item()``. The first step compiles inside the trace.
@@ -440,7 +446,66 @@ def record_jax_cut(names: dict[str, str], tries: int = 400) -> None:
     raise SystemExit(f"no trace cut a run as {sorted(wanted)} in {tries} tries")
 
 
+def _cut_on_one_device(events) -> bool:
+    """Whether a trace holds a run that one device waited for and another did not (its ops
+    there carry the run's id, no wait of that device names it)."""
+    ops = events[events["hlo_op"].notna()]
+    waits = events[events["name"] == WAIT_SPAN]
+    waited = set(zip(waits["run_id"], waits["device_ordinal"], strict=True))
+    parts = set(zip(ops["run_id"], ops["device_ordinal"], strict=True))
+    return any(run in set(waits["run_id"]) for run, _ in parts - waited)
+
+
+def record_jax_two_devices(tries: int = 400) -> None:
+    """A trace of two host devices stopped while a queued run had ended on one device only:
+    3 waited runs of ``tanh(x @ w) @ w`` with `x` sharded over both devices, then 3 calls
+    without waiting and ``stop_trace`` after a spin of 0-39 ms (in a process whose XLA_FLAGS
+    force two host devices)."""
+    import jax
+    import jax.numpy as jnp
+    import jax.profiler as jp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from xlanb.formats.xspace import read_xspace
+
+    mesh = Mesh(jax.devices(), ("d",))
+    x = jax.device_put(jnp.ones((512, 512)), NamedSharding(mesh, PartitionSpec("d")))
+    w = jnp.ones((512, 512))
+
+    @jax.jit
+    def step(x, w):
+        return jnp.tanh(x @ w) @ w
+
+    step(x, w).block_until_ready()
+    for attempt in range(tries):
+        log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
+        before_start = time.time_ns()
+        jp.start_trace(log_dir, profiler_options=_jax_options())
+        for _ in range(3):
+            step(x, w).block_until_ready()
+        queued = [step(x, w) for _ in range(3)]
+        spin_until = time.perf_counter() + (attempt % 40) / 1000
+        while time.perf_counter() < spin_until:
+            pass
+        jp.stop_trace()
+        after_stop = time.time_ns()
+        queued[-1].block_until_ready()
+        if _cut_on_one_device(read_xspace(_newest_xplane(log_dir)).events):
+            info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
+            info |= {"devices": len(jax.devices()), "before_start_ns": before_start}
+            info |= {"after_stop_ns": after_stop, "waited_runs": 3, "queued_calls": 3}
+            info |= {"cut": "one_device", "attempt": attempt}
+            _save("jax_2dev_cut", log_dir, info)
+            shutil.rmtree(log_dir, ignore_errors=True)
+            return
+        shutil.rmtree(log_dir, ignore_errors=True)
+    raise SystemExit(f"no trace cut a run on one device only in {tries} tries")
+
+
 def main(argv: list[str]) -> None:
+    if argv and argv[0] == "jax-2dev":
+        record_jax_two_devices()
+        return
     if argv and argv[0] == "jax-old":
         record_jax_queued()
         record_jax_cut({"other_line": "jax06_cut_mm", "same_line": "jax06_cut_inline_mm"})
@@ -461,6 +526,9 @@ def main(argv: list[str]) -> None:
     extra = ["--measure"] if "--measure" in argv else []
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     subprocess.run([str(PY_JAX), __file__, "jax", *extra], env=env, check=True)
+    if not extra:
+        two = {**env, "XLA_FLAGS": "--xla_force_host_platform_device_count=2"}
+        subprocess.run([str(PY_JAX), __file__, "jax-2dev"], env=two, check=True)
     if not extra and PY_JAX_OLD.exists():
         subprocess.run([str(PY_JAX_OLD), __file__, "jax-old"], env=env, check=True)
     elif not extra:

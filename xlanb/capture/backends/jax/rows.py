@@ -775,16 +775,16 @@ def _fallback_rows(
 
 def _callbacks_per_run(capture: Capture) -> dict[tuple[str, str], float]:
     """(graph, HLO instruction) -> how many times a callback instruction ran per run of its
-    program, from the device trace: its events over the program's traced runs."""
-    traced_runs = Counter(
+    program, from the device trace: its events (on every device) over the traced runs."""
+    ran = Counter(  # the traced runs of each graph
         span["graph"]
         for span in capture.rows.get("spans", [])
         if span["lane"] == "device" and not span.get("estimated")
     )
     return {
-        (_program_key(op["graph"]), op["op"]): op["count"] / traced_runs[op["graph"]]
+        (_program_key(op["graph"]), op["op"]): op["count"] * op.get("devices", 1) / ran[op["graph"]]
         for op in capture.rows.get("ops", [])
-        if traced_runs.get(op["graph"])
+        if ran.get(op["graph"])
     }
 
 
