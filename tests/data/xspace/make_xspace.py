@@ -403,6 +403,27 @@ def _cut_kind(events) -> str | None:
     return "same_line" if after.any() else None
 
 
+def _trace_with_queued_runs(run, attempt: int) -> tuple[str, int, int]:
+    """A JAX trace of 3 waited calls of `run`, then 3 calls without waiting and ``stop_trace``
+    after a spin of ``attempt % 40`` ms: (its folder, epoch ns before its start and after its
+    stop)."""
+    import jax.profiler as jp
+
+    log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
+    before_start = time.time_ns()
+    jp.start_trace(log_dir, profiler_options=_jax_options())
+    for _ in range(3):
+        run().block_until_ready()
+    queued = [run() for _ in range(3)]
+    spin_until = time.perf_counter() + (attempt % 40) / 1000
+    while time.perf_counter() < spin_until:
+        pass
+    jp.stop_trace()
+    after_stop = time.time_ns()
+    queued[-1].block_until_ready()
+    return log_dir, before_start, after_stop
+
+
 def record_jax_cut(names: dict[str, str], tries: int = 400) -> None:
     """Traces stopped while a queued run had started: 3 runs of a 1024x1024 matmul program,
     each waited for, then 3 calls without waiting and ``stop_trace`` after a spin of 0-39 ms,
@@ -410,7 +431,6 @@ def record_jax_cut(names: dict[str, str], tries: int = 400) -> None:
     name). ``waited_runs`` and ``queued_calls`` say what the trace was asked to hold."""
     import jax
     import jax.numpy as jnp
-    import jax.profiler as jp
 
     from xlanb.formats.xspace import read_xspace
 
@@ -422,18 +442,7 @@ def record_jax_cut(names: dict[str, str], tries: int = 400) -> None:
     mm(big).block_until_ready()
     wanted = dict(names)
     for attempt in range(tries):
-        log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
-        before_start = time.time_ns()
-        jp.start_trace(log_dir, profiler_options=_jax_options())
-        for _ in range(3):
-            mm(big).block_until_ready()
-        queued = [mm(big) for _ in range(3)]
-        spin_until = time.perf_counter() + (attempt % 40) / 1000
-        while time.perf_counter() < spin_until:
-            pass
-        jp.stop_trace()
-        after_stop = time.time_ns()
-        queued[-1].block_until_ready()
+        log_dir, before_start, after_stop = _trace_with_queued_runs(lambda: mm(big), attempt)
         kind = _cut_kind(read_xspace(_newest_xplane(log_dir)).events)
         if kind in wanted:
             info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
@@ -463,7 +472,6 @@ def record_jax_two_devices(tries: int = 400) -> None:
     force two host devices)."""
     import jax
     import jax.numpy as jnp
-    import jax.profiler as jp
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
     from xlanb.formats.xspace import read_xspace
@@ -478,18 +486,7 @@ def record_jax_two_devices(tries: int = 400) -> None:
 
     step(x, w).block_until_ready()
     for attempt in range(tries):
-        log_dir = tempfile.mkdtemp(prefix="xlanb_jax_trace_")
-        before_start = time.time_ns()
-        jp.start_trace(log_dir, profiler_options=_jax_options())
-        for _ in range(3):
-            step(x, w).block_until_ready()
-        queued = [step(x, w) for _ in range(3)]
-        spin_until = time.perf_counter() + (attempt % 40) / 1000
-        while time.perf_counter() < spin_until:
-            pass
-        jp.stop_trace()
-        after_stop = time.time_ns()
-        queued[-1].block_until_ready()
+        log_dir, before_start, after_stop = _trace_with_queued_runs(lambda: step(x, w), attempt)
         if _cut_on_one_device(read_xspace(_newest_xplane(log_dir)).events):
             info = {"runtime": f"jax {jax.__version__}", "backend": jax.default_backend()}
             info |= {"devices": len(jax.devices()), "before_start_ns": before_start}
