@@ -466,3 +466,17 @@ def test_metrics_file_without_the_launch_counter_counts_finished_runs(tmp_path):
     table = step_table(xlanb.load(path))
     finished = xlanb.load(XLA / "metrics.txt").metrics.set_index("name").loc["ExecuteTime", "count"]
     assert table["executions"].sum() == finished
+
+
+def test_a_trace_without_xla_ops_says_so(tmp_path):
+    # a real JAX trace of a cell that ran no program: an empty per-op table, and why
+    import jax
+
+    jax.profiler.start_trace(str(tmp_path))
+    sum(range(1000))
+    jax.profiler.stop_trace()
+    prof = xlanb.load(tmp_path)
+    assert prof.ops.empty
+    assert any("no XLA op events" in note for note in prof.notes), prof.notes
+    # a trace with op events has no such note
+    assert not xlanb.load(DATA / "xla_tpu" / "v6e4_inference").notes

@@ -91,6 +91,14 @@ def load_trace_dir(path: str | os.PathLike, dump: str | os.PathLike | None = Non
         else make_frame("compiles", _trace_compiles(backend, frame))
     )
     profile.name = _folder_name(path)
+    if frame["hlo_op"].isna().all():
+        planes = ", ".join(sorted(set(frame["plane"].astype(str))))
+        profile.notes.append(
+            f"{files[0].name}: no XLA op events{f' (planes {planes})' if planes else ''}: "
+            "no per-op device time. "
+            "A trace of a runtime other than XLA (TensorFlow's own ops), or of a cell that "
+            "ran no program?"
+        )
     profile.environment["trace"] = os.fspath(files[0])
     profile.environment.update(device_environment(events.plane_stats))
     return with_file_findings(profile, profile.findings.to_dict("records"))
