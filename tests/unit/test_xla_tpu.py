@@ -178,3 +178,15 @@ def test_compiles_come_from_the_trace_without_a_dump(profile):
     assert set(compiles["graph"]) == set(TRUTH["/device:TPU:0"]["runs"])
     compile_bucket = profile.breakdown.set_index("bucket").loc["compile", "seconds"]
     assert compiles["seconds"].sum() == pytest.approx(compile_bucket)
+
+
+def test_memory_in_use_is_the_first_chips(profile):
+    # the host records each chip's allocations (its `index_on_host`, no allocator name):
+    # interleaved, four chips' bytes in use make no series; the samples are chip 0's
+    chip = TRUTH["/device:TPU:0"]
+    samples = profile.samples[profile.samples["metric"] == "DeviceMemoryInUse"]
+    assert len(samples) == chip["memory_events"]
+    assert samples["value"].max() == chip["most_bytes_in_use"]
+    assert chip["most_bytes_in_use"] > max(
+        TRUTH[f"/device:TPU:{n}"]["most_bytes_in_use"] for n in (1, 2, 3)
+    )

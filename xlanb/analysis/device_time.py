@@ -203,10 +203,20 @@ def memory_samples(backend: str, events: Any, window: tuple[float, float]) -> li
     inside = memory[
         (memory["start_ns"] >= window[0] * 1e9) & (memory["start_ns"] <= window[1] * 1e9)
     ]
+    allocators = list(dict.fromkeys(inside["allocator"].tolist()))
+    if len(allocators) > 1:  # one device's: interleaved, several devices' make no series
+        inside = inside[inside["allocator"] == first_device(allocators)]
     return [
         {"backend": backend, "metric": MEMORY_METRIC, "time": start / 1e9, "value": in_use}
         for start, in_use in zip(inside["start_ns"], inside["bytes_in_use"], strict=True)
     ]
+
+
+def first_device(allocators: Sequence[str]) -> str:
+    """Of several allocators' names (``GPU_1_bfc``, ``device 0``), that of the lowest device
+    number (the first one named without a number where none has one)."""
+    numbered = [(int(found[0]), name) for name in allocators if (found := re.search(r"\d+", name))]
+    return min(numbered)[1] if numbered else allocators[0]
 
 
 def rows(

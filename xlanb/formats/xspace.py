@@ -300,7 +300,7 @@ MEMORY_EVENT_NAMES = ("MemoryAllocation", "MemoryDeallocation")
 MEMORY_COLUMNS = ("start_ns", "allocator", "bytes_in_use", "peak_bytes_in_use")
 _MEMORY_EVENT_NAME_SET = frozenset(MEMORY_EVENT_NAMES)
 #: The stats of a memory event that :func:`memory_events` reads, in the order it keeps them.
-_MEMORY_STATS = ("bytes_allocated", "peak_bytes_in_use", "allocator_name")
+_MEMORY_STATS = ("bytes_allocated", "peak_bytes_in_use", "allocator_name", "index_on_host")
 
 # Stat name -> events column.
 _STAT_COLUMNS = {
@@ -681,7 +681,8 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     `start` shifted as for the events), which allocator, the bytes it holds in use after the
     event (``bytes_allocated``) and its peak so far (``peak_bytes_in_use``), by the
     allocator's stat names (tsl ``bfc_allocator.cc``); checked on an H100 trace (JAX 0.11.2:
-    allocator ``GPU_0_bfc``), not yet on a TPU's."""
+    allocator ``GPU_0_bfc``) and a TPU's (no allocator name: ``device N`` by the event's
+    ``index_on_host``, its chip)."""
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {
@@ -703,9 +704,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
             for event in line.events:
                 if event.metadata_id not in memory_ids:
                     continue
-                in_use, peak, allocator = decoder.values(event.stats, len(_MEMORY_STATS))
+                in_use, peak, allocator, device = decoder.values(event.stats, len(_MEMORY_STATS))
                 if not isinstance(in_use, int | float):
                     continue
+                if not allocator and isinstance(device, int):  # a TPU's: its chip on the host
+                    allocator = f"device {device}"
                 rows.append(
                     (
                         ts + event.offset_ps // 1000,

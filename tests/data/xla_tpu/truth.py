@@ -1,7 +1,7 @@
 """Read straight from the TPU trace's protobuf (not through xlanb's event reader): per chip,
 each program's runs (``XLA Modules`` events), each op's count, seconds, source line and
-cost (``XLA Ops`` events, by display name), the chip's busy time (the union of its op events)
-and its peak memory bandwidth.
+cost (``XLA Ops`` events, by display name), the chip's busy time (the union of its op events),
+its peak memory bandwidth, and its memory events (the host's, by ``index_on_host``).
 Writes ``truth.json`` beside this file.
 
     .venv/bin/python tests/data/xla_tpu/truth.py
@@ -72,6 +72,24 @@ def main() -> None:
                 if plane.stat_metadata[stat.metadata_id].name == "peak_hbm_bw_gigabytes_per_second"
             ),
         }
+    memory: dict[int, list[int]] = defaultdict(list)  # chip -> bytes in use after each event
+    for plane in space.planes:
+        metadata = dict(plane.event_metadata)
+        names = {key: stat.name for key, stat in plane.stat_metadata.items()}
+        for line in plane.lines:
+            for event in line.events:
+                if metadata[event.metadata_id].name not in (
+                    "MemoryAllocation",
+                    "MemoryDeallocation",
+                ):
+                    continue
+                stats = {names[stat.metadata_id]: stat for stat in event.stats}
+                chip = stats["index_on_host"].int64_value or stats["index_on_host"].uint64_value
+                allocated = stats["bytes_allocated"]
+                memory[chip].append(allocated.int64_value or allocated.uint64_value)
+    for chip, in_use in memory.items():
+        chips[f"/device:TPU:{chip}"]["memory_events"] = len(in_use)
+        chips[f"/device:TPU:{chip}"]["most_bytes_in_use"] = max(in_use)
     (HERE / "truth.json").write_text(json.dumps(chips, indent=1, sort_keys=True) + "\n")
 
 
