@@ -1,6 +1,6 @@
 """The lines of a TPU chip's plane in an XSpace, as XProf names them, read into the events'
-columns of :mod:`xlanb.formats.xspace`: each op event's name, program and run. Imports nothing
-but numpy and pandas."""
+columns of :mod:`xlanb.formats.xspace`: each op event's name, program and run; and what each
+op's metadata says of it (source line, FLOPs, bytes). Imports nothing from ``xlanb``."""
 
 from __future__ import annotations
 
