@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from xlanb.analysis.peaks import peak_for
@@ -129,14 +130,14 @@ def _trace_cost_rates(ops: pd.DataFrame, environment: Mapping[str, Any]) -> pd.D
     (``copy-start``, ``copy-done``) get none."""
     if ops.empty or "flops" not in ops.columns:
         return ops
-    given = ops["flops"].notna().to_numpy(copy=True)
+    given = ~np.isnan(ops["flops"].to_numpy(dtype=float, na_value=np.nan))
+    if "flops_per_second" in ops.columns:
+        given &= np.isnan(ops["flops_per_second"].to_numpy(dtype=float, na_value=np.nan))
+    if not given.any():  # a live cell's ops: rated from their text, or no costs at all
+        return ops
     # an async op's start launches its copy or collective, its done waits for what is left
     # of it: neither moves the bytes in its own time
     given &= ~ops["op"].astype(str).str.contains(ASYNC_HALF).to_numpy(dtype=bool)
-    if "flops_per_second" in ops.columns:
-        given &= ops["flops_per_second"].isna().to_numpy()
-    if not given.any():
-        return ops
     rows = ops[given]
     peak = device_peak(environment, "f32")
     flops, moved = rows["flops"].astype(float), rows["bytes"].astype(float)
