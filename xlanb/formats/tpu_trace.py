@@ -1,16 +1,17 @@
 """The lines of a TPU chip's plane in an XSpace, as XProf names them, read into the events'
 columns of :mod:`xlanb.formats.xspace`: each op event's name, program and run; and what each
-op's metadata says of it (source line, FLOPs, bytes). Imports nothing from ``xlanb``."""
+op's metadata says of it (source line, FLOPs, bytes)."""
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
+
+from xlanb.formats.xplane_metadata import by_id, stat_value
 
 #: The planes of TPU chips. Their lines, as XProf names them: ``XLA Modules`` (one event per
 #: program run, named ``MODULE(PROGRAM_ID)``, with its ``run_id``), ``XLA Ops`` (one event per
@@ -100,36 +101,24 @@ def op_facts(space: Any) -> dict[tuple[int, str], OpFacts]:
     for plane in space.planes:
         if not plane.name.startswith(TPU_PLANE):
             continue
-        stat_names = {key: stat.name for key, stat in _entries(plane.stat_metadata)}
-        for _, metadata in _entries(plane.event_metadata):
-            stats = {stat_names.get(stat.metadata_id): stat for stat in metadata.stats}
-            if "program_id" not in stats:
+        stat_names = {key: stat.name for key, stat in by_id(plane.stat_metadata).items()}
+        for metadata in by_id(plane.event_metadata).values():
+            stats = {
+                stat_names.get(stat.metadata_id): stat_value(stat, stat_names)
+                for stat in metadata.stats
+            }
+            if not isinstance(stats.get("program_id"), int):
                 continue
-            source = stats["source"].str_value if "source" in stats else ""
-            file, _, line = source.rpartition(":")
-            program = stats["program_id"]
-            found[int64_of(program.uint64_value or program.int64_value), tpu_op_name(metadata)] = (
-                OpFacts(
-                    file if file and line.isdigit() else None,
-                    int(line) if file and line.isdigit() else None,
-                    _number(stats.get("flops")),
-                    _number(stats.get("bytes_accessed")),
-                )
+            file, _, line = str(stats.get("source") or "").rpartition(":")
+            found[int64_of(stats["program_id"]), tpu_op_name(metadata)] = OpFacts(
+                file if file and line.isdigit() else None,
+                int(line) if file and line.isdigit() else None,
+                _number(stats.get("flops")),
+                _number(stats.get("bytes_accessed")),
             )
     return found
 
 
-def _number(stat: Any) -> float:
-    """A count stat's value (NaN where absent)."""
-    if stat is None:
-        return math.nan
-    which = stat.WhichOneof("value")
-    return float(getattr(stat, which)) if which in _NUMBER_FIELDS else math.nan
-
-
-_NUMBER_FIELDS = ("int64_value", "uint64_value", "double_value")
-
-
-def _entries(metadata: Any) -> Iterable[tuple[int, Any]]:
-    """(id, metadata) of a plane's metadata map, declared as a map or as repeated entries."""
-    return metadata.items() if hasattr(metadata, "items") else ((e.key, e.value) for e in metadata)
+def _number(value: Any) -> float:
+    """A count stat's value (NaN where absent or not a number)."""
+    return float(value) if isinstance(value, int | float) else math.nan

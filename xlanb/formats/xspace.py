@@ -6,7 +6,8 @@ Both write ``<log_dir>/plugins/profile/<YYYY_MM_DD_HH_MM_SS>/<host>.xplane.pb`` 
 built at import time from a hand-written descriptor of ``tsl/profiler/protobuf/xplane.proto``
 (package ``tensorflow.profiler``) in a private descriptor pool: no TensorFlow, JAX or protoc, no
 clash with another ``xplane_pb2``. Needs ``protobuf``; imports nothing from ``xlanb`` but
-:mod:`xlanb.formats.proto_schema` and :mod:`xlanb.formats.proto_wire`. What the runtimes
+the ``proto_schema``, ``proto_wire``, ``xplane_metadata`` and ``tpu_trace`` modules beside it
+(TPU planes' lines). What the runtimes
 write (planes, span names, the clock, costs, pitfalls) is in the README ("Runtime notes",
 XSpace traces).
 """
@@ -28,6 +29,7 @@ from google.protobuf.message import DecodeError
 from xlanb.formats import tpu_trace
 from xlanb.formats.proto_schema import FIELD, ProtoFile
 from xlanb.formats.proto_wire import UNREAD, stat_from_wire
+from xlanb.formats.xplane_metadata import by_id, stat_value
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -387,27 +389,10 @@ class XSpaceEvents:
         return ev[mask].reset_index(drop=True)
 
 
-def _by_id(metadata: Any) -> dict[int, Any]:
-    """id -> metadata of a plane's metadata map, declared as a map or as repeated entries
-    (:func:`_build_messages`); a repeated id keeps its last entry, as a map does."""
-    if hasattr(metadata, "items"):
-        return dict(metadata.items())
-    return {entry.key: entry.value for entry in metadata}
-
-
-def _stat_value(stat: Any, stat_names: dict[int, str]) -> Any:
-    which = stat.WhichOneof("value")
-    if which is None:
-        return None
-    if which == "ref_value":
-        return stat_names.get(stat.ref_value)
-    return getattr(stat, which)
-
-
 def _plane_stats(plane: Any, stat_names: dict[int, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for stat in plane.stats:
-        value = _stat_value(stat, stat_names)
+        value = stat_value(stat, stat_names)
         out[stat_names.get(stat.metadata_id, str(stat.metadata_id))] = value
     return out
 
@@ -475,7 +460,7 @@ def _profile_window(space: Any) -> tuple[dict[str, dict[str, Any]], int | None, 
     plane_stats: dict[str, dict[str, Any]] = {}
     for plane in space.planes:
         if plane.stats:
-            stat_names_of = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
+            stat_names_of = {k: v.name for k, v in by_id(plane.stat_metadata).items()}
             plane_stats.setdefault(plane.name, {}).update(_plane_stats(plane, stat_names_of))
     env = plane_stats.get("Task Environment", {})
     start = env.get("profile_start_time")
@@ -598,7 +583,7 @@ class _StatDecoder:
                 if hit is not None:
                     found[hit[0]] = hit[2]
             elif (idx := self.wanted.get(raw.metadata_id)) is not None:
-                found[idx] = _stat_value(raw, self.meta.stat_names)
+                found[idx] = stat_value(raw, self.meta.stat_names)
         return found
 
     def line_stats(
@@ -638,35 +623,35 @@ def _plane_metadata(plane: Any, columns: _EventColumns, markers: bool) -> _Plane
     index into ``columns.gid_tables``), with the stats the metadata carries."""
     names = columns.names
     no_stats = (None,) * len(_STAT_ORDER)
-    stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
+    stat_names = {k: v.name for k, v in by_id(plane.stat_metadata).items()}
     wanted = {
         sid: _STAT_ORDER.index(col)
         for sid, name in stat_names.items()
         if (col := _STAT_COLUMNS.get(name))
     }
-    by_id = _by_id(plane.event_metadata)
-    metadatas = list(by_id.values())
+    of_id = by_id(plane.event_metadata)
+    metadatas = list(of_id.values())
     plane_names = [md.name or md.display_name for md in metadatas]
     stat_counts = [len(md.stats) for md in metadatas]
-    gids = dict(zip(by_id, range(len(names), len(names) + len(metadatas)), strict=True))
+    gids = dict(zip(of_id, range(len(names), len(names) + len(metadatas)), strict=True))
     names += plane_names
     skipped: set[int] = set()
     if not markers:
         skipped = {
             mid
-            for mid, name, n in zip(by_id, plane_names, stat_counts, strict=True)
+            for mid, name, n in zip(of_id, plane_names, stat_counts, strict=True)
             if not n and name.startswith(_MARKER_PREFIXES)
         }
     meta_stats: dict[int, tuple[Any, ...]] = {}
     tpu = plane.name.startswith(tpu_trace.TPU_PLANE)
-    for mid, md, n in zip(by_id, metadatas, stat_counts, strict=True):
+    for mid, md, n in zip(of_id, metadatas, stat_counts, strict=True):
         if not n or not wanted:
             continue
         base: list[Any] = list(no_stats)
         for stat in md.stats:
             idx = wanted.get(stat.metadata_id)
             if idx is not None:
-                base[idx] = _stat_value(stat, stat_names)
+                base[idx] = stat_value(stat, stat_names)
         if tpu and base[_PROGRAM] is not None:
             base[_HLO_OP] = tpu_trace.tpu_op_name(md)
         if base != list(no_stats):
@@ -686,11 +671,11 @@ def memory_events(space: Any, start: int | None = None) -> pd.DataFrame:
     rows: list[tuple[int, str, float, float]] = []
     for plane in space.planes:
         memory_ids = {
-            mid for mid, md in _by_id(plane.event_metadata).items() if md.name in MEMORY_EVENT_NAMES
+            mid for mid, md in by_id(plane.event_metadata).items() if md.name in MEMORY_EVENT_NAMES
         }
         if not memory_ids:
             continue
-        stat_names = {k: v.name for k, v in _by_id(plane.stat_metadata).items()}
+        stat_names = {k: v.name for k, v in by_id(plane.stat_metadata).items()}
         wanted = {
             sid: _MEMORY_STATS.index(name)
             for sid, name in stat_names.items()
