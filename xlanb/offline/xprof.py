@@ -179,6 +179,7 @@ def _trace_compiles(backend: str, frame: Any) -> list[dict[str, Any]]:
     """``compiles`` rows of a trace without a dump: one per JAX compile span, its program
     the module JAX names after the call holding it (``jit_NAME``); the cause unknown."""
     found = frame[frame["name"].isin(_JAX_COMPILES) & frame["hlo_op"].isna()]
+    all_calls = frame[frame["name"].str.startswith("PjitFunction(")]
     rows = []
     for line, start, duration in zip(
         found["line"].tolist(),
@@ -186,7 +187,7 @@ def _trace_compiles(backend: str, frame: Any) -> list[dict[str, Any]]:
         found["duration_ns"].tolist(),
         strict=True,
     ):
-        calls = frame[(frame["line"] == line) & frame["name"].str.startswith("PjitFunction(")]
+        calls = all_calls[all_calls["line"] == line]
         calls = calls[
             (calls["start_ns"] <= start)
             & (calls["start_ns"] + calls["duration_ns"] >= start + duration)
