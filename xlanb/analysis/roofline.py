@@ -139,20 +139,19 @@ def _trace_cost_rates(ops: pd.DataFrame, environment: Mapping[str, Any]) -> pd.D
     # of it: neither moves the bytes in its own time
     given &= ~ops["op"].astype(str).str.contains(ASYNC_HALF).to_numpy(dtype=bool)
     rows = ops[given]
-    peak = device_peak(environment, "f32")
-    flops, moved = rows["flops"].astype(float), rows["bytes"].astype(float)
-    seconds = rows["seconds"].astype(float).where(rows["seconds"].astype(float) > 0)
-    runs = rows["count"].astype(float)
+    rated = _rated(
+        rows,
+        rows["flops"].astype(float).tolist(),
+        rows["bytes"].astype(float).tolist(),
+        device_peak(environment, "f32"),
+    )
     out = ops.copy()
-    if "flops_per_second" not in out.columns:
-        out["flops_per_second"] = out["bytes_per_second"] = math.nan
-    if "bound" not in out.columns:
-        out["bound"] = pd.Series(None, index=out.index, dtype=object)
-    out.loc[given, "flops_per_second"] = (flops * runs / seconds).to_numpy()
-    out.loc[given, "bytes_per_second"] = (moved * runs / seconds).to_numpy()
-    bounds = [bound_of(f, b, peak) for f, b in zip(flops.tolist(), moved.tolist(), strict=True)]
-    out.loc[given, "bound"] = pd.Series(bounds, index=rows.index, dtype=object)
-    out["bound"] = out["bound"].astype(object).where(out["bound"].notna(), None)
+    for column in OP_RATE_COLUMNS:
+        if column not in out.columns:
+            out[column] = pd.Series(None if column == "bound" else math.nan, index=out.index)
+        out[column] = out[column].astype(object if column == "bound" else float)
+        out.loc[given, column] = rated[column].to_numpy()
+    out["bound"] = out["bound"].where(out["bound"].notna(), None)
     return out
 
 
@@ -188,6 +187,14 @@ def _run_weighted_rates(
         total = sum(runs for _, runs in found)
         flops.append(sum(c.flops * r for c, r in found) / total if total else math.nan)
         moved.append(sum(c.bytes * r for c, r in found) / total if total else math.nan)
+    return _rated(ops, flops, moved, peak)
+
+
+def _rated(
+    ops: pd.DataFrame, flops: list[float], moved: list[float], peak: tuple[float, float] | None
+) -> pd.DataFrame:
+    """`ops` with `flops` and bytes `moved` of one run of each, their rates over the rows'
+    ``seconds`` of ``count`` runs, and bound against `peak`."""
     seconds = ops["seconds"].astype(float).where(ops["seconds"].astype(float) > 0)
     runs = ops["count"].astype(float) if "count" in ops.columns else 1.0
     return ops.assign(
