@@ -190,3 +190,17 @@ def test_memory_in_use_is_the_first_chips(profile):
     assert chip["most_bytes_in_use"] > max(
         TRUTH[f"/device:TPU:{n}"]["most_bytes_in_use"] for n in (1, 2, 3)
     )
+
+
+def test_op_spans_are_the_first_chips_events(profile):
+    # each chip runs its own copy of a program's ops at the same time: the zoom's op bars are
+    # chip 0's (its 1,504 op events are fewer than the spans kept: every one is there)
+    chip = TRUTH["/device:TPU:0"]["ops"]
+    spans = profile.spans[profile.spans["lane"] == "op"]
+    assert spans.groupby("name").size().to_dict() == {op: v["count"] for op, v in chip.items()}
+    # seconds as end - start in epoch seconds: within two of their ulps of the trace's own
+    ulp = np.spacing(spans["start"].max())
+    for op, group in spans.groupby("name"):
+        assert group["seconds"].sum() == pytest.approx(
+            chip[op]["seconds"], abs=2 * ulp * len(group)
+        )

@@ -444,7 +444,12 @@ def _subtract_nested(own: np.ndarray, starts: np.ndarray, order: np.ndarray) -> 
 
 
 def _longest_spans(ops: Columns) -> list[_Span]:
-    """``op`` spans of the :data:`MAX_OP_SPANS` longest op events (the first of equals)."""
+    """``op`` spans of the :data:`MAX_OP_SPANS` longest op events (the first of equals) of one
+    device: the lowest-numbered where several ran ops (each runs its own copy of a sharded
+    program's ops at the same time)."""
+    known = ops.device[ops.device >= 0]
+    if len(known) and (known != known[0]).any():
+        ops = ops.take(ops.device == known.min())
     longest = np.argsort(-ops.duration, kind="stable")[:MAX_OP_SPANS]
     starts = ops.start[longest]
     return list(
