@@ -23,6 +23,7 @@ def test_the_allocator_lane_stays_under_the_allocators_own_peak():
     assert set(memory["allocator"]) == {"GPU_0_bfc"} and len(memory) == 30
     lane = memory_samples("jax", events, (0.0, float("inf")))
     assert {row["metric"] for row in lane} == {MEMORY_METRIC} and len(lane) == len(memory)
+    assert {row["device"] for row in lane} == {"GPU_0_bfc"}
     peak = memory["peak_bytes_in_use"]
     assert (peak.diff().dropna() >= 0).all()
     assert max(row["value"] for row in lane) <= peak.max()

@@ -16,6 +16,7 @@ import xlanb
 from xlanb.analysis.trace_summary import Columns, summary_of
 from xlanb.formats.xspace import read_xspace
 from xlanb.graphs.ops import thunk_category
+from xlanb.views.charts import memory_lane
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "xla_tpu"
 FOLDER = DATA / "v6e4_inference"
@@ -187,6 +188,7 @@ def test_memory_in_use_is_the_first_chips(profile):
     samples = profile.samples[profile.samples["metric"] == "DeviceMemoryInUse"]
     assert len(samples) == chip["memory_events"]
     assert samples["value"].max() == chip["most_bytes_in_use"]
+    assert set(samples["device"]) == {"device 0"}
     assert chip["most_bytes_in_use"] > max(
         TRUTH[f"/device:TPU:{n}"]["most_bytes_in_use"] for n in (1, 2, 3)
     )
@@ -204,3 +206,10 @@ def test_op_spans_are_the_first_chips_events(profile):
         assert group["seconds"].sum() == pytest.approx(
             chip[op]["seconds"], abs=2 * ulp * len(group)
         )
+
+
+def test_the_memory_lane_names_the_chip_it_shows(profile):
+    (in_use,) = [series for series in memory_lane(profile) if series["kind"] == "in use"]
+    assert in_use["name"] == "in use jax device 0"
+    assert set(in_use["text"]) == {"device 0 bytes in use"}
+    assert len(in_use["y"]) == TRUTH["/device:TPU:0"]["memory_events"]

@@ -207,8 +207,16 @@ def memory_samples(backend: str, events: Any, window: tuple[float, float]) -> li
     if len(allocators) > 1:  # one device's: interleaved, several devices' make no series
         inside = inside[inside["allocator"] == first_device(allocators)]
     return [
-        {"backend": backend, "metric": MEMORY_METRIC, "time": start / 1e9, "value": in_use}
-        for start, in_use in zip(inside["start_ns"], inside["bytes_in_use"], strict=True)
+        {
+            "backend": backend,
+            "metric": MEMORY_METRIC,
+            "time": start / 1e9,
+            "value": in_use,
+            "device": allocator,
+        }
+        for start, in_use, allocator in zip(
+            inside["start_ns"], inside["bytes_in_use"], inside["allocator"], strict=True
+        )
     ]
 
 

@@ -260,6 +260,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "the sample, in its metric's `unit`",
             (*_LIVE, "collectives"),
         ),
+        _c(
+            "device",
+            "str",
+            "",
+            "`DeviceMemoryInUse`: the allocator (`GPU_0_bfc`; TPU: `device 0`), the "
+            "lowest-numbered device's where the trace holds several",
+            ("torch_xla", "jax", "xspace"),
+        ),
         _rank(),
     ),
     "compiles": (
@@ -740,7 +748,8 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "",
             "`device` (a program running), `compile`, `transfer` or "
             "`sync_wait`: what the time account counts it as; `op`: one HLO op's event "
-            "inside a run (the longest 2,000 of a capture; not part of the account); "
+            "inside a run (the longest 2,000 of a capture, of one device: the "
+            "lowest-numbered; not part of the account); "
             "`trace`: the part of the capture the device trace covers (its first runs; "
             "not part of the account)",
             _SPAN_WRITERS,

@@ -449,15 +449,17 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
         backends = samples["backend"].to_numpy(dtype=object)[chosen].astype(str)
         times = samples["time"].to_numpy(dtype=float)[chosen]
         values = samples["value"].to_numpy(dtype=float)[chosen]
+        devices = _allocators(samples, chosen)
         for backend in dict.fromkeys(backends):
             mine = backends == backend
+            device = next((name for name in devices[mine] if name), "")
             series.append(
                 {
-                    "name": f"in use {backend}",
+                    "name": f"in use {backend}" + (f" {device}" if device else ""),
                     "kind": "in use",
                     "x": np.round(times[mine] - profile.started_at, 6).tolist(),
                     "y": values[mine].tolist(),
-                    "text": ["allocator bytes in use"] * int(mine.sum()),
+                    "text": [f"{device or 'allocator'} bytes in use"] * int(mine.sum()),
                 }
             )
     points = _peak_points(profile)
@@ -474,6 +476,15 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
             }
         )
     return series
+
+
+def _allocators(samples: pd.DataFrame, chosen: np.ndarray) -> np.ndarray:
+    """The allocator (``device``) of each of the `chosen` samples, "" where none is named
+    (a profile saved before samples named it)."""
+    if "device" not in samples:
+        return np.full(len(chosen), "", dtype=object)
+    names = samples["device"].to_numpy(dtype=object)[chosen]
+    return np.where(pd.isna(names), "", names).astype(object)
 
 
 def _live_series(profile: Profile) -> list[dict[str, Any]]:
