@@ -213,3 +213,12 @@ def test_the_memory_lane_names_the_chip_it_shows(profile):
     assert in_use["name"] == "in use jax device 0"
     assert set(in_use["text"]) == {"device 0 bytes in use"}
     assert len(in_use["y"]) == TRUTH["/device:TPU:0"]["memory_events"]
+
+
+def test_the_top_ops_table_shows_a_sources_file_name_and_line(profile):
+    # a narrow column cut at its end showed the path's first folders ("experimental/u...")
+    path = "experimental/users/davelacey/host_offload_stress_test/host_offload_stress_test.py"
+    page = profile.to_html()
+    assert f"<td title='{path}:29' style=" in page
+    assert ">host_offload_stress_test.py:29</td>" in page
+    assert f">{path}:29</td>" not in page

@@ -33,6 +33,7 @@ from xlanb.views.summary import (
     account_line,
     account_parts,
     cell_codes,
+    file_and_line,
     finding_cost,
     format_seconds,
     graph_names,
@@ -94,10 +95,12 @@ def table(
     sortable: bool = False,
     code_columns: tuple[str, ...] = ("code",),
     clipped_columns: tuple[str, ...] | dict[str, float] = (),
+    tooltips: Mapping[str, Sequence[str]] | None = None,
 ) -> str:
     """An HTML table of `columns` of `frame` (a DataFrame, or the values of each column by
     name; `highlight`: all rows red, or those marked); `clipped_columns` keep to one line, cut
-    with an ellipsis at 18 em (or the width given, in em), the whole text in a tooltip."""
+    with an ellipsis at 18 em (or the width given, in em), the whole text in a tooltip (or
+    the one `tooltips` gives the column's cells)."""
     widths = (
         clipped_columns if isinstance(clipped_columns, dict) else dict.fromkeys(clipped_columns, 18)
     )
@@ -105,7 +108,8 @@ def table(
     head = "".join(f"<th>{escape(str(c))}</th>" for c in columns)
     # a column at a time, as Python values: a row at a time through pandas cost ~1 ms a table
     by_column = [
-        _column_cells(_values(frame[c]), c in code_columns, widths.get(c)) for c in columns
+        _column_cells(_values(frame[c]), c in code_columns, widths.get(c), (tooltips or {}).get(c))
+        for c in columns
     ]
     count = len(frame) if isinstance(frame, pd.DataFrame) else len(by_column[0]) if columns else 0
     marks = highlight if isinstance(highlight, list) else [highlight] * count
@@ -125,9 +129,12 @@ def _values(column: pd.Series | Sequence[Any]) -> list[Any]:
     return column.tolist() if isinstance(column, pd.Series) else list(column)
 
 
-def _column_cells(values: list[Any], code: bool, width: float | None) -> list[str]:
+def _column_cells(
+    values: list[Any], code: bool, width: float | None, tooltips: Sequence[str] | None = None
+) -> list[str]:
     """The ``<td>`` of each value of one column: escaped, in ``<code>`` for a code column,
-    kept to one line `width` em wide (the whole text in a tooltip) for a clipped one."""
+    kept to one line `width` em wide for a clipped one, with its whole text (or its one of
+    `tooltips`) in a tooltip."""
     texts = [cell(value) for value in values]
     shown = (
         [f"<code style='white-space:pre'>{t}</code>" if t else t for t in texts] if code else texts
@@ -135,9 +142,10 @@ def _column_cells(values: list[Any], code: bool, width: float | None) -> list[st
     if width is None:
         return [f"<td>{t}</td>" for t in shown]
     style = CLIPPED_STYLE.format(width=f"{width:g}")
+    wholes = texts if tooltips is None else [cell(tooltip) for tooltip in tooltips]
     return [
         f"<td title='{whole}' style='{style}'>{t}</td>" if t else "<td></td>"
-        for t, whole in zip(shown, texts, strict=True)
+        for t, whole in zip(shown, wholes, strict=True)
     ]
 
 
@@ -178,6 +186,8 @@ def _top_ops(profile: Profile) -> str:
     values["runs"] = runs_texts(values)  # before the seconds it reads become text
     values["seconds"] = [format_seconds(s) for s in values["seconds"]]
     values["share"] = [f"{s * 100:.1f}%" for s in values["share"]]
+    places = values["where"]
+    values["where"] = [file_and_line(place) for place in places]
     coverage = trace_coverage(profile)
     return _section(
         f"Top ops (device time; {coverage})" if coverage else "Top ops (device time)",
@@ -196,6 +206,7 @@ def _top_ops(profile: Profile) -> str:
                 "code": 20,
                 "op_name": 16,
             },
+            tooltips={"where": places},
         ),
         open_=True,
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import re
 from collections.abc import Callable, Iterable
 from types import SimpleNamespace
 from typing import Any, TypeVar
@@ -334,6 +335,16 @@ def _places(lines: list[str], *columns: list[Any]) -> tuple[list[str], list[str]
             where.append("")
             code.append("")
     return where, code
+
+
+#: A ``where`` that is a path and a line: the folders before its file name.
+_FOLDERS = re.compile(r"^.*[/\\](?=[^/\\]+:\d+$)")
+
+
+def file_and_line(place: str) -> str:
+    """A ``where`` (:func:`_places`) as a narrow column shows it: a path's file name and line
+    (``model.py:12`` of ``/home/me/project/model.py:12``), anything else as it is."""
+    return _FOLDERS.sub("", place) if isinstance(place, str) else place
 
 
 #: The ``ops`` columns :func:`runs_texts` reads.
