@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import xlanb
 from tests.support.browser import CHROMIUM, browser_page
 from xlanb import graphs
 from xlanb.views.graph_viewer import graph_page
@@ -120,3 +121,27 @@ def test_a_side_by_side_diff_opens_with_each_graphs_width_in_view(page, tmp_path
         opened = view(page, which)
         assert width_in_view(opened), (which, opened)
         assert opened["ty"] >= 0 and opened["k"] * 11 >= LEGIBLE_PX, (which, opened)
+
+
+H100_TRANSFORMER = Path(__file__).resolve().parents[1] / "data" / "xla_gpu" / "transformer_cmdbuf"
+
+
+def test_fit_of_a_graph_wider_than_its_view_shows_where_the_graph_starts(page, tmp_path):
+    """The H100 transformer step's overview (its trace's program) is a narrow column of the
+    model's scopes over a row of 78 outputs, 9 views wide: Fit showed its left edge, an empty
+    corner over the first outputs."""
+    open_html(page, tmp_path, xlanb.load(H100_TRANSFORMER).to_html())
+    page.click("[data-action=fit]")
+    fitted = view(page)
+    assert fitted["w"] * fitted["k"] > 3 * fitted["width"], fitted  # far wider than its view
+    assert fitted["k"] * 11 >= LEGIBLE_PX and fitted["ty"] >= 0, fitted
+    row = page.evaluate(f"() => {VIEWER.format(which=0)}.topRow()")
+    assert fitted["tx"] + row["lo"] * fitted["k"] >= 0, (row, fitted)
+    assert fitted["tx"] + row["hi"] * fitted["k"] <= fitted["width"], (row, fitted)
+    # in view: scopes of the model (jvp(attention), ...), not only the outputs under them
+    scopes = page.evaluate(
+        f"() => {{ const v = {VIEWER.format(which=0)}, st = v.st; let seen = 0;"
+        " for (let i = 0; i < st.cx.length; i++) { const x = v.tx + st.cx[i] * v.k;"
+        " if (x > 0 && x < v.width && st.kind[i] === 1) seen++; } return seen; }"
+    )
+    assert scopes >= 4, scopes

@@ -109,8 +109,9 @@
   var LEGIBLE = 0.8;
   /** The zoom and offsets that show the graph: the whole graph when it fits at LEGIBLE or more
    * (at most 1.5); else its top at the zoom that fits its width,
-   * between LEGIBLE and READABLE, centred, or from its left edge when it is wider still.
-   * With `whole`: the whole graph, however small its labels. */
+   * between LEGIBLE and READABLE, centred, or around its top row when it is wider still (where
+   * it starts: the middle of a step whose outputs fan out wide below, the left edge of one
+   * whose inputs fill its top row). With `whole`: the whole graph, however small its labels. */
   V.fitView = function (whole) {
     var st = this.st, margin = 20;  // screen px on every side
     var w = Math.max(st.width, 1), hh = Math.max(st.height, 1);
@@ -118,8 +119,22 @@
     var k = Math.max(0.002, Math.min(byWidth, byHeight, 1.5));
     if (!whole && k < LEGIBLE) k = Math.max(LEGIBLE, Math.min(byWidth, READABLE));
     var tx = (this.width - st.width * k) / 2;
-    if (st.width * k > this.width - 2 * margin) tx = margin;  // its left edge, not both cut
+    if (st.width * k > this.width - 2 * margin) {
+      var row = this.topRow();
+      tx = this.width / 2 - (row.lo + row.hi) / 2 * k;
+      tx = Math.min(margin, Math.max(this.width - margin - st.width * k, tx));
+    }
     return { k: k, tx: tx, ty: Math.max(margin, (this.height - st.height * k) / 2) };
+  };
+  /** The left and right ends, in graph units, of the boxes in the laid-out graph's top row. */
+  V.topRow = function () {
+    var st = this.st, n = st.cx.length, top = Infinity, lo = Infinity, hi = -Infinity, i;
+    for (i = 0; i < n; i++) top = Math.min(top, st.cy[i] - st.h[i] / 2);
+    for (i = 0; i < n; i++) {
+      if (st.cy[i] - st.h[i] / 2 > top + st.h[i] / 2) continue;
+      lo = Math.min(lo, st.cx[i] - st.w[i] / 2); hi = Math.max(hi, st.cx[i] + st.w[i] / 2);
+    }
+    return n && hi >= lo ? { lo: lo, hi: hi } : { lo: 0, hi: 0 };
   };
   /** Show the graph as fitView(`whole`) has it (Fit, F; Shift+F: the whole graph). */
   V.fit = function (whole) {
