@@ -202,7 +202,7 @@ def _top_ops(profile: Profile) -> str:
                 "program": 12,
                 "seconds": 6,
                 "runs": 20,
-                "where": 9,
+                "where": 12,
                 "code": 20,
                 "op_name": 16,
             },
