@@ -252,3 +252,28 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     assert device["estimated"].sum() >= 40 - len(measured) - 1
     parts = buckets(prof)
     assert sum(parts.values()) == pytest.approx(prof.wall_seconds, rel=0.02)
+
+
+def test_a_first_cells_loop_is_steps_of_the_graph_its_window_ended_on(run, shell):
+    """Adam makes its state on the first step: a first cell compiles that step's graph, then
+    the loop's. Its window traced both, so the runs after it (whose samples name no graph) had
+    no graph and the cell had no steps; they are the steps of the graph the window ran after
+    its last compile."""
+    run(torch_xla_mlp_cell("ad_", 64, 128, 32).replace("torch.optim.SGD", "torch.optim.Adam"))
+    run(
+        "%%xla_profile -b torch_xla -q --trace-runs 3 --var ad_first\n"
+        "for _ in range(20):\n    ad_step()"
+    )
+    prof = shell.user_ns["ad_first"]
+    assert len(prof.compiles) == 2
+    if not OPS_TRACED:
+        return
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert len(device) == 20 and 3 <= len(measured) < 20, device
+    first, loop = measured.sort_values("start")["graph"].iloc[[0, -1]]
+    assert first != loop and (device["graph"] == first).sum() == 1
+    steps = prof.step_times
+    assert len(steps) == 19 and set(steps["graph"]) == {loop}
+    assert steps["estimated"].sum() == device["estimated"].sum()
+    assert (steps["phase"] == "steady").sum() >= 18

@@ -17,6 +17,7 @@ has fewer kernels than the program's others.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -682,6 +683,24 @@ def _fitting_share(
     return low
 
 
+def looping_graph(spans: Sequence[dict[str, Any]], window_end: float) -> str | None:
+    """The graph the traced ``device`` runs of `spans` were all of after the last compile
+    that ended before them (a loop's step, whose first runs may compile other graphs: an
+    optimizer makes its state on the first step); None where they were of several, or where
+    a compile ended after them before the window did (its graph, never traced, may be what
+    ran next)."""
+    runs = [span for span in spans if span["lane"] == "device" and not span["estimated"]]
+    if not runs:
+        return None
+    last_run = max(span["start"] for span in runs)
+    compiled = [span["start"] + span["seconds"] for span in spans if span["lane"] == "compile"]
+    if any(last_run < end <= window_end for end in compiled):
+        return None
+    after = max((end for end in compiled if end <= last_run), default=-math.inf)
+    graphs = {span.get("graph") for span in runs if span["start"] >= after}
+    return graphs.pop() if len(graphs) == 1 else None
+
+
 #: The names of estimated spans from the runtime's execute-time samples.
 SCALED_SAMPLES = "ExecuteTime (scaled to the traced runs)"
 UNSAMPLED_RUNS = "ExecuteTime (not sampled)"
@@ -713,8 +732,9 @@ def after_window_from_samples(
         samples no longer hold (a circular buffer keeps the newest) ran before the first
         sampled run after the window: they are spread from `window_end` to its start (else
         to `capture_end`).
-      graph: the graph of each timed run where the window's runs were all of one (the samples
-        name none): those runs are then steps."""
+      graph: the graph of each timed run where the window's runs were all of one after its
+        last compile (:func:`looping_graph`; the samples name none): those runs are then
+        steps."""
     ratio = 1.0
     if window_execute_seconds > 0 and traced_seconds > 0:
         ratio = min(traced_seconds / window_execute_seconds, 1.0)

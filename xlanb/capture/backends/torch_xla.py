@@ -627,7 +627,6 @@ def _untraced_runs(
     window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
     device = [span for span in capture.rows["spans"] if span["lane"] == "device"]
     traced = sum(span["seconds"] for span in device)
-    graphs = {span.get("graph") for span in device}
     return device_time.after_window_from_samples(
         NAME,
         traced,
@@ -636,7 +635,7 @@ def _untraced_runs(
         (total_count - at_stop_count, total_seconds - at_stop_seconds),
         trace.stopped_at,
         ended_at,
-        graphs.pop() if len(graphs) == 1 else None,
+        device_time.looping_graph(capture.rows["spans"], trace.stopped_at),
     )
 
 
