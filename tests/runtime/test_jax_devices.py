@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.helpers import clean_env
 from xlanb.capture import versions
+from xlanb.formats.jax_text import NEVER_SEEN, NEW_SHARDINGS
 
 jax = pytest.importorskip("jax")
 
@@ -67,6 +68,21 @@ for name, step, x in (("sharded", sharded_step, x_sharded), ("single", single_st
         "buckets": dict(zip(prof.breakdown["bucket"], prof.breakdown["seconds"])),
         "wall": prof.wall_seconds,
     }
+
+@jax.jit
+def update(w, x):
+    return w - 0.01 * (x.T @ jnp.tanh(x @ w)) / x.shape[0]
+
+state = jnp.ones((256, 256))  # on no mesh: the first update's output is on the mesh
+with xlanb.profile(backend="jax") as prof:
+    for _ in range(3):
+        state = update(state, x_sharded)
+    state.block_until_ready()
+recompiles = prof.findings[prof.findings["title"].str.contains("recompiled")]
+out["moved"] = {
+    "causes": prof.compiles["cause"].tolist(),
+    "advice": recompiles["advice"].tolist(),
+}
 print(json.dumps(out))
 """
 
@@ -123,3 +139,14 @@ def test_a_jit_on_one_of_the_devices_has_the_ops_it_always_had(profiles):
         assert op["count"] == op["runs"] == RUNS, op
     assert len(single["device_spans"]) == RUNS
     assert sum(op["seconds"] for op in single["ops"]) <= sum(single["device_spans"]) * (1 + 1e-9)
+
+
+def test_state_that_moved_to_the_mesh_is_a_recompile_of_shardings_not_shapes(profiles):
+    # JAX calls it "different input types": f32[256,256]({}) and then f32[256,256]({Auto:
+    # ('d',)}), the same type on the mesh its sharded input is on; padding batches is no cure
+    first, again = profiles["moved"]["causes"]
+    assert first == NEVER_SEEN
+    assert again == f"{NEW_SHARDINGS}: {{}} -> {{Auto: ('d',)}} at w"
+    (advice,) = profiles["moved"]["advice"]
+    assert "jax.device_put(state, NamedSharding(mesh, P())" in advice
+    assert "pad batches" not in advice

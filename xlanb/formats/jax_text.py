@@ -17,6 +17,8 @@ BACKEND = "jax"
 # Causes (``compiles.cause``) read from JAX's explanations.
 NEVER_SEEN = "never seen function"
 NEW_TYPES = "different input types"
+#: JAX's ``different input types`` where only the arguments' mesh placement changed.
+NEW_SHARDINGS = "different input shardings"
 STATIC_CHANGED = "static argument changed"
 NEW_PYTREE = "different input pytree"
 NEW_CONTEXT = "tracing context changed"
@@ -66,7 +68,10 @@ _MISS_AT = re.compile(
 )
 _NEVER_SEEN_NAME = re.compile(r"^\s+(?P<name>.*) id=\d+(?: defined at .*)?$")
 _FOR_NAME = re.compile(r"^\s+for (?P<name>.*?)(?: defined at .*)?$")
-_TYPE_DIFF = re.compile(r"^\s+\* at (?P<arg>.+?), now (?P<new>\S+) and before (?P<old>\S+)")
+_TYPE_DIFF = re.compile(r"^\s+\* at (?P<arg>.+?), now (?P<new>.+?) and before (?P<old>.+?)\s*$")
+#: A type as JAX's explanation prints it: ``f32[64,64]`` and its mesh axes in brackets
+#: (``({})``: none; ``({Auto: ('data',)})``), maybe more after them (``{weak_type=True}``).
+_PLACED_TYPE = re.compile(r"^(?P<type>[^(\s]+)\((?P<mesh>\{.*\})\)(?P<rest>.*)$")
 _STATIC_DIFF = re.compile(
     r"with pytree metadata Static\(val=(?P<new>.*)\) and before <class '[^']*'> with pytree "
     r"metadata Static\(val=(?P<old>.*)\), so "
@@ -105,13 +110,15 @@ def explanation_cause(message: str) -> str:
     if "never seen function" in message:
         return NEVER_SEEN
     if "different input types" in message:
+        diffs = [found for line in message.splitlines() if (found := _TYPE_DIFF.match(line))]
+        moved = _mesh_changes(diffs)
+        if moved:
+            return moved
         pairs = []
-        for line in message.splitlines():
-            found = _TYPE_DIFF.match(line)
-            if found:
-                pair = f"{_type_text(found['old'])} -> {_type_text(found['new'])}"
-                if pair not in pairs:
-                    pairs.append(pair)
+        for found in diffs:
+            pair = f"{_type_text(found['old'])} -> {_type_text(found['new'])}"
+            if pair not in pairs:
+                pairs.append(pair)
         return f"{NEW_TYPES}: {', '.join(pairs)}" if pairs else NEW_TYPES
     if "different value of static" in message:  # JAX before 0.7
         pairs = list(dict.fromkeys(_old_static_changes(message)))
@@ -155,6 +162,31 @@ def static_change_cause(
         elif before[where] != text:
             changes.append(f"{_short(before[where])} -> {_short(text)}")
     return f"{STATIC_CHANGED}: {', '.join(changes)}" if changes else STATIC_CHANGED
+
+
+def _mesh_changes(diffs: list[re.Match[str]]) -> str:
+    """``different input shardings: {} -> {Auto: ('data',)} at w`` where each of the
+    arguments JAX names (`diffs`: ``_TYPE_DIFF`` matches) kept its type and moved to other
+    mesh axes (a jitted step's outputs come back on the mesh of its sharded inputs); "" where
+    one's type changed."""
+    moves: list[str] = []
+    for found in diffs:
+        old = _PLACED_TYPE.match(_hint_cut(found["old"]))
+        new = _PLACED_TYPE.match(_hint_cut(found["new"]))
+        if old is None or new is None or (old["type"], old["rest"]) != (new["type"], new["rest"]):
+            return ""
+        move = f"{old['mesh']} -> {new['mesh']}"
+        if move not in moves:
+            moves.append(move)
+    if not moves:
+        return ""
+    where = diffs[0]["arg"] + (f" and {len(diffs) - 1} more" if len(diffs) > 1 else "")
+    return f"{NEW_SHARDINGS}: {', '.join(moves)} at {where}"
+
+
+def _hint_cut(text: str) -> str:
+    """A type as JAX's explanation prints it, less a hint glued to the last line."""
+    return text.split("https://", 1)[0].strip()
 
 
 def _type_text(text: str) -> str:

@@ -17,6 +17,7 @@ from xlanb.formats.oom_text import out_of_memory
 
 _JAX_RECOMPILE_CAUSES = (
     jax_text.NEW_TYPES,
+    jax_text.NEW_SHARDINGS,
     jax_text.STATIC_CHANGED,
     jax_text.NEW_PYTREE,
     jax_text.NEW_CONTEXT,
@@ -122,7 +123,16 @@ def _recompile_advice(causes: pd.Series) -> str:
             "pass values that change as traced (array) arguments, and keep "
             "static arguments to a few values such as flags and sizes."
         )
-    if not static.all():
+    moved = causes.str.startswith(jax_text.NEW_SHARDINGS)
+    if moved.any():
+        advice.append(
+            "The arguments moved to another mesh: a jitted step's outputs come back "
+            "on the mesh of its sharded inputs, so state made outside it (an init, "
+            "jnp.ones) is a new type on the second call. Put the state on the mesh "
+            "before the loop (jax.device_put(state, NamedSharding(mesh, P())), or "
+            "the sharding you want it in), or make it in a jit with out_shardings."
+        )
+    if not (static | moved).all():
         advice.append(
             "Keep shapes and dtypes static: pad batches to a fixed size or "
             "bucket them into a few sizes, drop the last partial batch, and "
