@@ -18,6 +18,7 @@ import pandas as pd
 from xlanb.analysis.peaks import peak_for
 from xlanb.formats.hlo_text import hlo_module_name
 from xlanb.graphs.hlo_cost import matmul_dtype, op_costs, program_cost
+from xlanb.graphs.ops import ASYNC_HALF
 
 #: The columns :func:`op_rates` adds.
 OP_RATE_COLUMNS = ("flops", "bytes", "flops_per_second", "bytes_per_second", "bound")
@@ -119,10 +120,6 @@ def with_op_rates(
     return _trace_cost_rates(rated, environment)
 
 
-#: The instruction names of an async op's halves (``copy-start.2``, ``all-reduce-done``).
-ASYNC_HALF = r"-(?:start|done)(?:\.\d+)?$"
-
-
 def _trace_cost_rates(ops: pd.DataFrame, environment: Mapping[str, Any]) -> pd.DataFrame:
     """`ops` with the rates and bound of the rows whose ``flops`` and ``bytes`` the trace
     gave (a TPU's op metadata) and no HLO text rated: at the device's peak for matrix products
@@ -137,7 +134,7 @@ def _trace_cost_rates(ops: pd.DataFrame, environment: Mapping[str, Any]) -> pd.D
         return ops
     # an async op's start launches its copy or collective, its done waits for what is left
     # of it: neither moves the bytes in its own time
-    given &= ~ops["op"].astype(str).str.contains(ASYNC_HALF).to_numpy(dtype=bool)
+    given &= ~np.array([ASYNC_HALF.match(op) is not None for op in ops["op"].astype(str)], bool)
     rows = ops[given]
     rated = _rated(
         rows,

@@ -5,6 +5,7 @@ colours (:func:`op_category`)."""
 from __future__ import annotations
 
 import functools
+import re
 
 #: Graph inputs.
 PARAMETERS = frozenset({"parameter", "input", "device_data", "Parameter"})
@@ -202,6 +203,12 @@ def op_category(op: str, anchors_scope: bool = False) -> str:
     if bare in DATA_MOVEMENT:
         return "data_movement"
     return "op"
+
+
+#: A half of an async op as the trace names it: its start launches a copy or collective, its
+#: done waits for what is left of it (``copy-start.4``, ``all-reduce-done.3``,
+#: ``collective-permute-done_2``, ``send-done``, ``async-done``).
+ASYNC_HALF = re.compile(r"^(?P<kind>[a-z\-]+?)-(?P<half>start|done)(?:[._]\d+)?$")
 
 
 #: First match wins: collectives first (``all-reduce`` and ``reduce-scatter`` hold "reduce").

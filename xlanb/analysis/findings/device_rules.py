@@ -3,15 +3,11 @@ device spent waiting for async copies and collectives to finish."""
 
 from __future__ import annotations
 
-import re
-
 from xlanb.analysis.findings.common import Finding
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_seconds, percent
+from xlanb.graphs.ops import ASYNC_HALF
 
-#: An async op's done half, where the program waits for what its start launched: ``copy-done``,
-#: ``all-reduce-done.3``, ``collective-permute-done``, ``send-done``, ``async-done``.
-ASYNC_DONE = re.compile(r"^(?P<kind>[a-z\-]+?)-done(?:[._]\d+)?$")
 #: Waits under this share of the device's op time are left out.
 EXPOSED_SHARE = 0.10
 
@@ -41,8 +37,8 @@ def exposed_async_waits(profile: Profile) -> list[Finding]:
         total = float(rows["seconds"].sum())
         waits: dict[str, list[tuple[str, float]]] = {}
         for op, seconds in zip(rows["op"].astype(str), rows["seconds"].astype(float), strict=True):
-            found = ASYNC_DONE.match(op)
-            if found is not None and seconds > 0:
+            found = ASYNC_HALF.match(op)  # the done half: where the program waits
+            if found is not None and found["half"] == "done" and seconds > 0:
                 kind = "copies" if found["kind"] in _COPIES else "collectives"
                 waits.setdefault(kind, []).append((op, seconds))
         for kind, found_waits in waits.items():
