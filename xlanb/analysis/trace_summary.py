@@ -645,15 +645,8 @@ def whole_runs(frame: pd.DataFrame) -> int:
     is_op = frame["hlo_op"].notna().to_numpy(dtype=bool)
     op_runs = runs[is_op]
     waits = frame["name"].to_numpy(dtype=object) == WAIT_SPAN
-    devices = None
-    if "device_ordinal" in frame:
-        devices = frame["device_ordinal"].to_numpy(dtype=np.int64, na_value=-1)
-    unwaited = _unwaited(
-        op_runs,
-        runs[waits],
-        None if devices is None else devices[is_op],
-        None if devices is None else devices[waits],
-    )
+    devices = _devices(frame, *_factorized(frame["plane"].to_numpy(dtype=object)))
+    unwaited = _unwaited(op_runs, runs[waits], devices[is_op], devices[waits])
     if unwaited is not None:
         op_runs = op_runs[~unwaited]
     return len(np.unique(op_runs[~np.isnan(op_runs)]))
