@@ -110,6 +110,9 @@ def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, Hlo
     callers: dict[str, str] = {}
     # many instructions share a stack frame
     picked: dict[int, tuple[tuple[str, int] | None, int | None]] = {}
+    # and a source (a model's layers are one code): one object each, as the collector scans
+    # each one kept at every full collection
+    interned: dict[HloOpSource, HloOpSource] = {}
     for name, computation, direct, stack, op_name, callee in parsed.instructions:
         located, in_cell = None, None
         if stack is not None and frames_of is not None:
@@ -124,6 +127,7 @@ def hlo_op_sources(text: str, cell_filename: str | None = None) -> dict[str, Hlo
                 in_cell = direct[1]
         if located is not None:
             source = HloOpSource(located[0], located[1], op_name, in_cell)
+            source = interned.setdefault(source, source)
             sources[name] = source
             first_in_computation.setdefault(computation, source)
         elif callee:
