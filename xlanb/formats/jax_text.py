@@ -192,8 +192,7 @@ def _hint_cut(text: str) -> str:
 def _type_text(text: str) -> str:
     """A type as JAX's explanation prints it, without the noise: ``f32[4,4]({}){weak_type=
     False}https://...`` (a hint glued to the last line) is ``f32[4,4]``."""
-    text = text.split("https://", 1)[0].replace("({})", "")
-    return text.replace("{weak_type=False}", "")
+    return _hint_cut(text).replace("({})", "").replace("{weak_type=False}", "")
 
 
 _OLD_STATIC = re.compile(r"^\s+now (?P<new>.*?) and before (?P<old>.*)$")
