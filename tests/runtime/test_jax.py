@@ -322,6 +322,37 @@ def test_numpy_and_scalar_inputs_are_host_transfers(run, shell):
     assert "jax.device_put" in finding["advice"]
 
 
+def test_explicit_copies_are_transfers_as_jax_transfer_guard_logs_them(run, shell, capfd):
+    """A loop that moves its NumPy batches itself (``jnp.asarray``, ``jax.device_put``), an
+    eager update with a host scalar and a host slice, a tree put, a device array put (no
+    copy) and one host input: every host value JAX copies to the device is a transfer, as
+    ``transfer_guard("log_explicit")`` logs them (it counted the host input alone: 1 of 18)."""
+    run(
+        "@jax.jit\ndef ec_train(w, x):\n    return w - 0.1 * x.T @ (x @ w)\n"
+        "ec_batches = [np.full((8, 4), i, np.float32) for i in range(5)]\n"
+        "ec_w2 = ec_train(xa, jnp.ones((8, 4)))\nec_w2 = ec_w2 * 0.99 + jnp.asarray(xa)"
+    )
+    capfd.readouterr()
+    run(
+        "%%xla_profile -b jax -q --var prof\nwith jax.transfer_guard('log_explicit'):\n"
+        "    for i, b in enumerate(ec_batches):\n"
+        "        x = jnp.asarray(b) if i % 2 else jax.device_put(b)\n"
+        "        ec_w2 = ec_train(ec_w2, x)\n"
+        "        ec_w2 = ec_w2 * 0.99 + jnp.asarray(b[:4])\n"
+        "    pair = jax.device_put({'a': b, 'b': b})\n"
+        "    same = jax.device_put(ec_w2)\n"
+        "    out = ec_train(ec_w2, b)"
+    )
+    logged = capfd.readouterr().err.count("host-to-device transfer")
+    prof = shell.user_ns["prof"]
+    assert logged == 18
+    counters = prof.counters.set_index("name")["delta"].to_dict()
+    assert counters["HostToDeviceTransfer"] == 1  # the host input, also a fallback row
+    assert counters["HostToDeviceCopy"] == logged - 1
+    assert prof.summary()["transfers"] == logged
+    assert f"host-to-device transfers: {logged}" in repr(prof)
+
+
 def test_values_read_back_every_step_are_syncs_with_their_line(run, shell):
     run("@jax.jit\ndef jt_loss(x):\n    return (x * 2).sum()")
     run(

@@ -83,6 +83,16 @@ out["moved"] = {
     "causes": prof.compiles["cause"].tolist(),
     "advice": recompiles["advice"].tolist(),
 }
+
+import numpy as np
+batch = np.ones((256, 256), np.float32)
+with xlanb.profile(backend="jax") as prof, jax.transfer_guard("log_explicit"):
+    put = [
+        jax.device_put(batch, NamedSharding(mesh, P("d"))),
+        jax.device_put(batch, NamedSharding(mesh, P())),
+        jax.device_put(batch),
+    ]
+out["put_transfers"] = prof.summary()["transfers"]
 print(json.dumps(out))
 """
 
@@ -102,6 +112,7 @@ def profiles() -> dict:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(done.stdout.splitlines()[-1])
+    found["logged_transfers"] = done.stderr.count("host-to-device transfer")
     assert found["devices"] == 2 and found["sharded_over"] == 2
     return found
 
@@ -150,3 +161,10 @@ def test_state_that_moved_to_the_mesh_is_a_recompile_of_shardings_not_shapes(pro
     (advice,) = profiles["moved"]["advice"]
     assert "jax.device_put(state, NamedSharding(mesh, P())" in advice
     assert "pad batches" not in advice
+
+
+def test_a_put_to_two_devices_is_two_transfers_as_jax_logs_them(profiles):
+    # sharded and replicated over both devices, then to the default device: JAX's transfer
+    # guard logs a copy per device
+    assert profiles["logged_transfers"] == 5
+    assert profiles["put_transfers"] == profiles["logged_transfers"]

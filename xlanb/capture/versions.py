@@ -90,6 +90,10 @@ RUNTIMES: dict[str, Runtime] = {
                 "`PjitFunction.__call__` of `jax._src.lib._jax` (its vectorcall flag cleared "
                 "through ctypes)",
             ),
+            Feature(
+                "`jax.device_put` copies",
+                "`jax._src.dispatch._batched_device_put_impl`, `device_put_p.impl`",
+            ),
             Feature("values read back (syncs)", "`jax._src.array.ArrayImpl._value`"),
             Feature("unused donations", "the `warnings` global of `jax._src.interpreters.mlir`"),
             Feature(

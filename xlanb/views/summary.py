@@ -78,17 +78,22 @@ def headline(profile: Profile) -> list[tuple[str, str]]:
         ("wall", format_seconds(numbers["wall_seconds"]) if numbers["wall_seconds"] else "-"),
         ("compiles", f"{numbers['compiles']}{compiled}"),
         ("executions", f"{numbers['executions']}{executed}"),
-        (_transfers_label(numbers), str(numbers["transfers"])),
+        (_transfers_label(profile, numbers), str(numbers["transfers"])),
     ]
     pairs += [(kind.label, str(numbers[kind.key])) for kind in headline_host_kinds(numbers)]
     return pairs
 
 
-def _transfers_label(numbers: dict) -> str:
-    """``host-to-device transfers`` where every transfer is a host input (JAX's copies of
-    the NumPy and Python values passed to jitted functions), else ``transfers``."""
-    inputs = numbers.get("host_inputs", 0)
-    return "host-to-device transfers" if inputs and inputs == numbers["transfers"] else "transfers"
+def _transfers_label(profile: Profile, numbers: dict) -> str:
+    """``host-to-device transfers`` where every transfer counted is one (JAX's copies of
+    host values: inputs of jitted functions, ``jax.device_put``, eager ops' operands), else
+    ``transfers``."""
+    if not numbers["transfers"]:
+        return "transfers"
+    counters = profile.counters
+    names = counters.loc[counters["category"] == "transfer", "name"]
+    host_to_device = len(names) and names.astype(str).str.startswith("HostToDevice").all()
+    return "host-to-device transfers" if host_to_device else "transfers"
 
 
 def _cache_hits(compiles: pd.DataFrame) -> int:

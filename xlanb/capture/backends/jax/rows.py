@@ -32,7 +32,6 @@ from xlanb.capture.backends.jax.events import (
     CacheMiss,
     CallDelta,
     CompileRecord,
-    DispatchSample,
     Duration,
     Event,
     Frame,
@@ -112,7 +111,7 @@ def fill(
         _ran_programs_graphs(capture, executions, session)
     _fallback_rows(capture, compiles, executions, taken.transfers, options, session)
     _read_rows(capture, taken.reads, options)
-    _metric_and_counter_rows(capture, compiles, executions, taken.samples, session)
+    _metric_and_counter_rows(capture, compiles, executions, taken, session)
     if trace is not None and trace_events is not None:
         with_callbacks = {
             _program_key(str(row["graph"]))
@@ -836,9 +835,10 @@ def _metric_and_counter_rows(
     capture: Capture,
     compiles: list[dict[str, Any]],
     executions: list[dict[str, Any]],
-    samples: list[DispatchSample],
+    taken: Taken,
     session: Session,
 ) -> None:
+    samples = taken.samples
     for metric, column in (
         ("TraceTime", "trace_seconds"),
         ("LowerTime", "lower_seconds"),
@@ -882,6 +882,7 @@ def _metric_and_counter_rows(
         "EagerOpCompile": ("compile", sum(1 for r in compiles if r["eager"])),
         "JitDispatch": ("execute", calls),
         "HostToDeviceTransfer": ("transfer", transfers),
+        "HostToDeviceCopy": ("transfer", taken.host_copies),
         "HostCallback": ("fallback", callbacks),
     }
     for counter, (category, delta) in deltas.items():

@@ -77,6 +77,9 @@ class Restore:
     value_property: Any = None
     #: ``ArrayImpl.item`` as it was.
     item_method: Any = None
+    #: JAX's device-put functions as they were, while the copy counter wraps them: (module
+    #: or primitive, attribute name, the function), each put back in turn.
+    device_puts: list[tuple[Any, str, Any]] = field(default_factory=list)
     #: The ``warnings`` module of ``jax._src.interpreters.mlir``, while a proxy replaces it.
     lowering_warnings: Any = None
 
@@ -99,6 +102,8 @@ class Token:
     thread: int = 0
     #: Each place's read count when the capture began.
     reads: dict[tuple, int] = field(default_factory=dict)
+    #: The host values copied explicitly when the capture began (``JaxState.host_copies``).
+    host_copies: int = 0
     #: The live arrays when the capture began (a ``hooks.LiveSnapshot``).
     live: Any = None
     #: No trace started yet: the capture reuses its cell's last trace (:mod:`..reuse`).
@@ -120,6 +125,8 @@ class Taken:
     #: No capture is active any more: the hooks are to be switched off.
     last: bool
     reads: list[Read] = field(default_factory=list)
+    #: Host values copied to a device explicitly during the capture.
+    host_copies: int = 0
 
 
 @dataclass(eq=False, slots=True)
@@ -203,6 +210,11 @@ class JaxState:
     reads: dict[tuple, list] = field(default_factory=dict)
     #: ``PjitFunction`` -> its entry (the totals of its calls past the samples' cap).
     calls: dict[Any, CallStats] = field(default_factory=dict)
+    #: Host values copied to a device other than as a jitted call's inputs: by
+    #: ``jax.device_put`` (from any thread) and as an eager op's operands (``jnp.asarray``
+    #: runs JAX's ``stage`` op; ``x * 0.5``): a running total, added to without the lock as
+    #: the dispatch counter adds its calls.
+    host_copies: int = 0
     #: ``perf_counter`` at the start, seconds and function of each top-level call, the first
     #: ``sample_count`` of each list (:class:`DispatchSample` when taken): preallocated, so
     #: that a call stores three items and no tuple (a tuple a call, kept, also woke the
@@ -297,6 +309,7 @@ class JaxState:
                 graphs,
                 self.sample_count,
                 reads={key: entry[2] for key, entry in self.reads.items()},
+                host_copies=self.host_copies,
             )
 
     def activate(self, token: Token) -> None:
@@ -334,6 +347,7 @@ class JaxState:
                 for key, (how, frames, count) in self.reads.items()
                 if count > token.reads.get(key, 0)
             ]
+            host_copies = self.host_copies - token.host_copies
             if token in self.active:
                 self.active.remove(token)
             last = not self.active
@@ -341,13 +355,14 @@ class JaxState:
                 self.listening = False
                 self._clear()
         samples_taken = list(map(DispatchSample._make, samples))
-        return Taken(events, transfers, calls, samples_taken, last, reads)
+        return Taken(events, transfers, calls, samples_taken, last, reads, host_copies)
 
     def _clear(self) -> None:
         self.events.clear()
         self.transfers.clear()
         self.reads.clear()
         self.calls.clear()
+        self.host_copies = 0
         count, self.sample_count = self.sample_count, 0
         self.sample_functions[:count] = [None] * count  # the functions are not kept alive
 

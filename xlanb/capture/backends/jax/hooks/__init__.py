@@ -6,11 +6,12 @@ A touch point this JAX lacks turns its feature off: :func:`switch_on` hands back
 note per missing one (shown once per session), and nothing raises into the user's cell.
 Above the checks sits the version gate (:mod:`xlanb.capture.versions`): outside the
 supported range only the public API is used. Names were checked in ``jax/_src`` of JAX
-0.12.0.1, 0.10.2 and 0.6.1. The modules, by job: :mod:`.compiles` (duration events, cache-miss
-explanations, the compile wrapper), :mod:`.counting` (the dispatch counter, host transfers),
-:mod:`.reads` (values read back), :mod:`.donation` (unused donations), :mod:`.live` (live
-arrays), :mod:`.executables` (what a loaded executable says), :mod:`.names` (program names
-and stacks). Only this package imports JAX's internals (``.importlinter``).
+0.12.0.1, 0.10.2 and 0.6.1. The modules, by job: :mod:`.compiles` (duration events,
+cache-miss explanations, the compile wrapper), :mod:`.counting` (the dispatch counter, host
+transfers and copies), :mod:`.reads` (values read back), :mod:`.donation` (unused donations),
+:mod:`.live` (live arrays), :mod:`.executables` (what a loaded executable says),
+:mod:`.names` (program names and stacks). Only this package imports JAX's internals
+(``.importlinter``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from xlanb.capture.backends.jax.hooks.compiles import log_filters as log_filters
 from xlanb.capture.backends.jax.hooks.compiles import on_duration as on_duration
 from xlanb.capture.backends.jax.hooks.compiles import user_explains as user_explains
 from xlanb.capture.backends.jax.hooks.counting import STATIC_REPR_CHARS as STATIC_REPR_CHARS
+from xlanb.capture.backends.jax.hooks.counting import _device_put_off as _device_put_off
+from xlanb.capture.backends.jax.hooks.counting import _device_put_on as _device_put_on
 from xlanb.capture.backends.jax.hooks.counting import _dispatch_counter as _dispatch_counter
 from xlanb.capture.backends.jax.hooks.counting import _dispatch_off as _dispatch_off
 from xlanb.capture.backends.jax.hooks.counting import _dispatch_on as _dispatch_on
@@ -101,6 +104,7 @@ def switch_on() -> list[str]:
     _explain_on(restore, notes)
     _compile_hook_on(restore, notes)
     _dispatch_on(restore, notes)
+    _device_put_on(restore, notes)
     _reads_on(restore, notes)
     _donation_on(restore, notes)
     STATE.restore = restore
@@ -115,6 +119,7 @@ def switch_off() -> None:
     if restore is None:
         return
     _dispatch_off(restore)
+    _device_put_off(restore)
     _reads_off(restore)
     _donation_off(restore)
     if restore.compile_fn is not None:

@@ -213,6 +213,29 @@ def dispatch_target() -> Check:
 
 
 @functools.cache
+def device_put_targets() -> Check:
+    """Touch point 15: the functions that copy ``jax.device_put``'s values outside a trace,
+    as ``[(owner, attribute name)]``: ``jax._src.dispatch._batched_device_put_impl``, which
+    ``jax.device_put`` calls by name (JAX 0.7 and newer), and ``device_put_p.impl``, which its
+    primitive's ``bind`` runs (JAX 0.6, where ``jnp.asarray`` of a NumPy array is a
+    ``jax.device_put``)."""
+    if outside := _outside_range():
+        return outside
+    dispatch, why = _attribute("jax._src", "dispatch")
+    targets: list[tuple[Any, str]] = []
+    if why is None:
+        primitive = getattr(dispatch, "device_put_p", None)
+        for owner, name in ((dispatch, "_batched_device_put_impl"), (primitive, "impl")):
+            if callable(getattr(owner, name, None)):
+                targets.append((owner, name))
+        if not targets:
+            why = "no jax._src.dispatch._batched_device_put_impl or device_put_p.impl"
+    if why is not None:
+        return Check(note=f"jax: jax.device_put copies are not counted as transfers ({why}).")
+    return Check(targets)
+
+
+@functools.cache
 def profiler_session() -> Check:
     """Touch point 10: ``(jax._src.profiler, ProfilerSession)``."""
     if outside := _outside_range():

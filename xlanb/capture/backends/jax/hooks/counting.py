@@ -1,8 +1,10 @@
 """The dispatch counter: ``PjitFunction.__call__`` while capturing (touch point 7).
 
 It counts and times each top-level call of a jitted function (the ``executions`` rows),
-and finds host values among the arguments (``host_transfer`` fallbacks). What it uses on
-every call is bound once as closure variables; the CPython side (the vectorcall flag) is
+finds host values among the arguments (``host_transfer`` fallbacks) and counts those of
+eager ops as explicit copies, as does the copy counter around ``jax.device_put``'s
+functions (touch point 15). What the dispatch counter uses on every call is bound once as
+closure variables; the CPython side (the vectorcall flag) is
 :mod:`xlanb.capture.backends.jax.dispatch`. Also the static arguments of the running call,
 read from the counter's frame at a compile (touch point 8).
 """
@@ -15,8 +17,14 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from xlanb.capture.backends.jax.dispatch import hook_call, unhook_call, vectorcall_flag
-from xlanb.capture.backends.jax.hooks.checks import DispatchTarget, dispatch_target
+from xlanb.capture.backends.jax.hooks.checks import (
+    DispatchTarget,
+    device_put_targets,
+    dispatch_target,
+)
 from xlanb.capture.backends.jax.hooks.executables import output_probe, probe_ran
 from xlanb.capture.backends.jax.hooks.names import _stack, function_name, static_positions
 from xlanb.capture.backends.jax.state import RAN, SAMPLE_LIMIT, STATE, CallStats, Restore
@@ -47,6 +55,51 @@ def _dispatch_off(restore: Restore) -> None:
     unhook_call(function_type, STATE.call_original, restore.flags_address, restore.flags)
 
 
+def _device_put_on(restore: Restore, notes: list[str]) -> None:
+    """Wrap ``jax.device_put``'s copying functions for the capture (touch point 15): each
+    host value they are given is an explicit copy (``JaxState.host_copies``)."""
+    check, puts = dispatch_target(), device_put_targets()
+    if check.note or puts.note:
+        notes.append(check.note or puts.note)
+        return
+    array_type, host_types = check.found.array_type, check.found.host_types
+    for owner, name in puts.found:
+        original = getattr(owner, name)
+        setattr(owner, name, _copy_counter(original, array_type, host_types))
+        restore.device_puts.append((owner, name, original))
+
+
+def _device_put_off(restore: Restore) -> None:
+    for owner, name, original in reversed(restore.device_puts):
+        setattr(owner, name, original)
+    restore.device_puts.clear()
+
+
+def _copy_counter(original: Any, array_type: type, host_types: frozenset) -> Callable[..., Any]:
+    """`original` (a device-put function of the values to copy), counting its host values."""
+    state = STATE
+
+    def counted(*values, **params):
+        if state.listening:
+            destinations = params.get("devices") or [None] * len(values)
+            state.host_copies += sum(
+                _device_count(destination)
+                for value, destination in zip(values, destinations, strict=False)
+                if type(value) is not array_type
+                and (type(value) in host_types or isinstance(value, np.ndarray))
+            )
+        return original(*values, **params)
+
+    return counted
+
+
+def _device_count(destination: Any) -> int:
+    """The devices a value put to `destination` (a device, a sharding, a layout holding one,
+    or None: the default device) is copied to: one copy each, as JAX's transfer guard logs."""
+    sharding = getattr(destination, "sharding", None) or destination
+    return len(getattr(sharding, "device_set", None) or ()) or 1
+
+
 def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., Any]:
     """The ``PjitFunction.__call__`` put in place while capturing (touch point 7). What it
     uses on every call is bound here, once, as closure variables."""
@@ -60,6 +113,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
     perf, limit = time.perf_counter, SAMPLE_LIMIT
     first_call = _first_call(state, sys._getframe)
     note_host_arguments = _host_argument_counter(state, target, sys._getframe)
+    count_host_operands = _host_operand_counter(state, target)
 
     # The jitted function comes as args[0], not as a parameter of its own: `args` is then
     # passed on as it came (`original(self, *args)` built a list, a tuple and a dict a call).
@@ -112,21 +166,35 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             else:
                 entry.count += 1
                 entry.seconds += elapsed
-        # Host values among the arguments (not for eager code: `x + 1`'s 1 is not reported):
-        # device arrays alone need no closer look (one argument: its type alone, no loop).
-        if entry.eager or (
-            not kwargs
-            and (
-                type(args[1]) is array_type
-                if len(args) == 2
-                else device_only.issuperset(map(type, args))
-            )
+        if entry.eager:  # its host operands are copies, not host inputs
+            count_host_operands(args)
+            return result
+        # device arrays alone need no closer look (one argument: its type alone, no loop)
+        if not kwargs and (
+            type(args[1]) is array_type
+            if len(args) == 2
+            else device_only.issuperset(map(type, args))
         ):
             return result
         note_host_arguments(self, entry.static, args, kwargs)
         return result
 
     return count_call
+
+
+def _host_operand_counter(state: Any, target: DispatchTarget) -> Callable[[tuple], None]:
+    """The dispatch counter's `count_host_operands`: an eager op's host operands are copies
+    (`jnp.asarray(batch)` runs JAX's `stage` op; `x * 0.5`), not host inputs to report (JAX's
+    transfer guard logs them as explicit transfers)."""
+    array_type, host_types, ndarray = target.array_type, target.host_types, np.ndarray
+
+    def count_host_operands(args: tuple) -> None:
+        for arg in args:  # args[0], the function, is neither
+            kind = type(arg)
+            if kind is not array_type and (kind in host_types or isinstance(arg, ndarray)):
+                state.host_copies += 1
+
+    return count_host_operands
 
 
 def _first_call(state: Any, get_frame: Callable[[int], Any]) -> Callable[..., CallStats]:
