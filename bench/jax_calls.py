@@ -1,10 +1,12 @@
 """What a JAX capture adds to each call: a jitted call with device arrays, with a NumPy
-argument (a host input), and an eager op (`x + 1` outside jit), each timed with no capture,
-with a pass-through Python ``__call__`` in place of JAX's (the floor of any Python-level call
-hook: what replacing the C++ fast path costs alone) and inside ``xlanb.profile`` (no device
-trace, no graphs: the call hook alone), alternating `--repeats` times in one process;
-medians. Also the entries the backend keeps after 10,000 calls with a NumPy argument from
-one line (bounded: one per place and shape of call) and the dispatch samples kept.
+argument (a host input), an eager op (`x + 1` outside jit), an eager op with a host
+scalar (`x * 0.5`: a copy), `jnp.asarray` and `jax.device_put` of a NumPy array (explicit
+copies), each timed with no capture, with a pass-through Python ``__call__`` in place of
+JAX's (the floor of any Python-level call hook: what replacing the C++ fast path costs
+alone) and inside ``xlanb.profile`` (no device trace, no graphs: the hooks alone),
+alternating `--repeats` times in one process; medians. Also the entries the backend keeps
+after 10,000 calls with a NumPy argument from one line (bounded: one per place and shape of
+call) and the dispatch samples kept.
 
     .venv/bin/python bench/jax_calls.py
 """
@@ -60,6 +62,9 @@ def main() -> int:
         "jit, device arrays": lambda: jitted(device_arg),
         "jit, NumPy argument": lambda: jitted(host_arg),
         "eager op": lambda: device_arg + 1,
+        "eager op, host scalar": lambda: device_arg * 0.5,
+        "jnp.asarray(NumPy)": lambda: jnp.asarray(host_arg),
+        "jax.device_put(NumPy)": lambda: jax.device_put(host_arg),
     }
     for call in cases.values():
         call()

@@ -45,7 +45,9 @@ def test_jax_notebook_finds_recompiles_and_numpy_inputs_then_the_fix(xlanb_kerne
     assert "jit(train_step) recompiled 2 times in this cell (cell line 4)" in first
     assert "6 host inputs copied to the device on calls of jitted functions" in first
     # the fixed cell starts cold as the first did: its one compile is measured in it
-    assert "compiles: 1 " in fixed and "| transfers: 0 | CPU fallbacks: 0" in fixed
+    # the same 6 copies, now made explicitly (jax.device_put): no host-input finding
+    assert "compiles: 1 " in fixed and "| host-to-device transfers: 6 | CPU fallbacks: 0" in fixed
+    assert "host inputs copied" not in fixed
     assert "jit(train_step)" in fixed.split("compiles:\n", 1)[1]
     comparison = outputs_of(notebook.cells[-2], "text/plain")
     assert "first -> fixed" in comparison and "gone" in comparison

@@ -86,13 +86,18 @@ out["moved"] = {
 
 import numpy as np
 batch = np.ones((256, 256), np.float32)
+double = jax.jit(lambda x: x * 2, in_shardings=NamedSharding(mesh, P("d")))
+double(batch)
 with xlanb.profile(backend="jax") as prof, jax.transfer_guard("log_explicit"):
     put = [
         jax.device_put(batch, NamedSharding(mesh, P("d"))),
         jax.device_put(batch, NamedSharding(mesh, P())),
         jax.device_put(batch),
     ]
-out["put_transfers"] = prof.summary()["transfers"]
+    for _ in range(3):
+        doubled = double(batch)
+out["transfers"] = prof.summary()["transfers"]
+out["host_inputs"] = prof.summary()["host_inputs"]
 print(json.dumps(out))
 """
 
@@ -163,8 +168,10 @@ def test_state_that_moved_to_the_mesh_is_a_recompile_of_shardings_not_shapes(pro
     assert "pad batches" not in advice
 
 
-def test_a_put_to_two_devices_is_two_transfers_as_jax_logs_them(profiles):
-    # sharded and replicated over both devices, then to the default device: JAX's transfer
-    # guard logs a copy per device
-    assert profiles["logged_transfers"] == 5
-    assert profiles["put_transfers"] == profiles["logged_transfers"]
+def test_a_host_value_to_two_devices_is_two_transfers_as_jax_logs_them(profiles):
+    # puts sharded and replicated over both devices, then to the default device (5 copies),
+    # and a NumPy batch to a jit sharded over both, 3 calls (6): JAX's transfer guard logs a
+    # copy per device (the host inputs were counted once a call)
+    assert profiles["logged_transfers"] == 11
+    assert profiles["transfers"] == profiles["logged_transfers"]
+    assert profiles["host_inputs"] == 6

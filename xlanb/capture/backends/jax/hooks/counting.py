@@ -81,13 +81,17 @@ def _copy_counter(original: Any, array_type: type, host_types: frozenset) -> Cal
 
     def counted(*values, **params):
         if state.listening:
-            destinations = params.get("devices") or [None] * len(values)
-            state.host_copies += sum(
-                _device_count(destination)
-                for value, destination in zip(values, destinations, strict=False)
-                if type(value) is not array_type
-                and (type(value) in host_types or isinstance(value, np.ndarray))
-            )
+            try:
+                destinations, copies = params.get("devices"), 0
+                for index, value in enumerate(values):
+                    kind = type(value)
+                    if kind is not array_type and (
+                        kind in host_types or isinstance(value, np.ndarray)
+                    ):
+                        copies += _device_count(destinations[index]) if destinations else 1
+                state.host_copies += copies
+            except Exception:
+                pass  # a copy is counted or not; the user's copy always happens
         return original(*values, **params)
 
     return counted
@@ -96,8 +100,22 @@ def _copy_counter(original: Any, array_type: type, host_types: frozenset) -> Cal
 def _device_count(destination: Any) -> int:
     """The devices a value put to `destination` (a device, a sharding, a layout holding one,
     or None: the default device) is copied to: one copy each, as JAX's transfer guard logs."""
-    sharding = getattr(destination, "sharding", None) or destination
-    return len(getattr(sharding, "device_set", None) or ()) or 1
+    kind = type(destination)
+    if kind in _ONE_DEVICE:
+        return 1
+    sharding = destination if kind in _SHARDINGS else getattr(destination, "sharding", None)
+    devices = getattr(sharding, "device_set", None) or getattr(destination, "device_set", None)
+    if devices is None:  # a device (jaxlib's misses cost microseconds: once per type)
+        _ONE_DEVICE.add(kind)
+        return 1
+    if sharding is None:
+        _SHARDINGS.add(kind)
+    return len(devices) or 1
+
+
+#: The types of destinations that are one device (None: the default one), and of shardings.
+_ONE_DEVICE: set[type] = {type(None)}
+_SHARDINGS: set[type] = set()
 
 
 def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., Any]:
@@ -317,10 +335,12 @@ def _add_transfer_place(
     state.call_started = time.perf_counter()
     state.current = function  # JAX's calls while reading the lowering are not counted
     try:
-        leaves = _transferred_leaves(function, args[1:], kwargs, leaves)
+        leaves, devices = _transferred_leaves(function, args[1:], kwargs, leaves)
     finally:
         state.current = None
     found = Counter(kind for kind in map(type, leaves) if kind in target.host_types)
+    if devices > 1:  # a copy to each device, as JAX's transfer guard logs them
+        found = Counter({kind: count * devices for kind, count in found.items()})
     state.add_transfer_place(key, function, found, lambda: _stack(caller))
 
 
@@ -328,17 +348,20 @@ def _add_transfer_place(
 _COUNT_CALL_CODE = _dispatch_counter(None, DispatchTarget(type, type, frozenset(), list)).__code__
 
 
-def _transferred_leaves(function, args: tuple, kwargs: dict, leaves: list) -> list:
-    """The argument `leaves` JAX copies to the device on a call of `function`: those its
-    program keeps (jit drops the arguments the function does not use), read from the lowering
-    of the call just made (JAX's caches hold it); all of them when that cannot be read."""
+def _transferred_leaves(function, args: tuple, kwargs: dict, leaves: list) -> tuple[list, int]:
+    """The argument `leaves` JAX copies to the devices on a call of `function`: those its
+    program keeps (jit drops the arguments the function does not use), and the devices it
+    runs on (each of its inputs is on every one, in shards or whole), read from the lowering
+    of the call just made (JAX's caches hold it); all of them and one device when that
+    cannot be read."""
     try:
         lowering = function.trace(*args, **kwargs).lower()._lowering
         kept = lowering.compile_args["kept_var_idx"]
+        devices = int(lowering.compile_args.get("num_devices") or 1)
         hoisted = len(getattr(lowering, "const_args", None) or ())  # constants come first
     except Exception:
-        return leaves
-    return [leaf for index, leaf in enumerate(leaves) if index + hoisted in kept]
+        return leaves, 1
+    return [leaf for index, leaf in enumerate(leaves) if index + hoisted in kept], devices
 
 
 def _arg_types(arg) -> Any:
