@@ -277,3 +277,7 @@ def test_a_first_cells_loop_is_steps_of_the_graph_its_window_ended_on(run, shell
     assert len(steps) == 19 and set(steps["graph"]) == {loop}
     assert steps["estimated"].sum() == device["estimated"].sum()
     assert (steps["phase"] == "steady").sum() >= 18
+    # each run's row names its graph too, those after the window the loop's (they had none)
+    runs = prof.executions
+    assert len(runs) == 20 and runs["graph"].notna().all(), runs
+    assert (runs["graph"] == first).sum() == 1 and (runs["graph"] == loop).sum() == 19

@@ -498,7 +498,19 @@ with xlanb.profile(backend="torch_xla") as masked:
     print_me = float(attention.sum())
 places = forced_sync_places(masked.executions, masked.fallbacks)
 reads = masked.fallbacks[masked.fallbacks["cause"] == "item"]
+# a loop longer than the trace's window: the runs after it are the loop graph's too
+u = torch.randn(256, 256, device=dev)
+for _ in range(2):
+    u = torch.tanh(u @ u)
+    torch_xla.sync()
+with xlanb.profile(backend="torch_xla", trace_runs=3) as long:
+    for _ in range(60):
+        u = torch.tanh(u @ u)
+        torch_xla.sync()
+estimated = long.spans[long.spans["lane"] == "device"]["estimated"].astype(bool)
 print(json.dumps({
+    "estimated_runs": int(estimated.sum()),
+    "long_runs": long.executions["graph"].value_counts(dropna=False).tolist(),
     "places": places[["read_at", "count"]].values.tolist(),
     "read_rows": reads[["count", "location"]].values.tolist(),
     "runs": {str(graph): int(count) for graph, count in runs.items()},
@@ -547,6 +559,8 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     # executions told apart by graph at either level: by the execution analysis (--deep),
     # else by the device trace's runs; a graph compiled before the capture has its hash too
     assert seen["unlabelled"] == 0 and sorted(seen["runs"].values())[-2:] == [6, 6], seen
+    # past the window, by the graph the window ran (rows had none, their spans had it)
+    assert seen["estimated_runs"] > 0 and seen["long_runs"] == [60], seen
     # the runtime prints a hash without its leading zeros
     assert all(re.fullmatch("[0-9a-f]{16,32}", graph) for graph in seen["runs"]), seen
     if deep:

@@ -454,8 +454,10 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "graph",
             "str",
             "",
-            "graph hash (torch_xla with `PT_XLA_DEBUG_LEVEL=2`, "
-            "torch._lazy) or function (`jit(f)`, JAX); null when unknown",
+            "graph hash (torch._lazy; torch_xla: `PT_XLA_DEBUG_LEVEL=2`'s execution "
+            "analysis, else the device trace's run within the row's sample, past the trace's "
+            "window the graph the window ran after its last compile) or function (`jit(f)`, "
+            "JAX); null when unknown",
             (*_LIVE, "debug_file"),
         ),
         _r(

@@ -521,9 +521,12 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
                 NAME, token.trace, ended_at, capture.rows["spans"]
             )
         if token.trace is not None and token.trace.stopped_at is not None:
-            capture.rows["spans"].extend(
-                _untraced_runs(token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at)
+            untraced = _untraced_runs(
+                token, metrics, in_cell.get("ExecuteTime", []), capture, ended_at
             )
+            capture.rows["spans"].extend(untraced)
+            # each run after the window is its sample's span: the graph that span was given
+            device_time.label_runs(capture.rows.get("executions", []), untraced)
     _execution_peaks(capture)
     if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
