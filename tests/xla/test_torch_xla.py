@@ -560,7 +560,8 @@ def test_default_switches_leave_tracing_alone_and_deep_adds_op_lines(tmp_path, d
     # else by the device trace's runs; a graph compiled before the capture has its hash too
     assert seen["unlabelled"] == 0 and sorted(seen["runs"].values())[-2:] == [6, 6], seen
     # past the window, by the graph the window ran (rows had none, their spans had it)
-    assert seen["estimated_runs"] > 0 and seen["long_runs"] == [60], seen
+    assert seen["long_runs"] == [60], seen
+    assert (seen["estimated_runs"] > 0) == OPS_TRACED, seen  # torch_xla 2.7: no trace
     # the runtime prints a hash without its leading zeros
     assert all(re.fullmatch("[0-9a-f]{16,32}", graph) for graph in seen["runs"]), seen
     if deep:
