@@ -103,19 +103,19 @@ def _device_count(destination: Any) -> int:
     kind = type(destination)
     if kind in _ONE_DEVICE:
         return 1
-    sharding = destination if kind in _SHARDINGS else getattr(destination, "sharding", None)
-    devices = getattr(sharding, "device_set", None) or getattr(destination, "device_set", None)
-    if devices is None:  # a device (jaxlib's misses cost microseconds: once per type)
-        _ONE_DEVICE.add(kind)
-        return 1
-    if sharding is None:
-        _SHARDINGS.add(kind)
-    return len(devices) or 1
+    devices = getattr(destination, "device_set", None)  # a sharding's
+    if devices is None:
+        sharding = getattr(destination, "sharding", _MISSING)
+        if sharding is _MISSING:  # a device: jaxlib's misses cost microseconds, once a type
+            _ONE_DEVICE.add(kind)
+            return 1
+        devices = getattr(sharding, "device_set", None)  # a layout's, where it holds one
+    return len(devices or ()) or 1
 
 
-#: The types of destinations that are one device (None: the default one), and of shardings.
+#: The types of destinations that are one device (None: the default one).
 _ONE_DEVICE: set[type] = {type(None)}
-_SHARDINGS: set[type] = set()
+_MISSING = object()
 
 
 def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., Any]:
