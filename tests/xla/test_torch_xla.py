@@ -499,7 +499,7 @@ with xlanb.profile(backend="torch_xla") as masked:
 places = forced_sync_places(masked.executions, masked.fallbacks)
 reads = masked.fallbacks[masked.fallbacks["cause"] == "item"]
 # a loop longer than the trace's window: the runs after it are the loop graph's too
-u = torch.randn(256, 256, device=dev)
+u = torch.randn(512, 512, device=dev)
 for _ in range(2):
     u = torch.tanh(u @ u)
     torch_xla.sync()
