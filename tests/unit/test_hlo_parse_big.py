@@ -5,7 +5,8 @@ a module grown from a recorded one (its computations repeated) parses to as many
 edges and ops per copy as the recorded one; a name defined twice is the error of its second
 line; instructions whose tails are read once keep their own attributes, and nothing read is
 kept after the parse; op_name scope paths split by their head's split as whole paths do;
-a computation's body read at once (one match over it) parses as read line by line."""
+a computation's body read at once (one match over it), or in chunks with a line the match does
+not read in one, parses as read line by line."""
 
 from __future__ import annotations
 
@@ -254,6 +255,36 @@ def test_bodies_read_at_once_read_as_line_by_line(name: str) -> None:
         _frames(parse(text, "hlo")), _frames(parse(_line_by_line(text), "hlo")), strict=True
     ):
         pd.testing.assert_frame_equal(at_once, by_line)
+
+
+def _uncommon_at(text: str, line: int) -> str:
+    """`text` with the instruction at 1-based `line` given a layout the body's regex does not
+    read (a tile in it: read by the general path)."""
+    lines = text.split("\n")
+    lines[line - 1], found = re.subn(r"\]\{([\d,]*)\}", r"]{\1:T(2)}", lines[line - 1], count=1)
+    assert found == 1
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("chunk", [1, 5, 64])
+def test_a_body_read_in_chunks_reads_as_line_by_line(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the chunks before a line the regex does not read are read at once, the rest line by line
+    text = RECORDED.read_text()
+    entry = text.split("\n").index(next(li for li in text.split("\n") if li.startswith("ENTRY")))
+    uncommon = _uncommon_at(text, entry + 12)
+    monkeypatch.setattr(hlo_read, "_CHUNK_LINES", chunk)
+    for variant in (text, uncommon, _line_by_line(text)):
+        for in_chunks, by_line in zip(
+            _frames(parse(variant, "hlo")),
+            _frames(parse(_line_by_line(variant), "hlo")),
+            strict=True,
+        ):
+            pd.testing.assert_frame_equal(in_chunks, by_line)
+    line = entry + 12
+    assert hlo_read._GPU_LINES.fullmatch(text.split("\n")[line - 1])
+    assert not hlo_read._GPU_LINES.fullmatch(uncommon.split("\n")[line - 1])
 
 
 def test_odd_tails_keep_their_metadata_and_attributes() -> None:

@@ -103,3 +103,34 @@ def test_the_common_prefix_of_the_least_and_greatest_path_is_that_of_all(seed: i
     if seed % 2:  # a shared head
         paths = [("jit(f)", *path) for path in paths]
     assert _common(paths) == _common_naive(paths)
+
+
+def _crowded_module(op_names: list[str], chained: bool) -> str:
+    """An entry computation of 40 nodes with bare op_names (one level): one parameter, 29
+    ops named ``x{k}``, and one op per name of `op_names`, each fed by the parameter (or,
+    `chained`, by the op before it)."""
+    lines = ["HloModule crowd", "", "ENTRY main {", "  p = f32[] parameter(0)"]
+    lines += [f'  x{k} = f32[] negate(p), metadata={{op_name="x{k}"}}' for k in range(29)]
+    for k, op_name in enumerate(op_names):
+        operand = f"f{k - 1}" if chained and k else "p"
+        lines.append(f'  f{k} = f32[] negate({operand}), metadata={{op_name="{op_name}"}}')
+    lines += ["  ROOT t = () tuple()", "}"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize(
+    "op_names",
+    [["update"] * 10, [f"update;b/x{k}" for k in range(10)], ["update;b"] * 5 + ["update"] * 5],
+)
+def test_independent_ops_of_one_first_path_group_as_a_family(op_names: list[str]) -> None:
+    from xlanb.graphs import parse
+
+    graph = parse(_crowded_module(op_names, chained=False), "hlo")
+    families = graph.scopes[graph.scopes["kind"] == "group"]
+    assert families["label"].tolist() == ["update (10)"]
+    nodes = graph.nodes.set_index("name")
+    assert set(nodes.index[nodes["scope"] == families["id"].iloc[0]]) == {
+        f"f{k}" for k in range(10)
+    }
+    chain = parse(_crowded_module(op_names, chained=True), "hlo")
+    assert "update (10)" not in chain.scopes["label"].tolist()

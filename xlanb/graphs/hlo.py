@@ -15,6 +15,7 @@ import collections
 import contextlib
 import functools
 import itertools
+import operator
 import re
 import threading
 from collections.abc import Callable, Iterator
@@ -236,9 +237,10 @@ def _data_edges_at_once(
     if not names:
         return _NO_EDGES, _NO_EDGES, _NO_EDGES
     try:
-        sources = np.fromiter(map(by_name.__getitem__, names), dtype=np.int64, count=len(names))
+        found = operator.itemgetter(*names)(by_name)  # all at once (one name: not a tuple)
     except KeyError:
         return None
+    sources = np.array(found if len(names) > 1 else [found], dtype=np.int64)
     start, count = computations[0].first_node, len(operands)
     sizes = np.fromiter((len(c.names) for c in computations), dtype=np.int64)
     owners = np.repeat(np.arange(len(computations), dtype=np.int64), sizes)

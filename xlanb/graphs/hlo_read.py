@@ -317,11 +317,26 @@ def _read_body(
     count = len(lines)
     while end < count and lines[end][:2] == "  ":
         end += 1
-    if end == start:
-        return start
+    for chunk in range(start, end, _CHUNK_LINES):
+        chunk_end = min(chunk + _CHUNK_LINES, end)
+        if not _read_chunk(lines, chunk, chunk_end, computation, body_lines):
+            return chunk  # read line by line from here
+    return end
+
+
+#: Lines of a body matched at once: a long body's matches, held until read, are a few
+#: hundred bytes a line, so its chunks reuse the memory the one before freed.
+_CHUNK_LINES = 8192
+
+
+def _read_chunk(
+    lines: list[str], start: int, end: int, computation: Computation, body_lines: re.Pattern[str]
+) -> bool:
+    """Read ``lines[start:end]`` of `computation`'s body, each by one `body_lines` match,
+    where each is a common line; False (nothing read) where one is not."""
     found = body_lines.findall("\n".join(lines[start:end]))
     if len(found) != end - start:
-        return start  # read line by line
+        return False
     roots, names, shape_texts, ops, plains, arguments, rests, bodies, others = zip(
         *found, strict=True
     )
@@ -383,7 +398,7 @@ def _read_body(
         control_column.append(control)
         parameters.append(parameter)
     _add_lines(computation, lines, start, end, (roots, names, shape_texts, ops))
-    return end
+    return True
 
 
 def _add_lines(

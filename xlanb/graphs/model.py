@@ -221,6 +221,19 @@ _DTYPES = {
 }
 
 
+def _objects(values: list[Any]) -> np.ndarray:
+    """`values` as an object array, each value an element (a dict or list too)."""
+    if _FROMITER_OBJECTS:  # without numpy's look into each value for a nested sequence
+        return np.fromiter(values, dtype=object, count=len(values))
+    array = np.empty(len(values), dtype=object)
+    array[:] = values
+    return array
+
+
+#: Whether ``np.fromiter`` makes object arrays (numpy 1.23 and newer).
+_FROMITER_OBJECTS = np.lib.NumpyVersion(np.__version__) >= "1.23.0"
+
+
 def _frame(names: list[str], columns: dict[str, list[Any]]) -> pd.DataFrame:
     """A frame of the columns ``names`` holding ``columns``' values, each in its dtype."""
     data: dict[str, Any] = {}
@@ -228,8 +241,7 @@ def _frame(names: list[str], columns: dict[str, list[Any]]) -> pd.DataFrame:
         values = columns[column]
         dtype = _DTYPES.get(column, "object")
         if dtype == "object":
-            data[column] = array = np.empty(len(values), dtype=object)
-            array[:] = values
+            data[column] = _objects(values)
         elif dtype == "Int64":  # line numbers, None where unknown: by floats, in C
             as_floats = np.array(values, dtype=float)
             missing = np.isnan(as_floats)

@@ -278,18 +278,13 @@ def _group_families(
     linked: _Linked,
     family: int,
 ) -> list[int]:
-    by_name: dict[str, list[int]] = {}
-    op_names = builder.columns["op_name"]
-    for index in members:
-        op_name = op_names[index]
-        if op_name:
-            by_name.setdefault(op_name.split(";", 1)[0], []).append(index)
+    by_name = _by_first_path(builder.columns["op_name"], members)
     taken: set[int] = set()
     for op_name, group in by_name.items():
         if len(group) < family:
             continue
         inside = set(group)
-        if any(b in inside and b != a for a in group for b in linked.get(a, ())):
+        if any(_feeds_inside(a, linked.get(a), inside) for a in group):
             continue  # a chain, not a family of independent ops
         parts = split_op_name(op_name)
         leaf = parts[-1] if parts else op_name
@@ -302,6 +297,33 @@ def _group_families(
         _move(builder, group, scope, anchored)
         taken.update(group)
     return [i for i in members if i not in taken]
+
+
+def _by_first_path(op_names: list[str], members: list[int]) -> dict[str, list[int]]:
+    """`members` with an op_name by its first path (of ``a/x;b/y``, ``a/x``), in the order
+    the first paths first appear, each list in the order of `members`."""
+    by_op_name: dict[str, list[int]] = {}
+    for index in members:
+        same = by_op_name.get(op_names[index])
+        if same is None:
+            by_op_name[op_names[index]] = [index]
+        else:
+            same.append(index)
+    by_op_name.pop("", None)
+    if not any(";" in op_name for op_name in by_op_name):
+        return by_op_name  # each op_name its own first path: no split per node
+    by_name: dict[str, list[int]] = {}
+    for index in members:
+        if op_names[index]:
+            by_name.setdefault(op_names[index].split(";", 1)[0], []).append(index)
+    return by_name
+
+
+def _feeds_inside(node: int, feeds: list[int] | None, inside: set[int]) -> bool:
+    """Whether `node` feeds another node of `inside` (`feeds`: the nodes it feeds)."""
+    if not feeds or inside.isdisjoint(feeds):
+        return False
+    return any(fed in inside and fed != node for fed in feeds)
 
 
 def _chunk(
