@@ -8,7 +8,8 @@ profiled / bare (all threads), and the end of cell: seconds from its last line t
 
 Cases (``--case``; default all that the runtimes installed here have):
 
-- ``flax-cnn``: a flax nnx CNN, 100 Adam steps (optax) on 8 32x32 images (compiled before);
+- ``flax-cnn``: a flax nnx CNN, 100 Adam steps (optax) on 8 32x32 images (compiled before;
+  needs `pip install flax optax`, which xlanb's environments do not hold);
 - ``jax-transformer-first``: a 12-layer JAX transformer step (d=256) defined, compiled (a
   program never seen before: its learning rate differs each run) and run 3 times in the cell;
 - ``jax-transformer-steady``: the same step compiled before, 8 steps in the cell;
@@ -212,7 +213,9 @@ def timed(shell, cell: str) -> tuple[float, float, float, float, float]:
 
 def run_case(shell, name: str, repeats: int, magic_args: str = "") -> dict:
     _runtime, setup, cell, first = CASES[name]
-    shell.run_cell(setup)
+    with_setup = shell.run_cell(setup)
+    if not with_setup.success:  # e.g. flax and optax, which the bench alone needs
+        raise RuntimeError(f"{name}: its setup failed: {with_setup.error_in_exec!r}")
     magic = f"%%xla_profile --var bench_prof {magic_args}".rstrip()
     profiled_cell = magic + "\n" + CELL_START + cell + CELL_END
     bare_cell = CELL_START + cell + CELL_END

@@ -12,6 +12,7 @@ as they always were, without the new columns.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -98,6 +99,26 @@ with xlanb.profile(backend="jax") as prof, jax.transfer_guard("log_explicit"):
         doubled = double(batch)
 out["transfers"] = prof.summary()["transfers"]
 out["host_inputs"] = prof.summary()["host_inputs"]
+
+@jax.jit
+def grow(x, w):
+    return jnp.tanh(x @ w) @ w + 1.0
+
+with xlanb.profile(backend="jax") as prof:
+    grow(x_sharded, w).block_until_ready()
+    grow(x_single, w).block_until_ready()
+sizes = [
+    grow.lower(x, w).compile().memory_analysis().argument_size_in_bytes
+    for x in (x_sharded, x_single)
+]
+out["memory"] = {
+    "devices": prof.compiles["devices"].tolist(),
+    "input_bytes": prof.compiles["input_bytes"].tolist(),
+    "jax_input_bytes": sizes,
+    "rows": json.loads(prof.memory.to_json(orient="records")),
+    "html": prof._repr_html_(),
+    "findings": prof.findings["title"].tolist(),
+}
 print(json.dumps(out))
 """
 
@@ -175,3 +196,18 @@ def test_a_host_value_to_two_devices_is_two_transfers_as_jax_logs_them(profiles)
     assert profiles["logged_transfers"] == 11
     assert profiles["transfers"] == profiles["logged_transfers"]
     assert profiles["host_inputs"] == 6
+
+
+def test_a_sharded_program_s_memory_is_one_device_s_and_says_so(profiles):
+    # XLA's compiled memory stats are one device's: the sharded input counts its half, the
+    # replicated weights whole (JAX's own memory_analysis() of the same program says so)
+    memory = profiles["memory"]
+    assert memory["devices"] == [2, 1]
+    assert memory["input_bytes"] == memory["jax_input_bytes"]
+    assert memory["jax_input_bytes"][0] == (128 * 256 + 256 * 256) * 4
+    rows = memory["rows"]
+    assert {row["devices"] for row in rows if row["compile_id"] == rows[0]["compile_id"]} == {2}
+    assert {row["devices"] for row in rows if row["compile_id"] != rows[0]["compile_id"]} == {1}
+    # the compiles table: the sharded program's peak on each of its devices, the other's not
+    peaks = re.findall(r"<td>([\d.]+ [kMG]?B)( on each of \d devices)?</td>", memory["html"])
+    assert [on for _size, on in peaks if on] == [" on each of 2 devices"], peaks

@@ -106,3 +106,22 @@ def test_a_run_cut_on_one_device_is_left_out_on_both():
     runs = [span for span in spans if span["lane"] == "device"]
     assert len(runs) == len(whole)
     assert sum(row["seconds"] for row in op_rows) <= sum(span["seconds"] for span in runs)
+
+
+def test_a_program_s_static_needs_say_on_how_many_devices_each_holds_them():
+    # the out-of-memory finding's list of the cell's programs: compiled sizes are one device's
+    from xlanb.analysis.findings.memory_rules import _static_needs
+
+    compiles = pd.DataFrame(
+        {
+            "graph": ["jit(small)", "jit(sharded)", "jit(unknown)"],
+            "peak_bytes": [1e9, 2e9, 5e8],
+            "input_bytes": [5e8, 1e9, 1e8],
+            "devices": pd.array([1, 8, None], dtype="Int64"),
+        }
+    )
+    assert _static_needs(compiles) == [
+        "jit(sharded) peak 2.00 GB on each of 8 devices (inputs 1.00 GB)",
+        "jit(small) peak 1.00 GB (inputs 500.0 MB)",
+        "jit(unknown) peak 500.0 MB (inputs 100.0 MB)",
+    ]

@@ -106,7 +106,9 @@ def memory(profile: Profile) -> pd.DataFrame:
     """The static memory of every program compiled: one row per program and ``kind``
     (``inputs``, ``outputs``, ``aliased``, ``intermediates``, ``program``, ``peak``) with
     its ``bytes``, from the ``compiles`` columns (JAX's compiled memory stats, torch_xla's
-    Post Compilation Analysis); ``compile_id`` tells a JAX function's compiles apart."""
+    Post Compilation Analysis); ``compile_id`` tells a JAX function's compiles apart;
+    ``devices`` is how many devices the program runs on, each holding ``bytes`` (NA where
+    unknown)."""
     kinds = {
         "input_bytes": "inputs",
         "output_bytes": "outputs",
@@ -115,17 +117,17 @@ def memory(profile: Profile) -> pd.DataFrame:
         "program_bytes": "program",
         "peak_bytes": "peak",
     }
-    columns = ["backend", "graph", "compile_id", "kind", "bytes"]
+    columns = ["backend", "graph", "compile_id", "kind", "bytes", "devices"]
     present = [c for c in kinds if c in profile.compiles.columns]
     if not present:
         return pd.DataFrame(columns=columns)
+    given = profile.compiles.columns
     compiles = profile.compiles.assign(
-        compile_id=profile.compiles["compile_id"]
-        if "compile_id" in profile.compiles.columns
-        else pd.NA
+        compile_id=profile.compiles["compile_id"] if "compile_id" in given else pd.NA,
+        devices=profile.compiles["devices"] if "devices" in given else pd.NA,
     )
     long = compiles.melt(
-        id_vars=["backend", "graph", "compile_id"],
+        id_vars=["backend", "graph", "compile_id", "devices"],
         value_vars=present,
         var_name="kind",
         value_name="bytes",

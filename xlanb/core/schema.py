@@ -432,6 +432,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             ("jax", "torch_xla"),
         ),
         _c(
+            "devices",
+            "Int64",
+            "",
+            "devices the program runs on in this process (its executable's `local_devices()`):"
+            " the memory columns are each one device's",
+            ("jax",),
+        ),
+        _c(
             "not_donated",
             "str",
             "",

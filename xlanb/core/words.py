@@ -1,8 +1,10 @@
-"""Counts as people write them: ``1 compile``, ``2 compiles``."""
+"""Counts as people write them: ``1 compile``, ``2 compiles``, ``on each of 8 devices``."""
 
 from __future__ import annotations
 
+import math
 import shlex
+from typing import Any
 
 
 def counted(count: int | float, noun: str, plural: str | None = None) -> str:
@@ -17,3 +19,13 @@ def magic_command(*words: object) -> str:
     """``%xla_profile`` with `words` quoted as a shell would need them: a profile named
     ``my run`` is ``%xla_profile diff 'my run' 2``, which the magic reads back as two words."""
     return " ".join(["%xla_profile", *(shlex.quote(str(word)) for word in words)])
+
+
+def on_each_device(devices: Any) -> str:
+    """`` on each of 8 devices`` where a figure is one device's of several; ``""`` for one
+    device or an unknown count (None, NaN, NA)."""
+    try:
+        number = float(devices)
+    except (TypeError, ValueError):
+        return ""
+    return f" on each of {int(number)} devices" if not math.isnan(number) and number > 1 else ""

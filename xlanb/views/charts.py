@@ -21,6 +21,7 @@ import pandas as pd
 
 from xlanb.core.profile import Profile
 from xlanb.core.schema import HOST_KINDS, headline_host_kinds
+from xlanb.core.words import on_each_device
 from xlanb.formats.jax_text import strip_jit
 from xlanb.views.events import graph_events
 from xlanb.views.summary import time_unit
@@ -472,7 +473,7 @@ def memory_lane(profile: Profile) -> list[dict[str, Any]]:
                 "kind": "peak",
                 "x": [round(start, 6) for start, _graph, _peak in points],
                 "y": [peak for _start, _graph, peak in points],
-                "text": [f"{graph} compiled peak" for _start, graph, _peak in points],
+                "text": [label for _start, label, _peak in points],
             }
         )
     return series
@@ -514,14 +515,19 @@ def _live_series(profile: Profile) -> list[dict[str, Any]]:
 
 
 def _peak_points(profile: Profile) -> list[tuple[float, str, float]]:
-    """(start, program, compiled peak bytes) at each device run of a program whose peak is
-    known (the cell's latest compile's where it compiled)."""
+    """(start, what the point is: ``jit(f) compiled peak``, on each of its devices where
+    several, compiled peak bytes) at each device run of a program whose peak is known (the
+    cell's latest compile's where it compiled)."""
     peaks: dict[str, tuple[str, float]] = {}
     for frame in (profile.executions, profile.compiles):  # the cell's latest compile last
         if "peak_bytes" in frame.columns:
-            for graph, peak in zip(frame["graph"], frame["peak_bytes"], strict=True):
+            devices = frame["devices"] if "devices" in frame.columns else [None] * len(frame)
+            for graph, peak, count in zip(
+                frame["graph"], frame["peak_bytes"], devices, strict=True
+            ):
                 if isinstance(graph, str) and peak == peak:
-                    peaks[_program_key(graph)] = (graph, float(peak))
+                    label = f"{graph} compiled peak{on_each_device(count)}"
+                    peaks[_program_key(graph)] = (label, float(peak))
     spans = profile.spans
     if not peaks or spans.empty:
         return []

@@ -17,7 +17,7 @@ import pandas as pd
 
 from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
-from xlanb.core.words import magic_command
+from xlanb.core.words import magic_command, on_each_device
 from xlanb.graphs import diff
 from xlanb.views.compare import summary_rows, verdict
 from xlanb.views.escape import cell, escape
@@ -393,11 +393,11 @@ def _compiles(profile: Profile) -> str:
         ],
         diff=_diff_commands(profile),
         peak_memory=[
-            format_bytes(v)
-            for v in (
-                profile.compiles["peak_bytes"]
-                if "peak_bytes" in profile.compiles.columns
-                else [math.nan] * len(profile.compiles)
+            format_bytes(v) + (on_each_device(devices) if v == v else "")
+            for v, devices in zip(
+                _column(profile.compiles, "peak_bytes", math.nan),
+                _column(profile.compiles, "devices", None),
+                strict=True,
             )
         ],
     )
@@ -432,6 +432,11 @@ def _compiles(profile: Profile) -> str:
         + "</div>",
         open_=len(compiles) <= 8,
     )
+
+
+def _column(frame: pd.DataFrame, column: str, missing: Any) -> list[Any]:
+    """`frame`'s `column` as a list, `missing` on each row where it has no such column."""
+    return frame[column].tolist() if column in frame.columns else [missing] * len(frame)
 
 
 def _executions(profile: Profile) -> str:

@@ -22,6 +22,7 @@ from xlanb.core.schema import (
     headline_host_kinds,
 )
 from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
+from xlanb.core.words import on_each_device
 
 Made = TypeVar("Made", bound=Callable[..., Any])
 
@@ -411,8 +412,7 @@ def runs_texts(ops: pd.DataFrame | dict[str, list[Any]]) -> list[str]:
 
 
 def runs_words(runs: Any, first: Any, count: Any, seconds: Any, devices: Any = None) -> str:
-    several = devices is not None and not pd.isna(devices) and int(devices) > 1
-    on = f" on each of {int(devices)} devices" if several else ""
+    on = on_each_device(devices)
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
         return f"×{count}{on}"
     if int(runs) <= 1:

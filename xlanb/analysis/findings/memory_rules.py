@@ -12,7 +12,7 @@ from xlanb.analysis.findings.common import Finding, _lines
 from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
-from xlanb.core.words import counted
+from xlanb.core.words import counted, on_each_device
 from xlanb.formats.oom_text import out_of_memory
 
 #: A cell whose live device memory grew in this many profiled runs in a row (this one the
@@ -232,7 +232,9 @@ def _static_needs(compiles: pd.DataFrame) -> list[str]:
             )
             if column in compiles.columns and getattr(row, column) == getattr(row, column)
         ]
-        parts.append(f"{row.graph} peak {format_bytes(float(row.peak_bytes))} ({', '.join(sizes)})")
+        on = on_each_device(getattr(row, "devices", None))
+        peak = format_bytes(float(row.peak_bytes))
+        parts.append(f"{row.graph} peak {peak}{on} ({', '.join(sizes)})")
     return parts
 
 

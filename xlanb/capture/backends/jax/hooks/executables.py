@@ -16,7 +16,8 @@ from xlanb.formats.buffer_assignment import Temporary, hlo_module_id, temporarie
 
 def memory(executable) -> dict[str, float]:
     """A loaded executable's static memory (``get_compiled_memory_stats()``, touch point 12)
-    in the ``compiles`` columns the torch_xla debug file fills; {} where JAX does not say."""
+    in the ``compiles`` columns the torch_xla debug file fills, each one device's, and the
+    number of its devices (``devices``); {} where JAX does not say."""
     try:
         stats = executable.get_compiled_memory_stats()
         sizes = {
@@ -36,7 +37,16 @@ def memory(executable) -> dict[str, float]:
             + sizes["intermediate_bytes"]
             - sizes["aliased_bytes"]
         )
-    return {**sizes, "peak_bytes": peak}
+    return {**sizes, "peak_bytes": peak, **_devices(executable)}
+
+
+def _devices(executable) -> dict[str, int]:
+    """``{"devices": N}``: the devices a loaded executable runs on in this process, whose
+    compiled memory stats are each one device's; {} where JAX does not say."""
+    try:
+        return {"devices": len(executable.local_devices())}
+    except Exception:
+        return {}
 
 
 def module_proto(executable) -> bytes | None:
