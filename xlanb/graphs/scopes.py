@@ -309,7 +309,8 @@ def _by_first_path(op_names: list[str], members: list[int]) -> dict[str, list[in
             by_op_name[op_names[index]] = [index]
         else:
             same.append(index)
-    by_op_name.pop("", None)
+    for no_name in [op_name for op_name in by_op_name if not op_name]:  # in no family
+        del by_op_name[no_name]
     if not any(";" in op_name for op_name in by_op_name):
         return by_op_name  # each op_name its own first path: no split per node
     by_name: dict[str, list[int]] = {}
