@@ -105,13 +105,19 @@ def grow(x, w):
     return jnp.tanh(x @ w) @ w + 1.0
 
 with xlanb.profile(backend="jax") as prof:
-    grow(x_sharded, w).block_until_ready()
     grow(x_single, w).block_until_ready()
+    grow(x_sharded, w).block_until_ready()  # the latest compile: later cells' peak
 sizes = [
     grow.lower(x, w).compile().memory_analysis().argument_size_in_bytes
-    for x in (x_sharded, x_single)
+    for x in (x_single, x_sharded)
 ]
+with xlanb.profile(backend="jax") as later:  # runs it, compiles nothing
+    grow(x_sharded, w).block_until_ready()
 out["memory"] = {
+    "later": json.loads(
+        later.executions[["graph", "peak_bytes", "devices"]].to_json(orient="records")
+    ),
+    "later_html": later._repr_html_(),
     "devices": prof.compiles["devices"].tolist(),
     "input_bytes": prof.compiles["input_bytes"].tolist(),
     "jax_input_bytes": sizes,
@@ -202,12 +208,18 @@ def test_a_sharded_program_s_memory_is_one_device_s_and_says_so(profiles):
     # XLA's compiled memory stats are one device's: the sharded input counts its half, the
     # replicated weights whole (JAX's own memory_analysis() of the same program says so)
     memory = profiles["memory"]
-    assert memory["devices"] == [2, 1]
+    assert memory["devices"] == [1, 2]
     assert memory["input_bytes"] == memory["jax_input_bytes"]
-    assert memory["jax_input_bytes"][0] == (128 * 256 + 256 * 256) * 4
+    assert memory["jax_input_bytes"][1] == (128 * 256 + 256 * 256) * 4
     rows = memory["rows"]
-    assert {row["devices"] for row in rows if row["compile_id"] == rows[0]["compile_id"]} == {2}
-    assert {row["devices"] for row in rows if row["compile_id"] != rows[0]["compile_id"]} == {1}
+    assert {row["devices"] for row in rows if row["compile_id"] == rows[0]["compile_id"]} == {1}
+    assert {row["devices"] for row in rows if row["compile_id"] != rows[0]["compile_id"]} == {2}
     # the compiles table: the sharded program's peak on each of its devices, the other's not
     peaks = re.findall(r"<td>([\d.]+ [kMG]?B)( on each of \d devices)?</td>", memory["html"])
-    assert [on for _size, on in peaks if on] == [" on each of 2 devices"], peaks
+    # the sharded compile's row and the function's runs (their peak: its latest compile's)
+    assert [on for _size, on in peaks if on] == [" on each of 2 devices"] * 2, peaks
+    # a later cell that only runs it: its executions keep the peak and its devices
+    peak = next(row["bytes"] for row in rows if row["kind"] == "peak" and row["devices"] == 2)
+    assert memory["later"] == [{"graph": "jit(grow)", "peak_bytes": peak, "devices": 2}]
+    later = re.findall(r"<td>([\d.]+ [kMG]?B)( on each of \d devices)?</td>", memory["later_html"])
+    assert [on for _size, on in later if on] == [" on each of 2 devices"], later

@@ -582,6 +582,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             ("jax", "torch_xla"),
         ),
         _c(
+            "devices",
+            "Int64",
+            "",
+            "the devices the row's program runs on in this process, each holding `peak_bytes`"
+            " (JAX)",
+            ("jax",),
+        ),
+        _c(
             "module_id",
             "Int64",
             "",

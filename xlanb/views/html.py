@@ -266,9 +266,10 @@ def _executions_by_graph(profile: Profile) -> dict[str, list[Any]]:
     grouped["seconds"] = [format_seconds(total) for _, total in summed]
     grouped["mean"] = [format_seconds(total / count) if count else "-" for count, total in summed]
     if "peak_bytes" in executions.columns:
-        peaks = executions["peak_bytes"].tolist()
+        peaks, devices = executions["peak_bytes"].tolist(), _column(executions, "devices", None)
         grouped["peak_memory"] = [
-            format_bytes(_max(peaks[i] for i in rows)) for rows in groups.values()
+            _peak_text([peaks[i] for i in rows], [devices[i] for i in rows])
+            for rows in groups.values()
         ]
     if "flops_per_second" in executions.columns:
         flops, bounds = executions["flops_per_second"].tolist(), executions["bound"].tolist()
@@ -432,6 +433,15 @@ def _compiles(profile: Profile) -> str:
         + "</div>",
         open_=len(compiles) <= 8,
     )
+
+
+def _peak_text(peaks: list[float], devices: list[Any]) -> str:
+    """The largest of `peaks`, on each of its devices where it is one device's of several."""
+    known = [(float(p), n) for p, n in zip(peaks, devices, strict=True) if not pd.isna(p)]
+    if not known:
+        return "-"
+    peak, count = max(known, key=lambda pair: pair[0])
+    return format_bytes(peak) + on_each_device(count)
 
 
 def _column(frame: pd.DataFrame, column: str, missing: Any) -> list[Any]:

@@ -39,7 +39,7 @@ from xlanb.capture.backends.jax.events import (
     Transfer,
     UnusedDonation,
 )
-from xlanb.capture.backends.jax.state import PROGRAMS_KEPT, Session, Taken
+from xlanb.capture.backends.jax.state import PEAKS_KEPT, PROGRAMS_KEPT, Session, Taken
 from xlanb.formats import jax_text
 from xlanb.formats.buffer_assignment import dumped_temporaries, temporary_rows
 from xlanb.formats.counters import metric_row
@@ -103,7 +103,7 @@ def fill(
     executions = _execution_rows(taken.calls)
     for row in executions:
         if row["graph"] in session.peaks:
-            row["peak_bytes"] = session.peaks[row["graph"]]
+            row.update(session.peaks[row["graph"]])
     _execution_seconds(executions, capture.rows["spans"], traced=trace_events is not None or reused)
     capture.rows["executions"] = executions
     _remember_programs(capture, session)
@@ -127,10 +127,6 @@ def fill(
             with_callbacks,
             compiled,
         )
-
-
-#: Functions whose compiled peak memory the session remembers (the least recent forgotten).
-PEAKS_KEPT = 4096
 
 
 # -- compiles and graphs ---------------------------------------------------------------------
@@ -240,11 +236,7 @@ def _compile_row(
         reads = AHEAD.take(record.executable)
         if not eager:  # a single op's buffers are not worth a row each
             row.update(reads.memory if reads is not None else hooks.memory(record.executable))
-            if "peak_bytes" in row:
-                session.peaks.pop(compiled.name, None)
-                session.peaks[compiled.name] = row["peak_bytes"]
-                while len(session.peaks) > PEAKS_KEPT:
-                    del session.peaks[next(iter(session.peaks))]
+            session.remember_peak(compiled.name, row)
         _graph_rows(compiled.name, compile_id, record, options, capture, session, reads)
     return row
 

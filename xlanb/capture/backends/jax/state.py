@@ -42,6 +42,8 @@ MAX_READ_PLACES = 10_000
 MAX_TRANSFER_PLACES = 10_000
 #: Programs compiled in earlier captures whose graph and op sources are remembered.
 PROGRAMS_KEPT = 128
+#: Functions whose compiled peak memory the session remembers (the least recent forgotten).
+PEAKS_KEPT = 4096
 
 
 @dataclass(eq=False, slots=True)
@@ -152,13 +154,25 @@ class Session:
     compile_ids: Iterator[int] = field(default_factory=lambda: iter(range(1, sys.maxsize)))
     #: Running totals of the counters (``UncachedCompile``, ``JitDispatch``, ...).
     totals: Counter[str] = field(default_factory=Counter)
-    #: Peak memory of each function's latest compile seen in a capture, for its later runs.
-    peaks: dict[str, float] = field(default_factory=dict)
+    #: Peak memory of each function's latest compile seen in a capture, for its later runs:
+    #: the ``executions`` columns it fills (``peak_bytes``, and ``devices`` where JAX says).
+    peaks: dict[str, dict[str, float]] = field(default_factory=dict)
     #: The static arguments (where -> repr) of each function's latest compile seen in a
     #: capture, to name the one that changed (the least recent forgotten past PEAKS_KEPT).
     statics: dict[str, dict[str, str]] = field(default_factory=dict)
     #: The programs each cell's last trace held, for the same cell run again.
     traces: KeptTraces = field(default_factory=KeptTraces)
+
+    def remember_peak(self, name: str, compile_row: dict[str, Any]) -> None:
+        """Keep the peak memory of function `name`'s compile (``peak_bytes`` of its
+        `compile_row`, and its ``devices``) for its later runs; nothing without one."""
+        if "peak_bytes" in compile_row:
+            self.peaks.pop(name, None)
+            self.peaks[name] = {
+                key: compile_row[key] for key in ("peak_bytes", "devices") if key in compile_row
+            }
+            while len(self.peaks) > PEAKS_KEPT:
+                del self.peaks[next(iter(self.peaks))]
 
 
 @dataclass(eq=False, slots=True)
