@@ -6,6 +6,8 @@ import math
 import shlex
 from typing import Any
 
+from xlanb.core.units import format_bytes
+
 
 def counted(count: int | float, noun: str, plural: str | None = None) -> str:
     """``1 compile``, ``0 compiles``, ``3 values``: `count` and `noun` in agreement (``plural``
@@ -29,3 +31,10 @@ def on_each_device(devices: Any) -> str:
     except (TypeError, ValueError):
         return ""
     return f" on each of {int(number)} devices" if not math.isnan(number) and number > 1 else ""
+
+
+def bytes_on_each_device(size: float, devices: Any) -> str:
+    """`size` as :func:`format_bytes` writes it, `` on each of 8 devices`` after it where it
+    is one device's of several (``-`` when the size is unknown)."""
+    text = format_bytes(size)
+    return text if text == "-" else text + on_each_device(devices)

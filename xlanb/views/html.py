@@ -17,7 +17,7 @@ import pandas as pd
 
 from xlanb.core.profile import Profile, is_multi_rank
 from xlanb.core.units import format_bytes
-from xlanb.core.words import magic_command, on_each_device
+from xlanb.core.words import bytes_on_each_device, magic_command
 from xlanb.graphs import diff
 from xlanb.views.compare import summary_rows, verdict
 from xlanb.views.escape import cell, escape
@@ -394,7 +394,7 @@ def _compiles(profile: Profile) -> str:
         ],
         diff=_diff_commands(profile),
         peak_memory=[
-            format_bytes(v) + (on_each_device(devices) if v == v else "")
+            bytes_on_each_device(v, devices)
             for v, devices in zip(
                 _column(profile.compiles, "peak_bytes", math.nan),
                 _column(profile.compiles, "devices", None),
@@ -440,8 +440,7 @@ def _peak_text(peaks: list[float], devices: list[Any]) -> str:
     known = [(float(p), n) for p, n in zip(peaks, devices, strict=True) if not pd.isna(p)]
     if not known:
         return "-"
-    peak, count = max(known, key=lambda pair: pair[0])
-    return format_bytes(peak) + on_each_device(count)
+    return bytes_on_each_device(*max(known, key=lambda pair: pair[0]))
 
 
 def _column(frame: pd.DataFrame, column: str, missing: Any) -> list[Any]:

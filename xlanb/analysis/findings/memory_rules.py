@@ -12,7 +12,7 @@ from xlanb.analysis.findings.common import Finding, _lines
 from xlanb.core.frame_memo import FrameMemo
 from xlanb.core.profile import Profile
 from xlanb.core.units import format_bytes
-from xlanb.core.words import counted, on_each_device
+from xlanb.core.words import bytes_on_each_device, counted
 from xlanb.formats.oom_text import out_of_memory
 
 #: A cell whose live device memory grew in this many profiled runs in a row (this one the
@@ -232,9 +232,8 @@ def _static_needs(compiles: pd.DataFrame) -> list[str]:
             )
             if column in compiles.columns and getattr(row, column) == getattr(row, column)
         ]
-        on = on_each_device(getattr(row, "devices", None))
-        peak = format_bytes(float(row.peak_bytes))
-        parts.append(f"{row.graph} peak {peak}{on} ({', '.join(sizes)})")
+        peak = bytes_on_each_device(float(row.peak_bytes), getattr(row, "devices", None))
+        parts.append(f"{row.graph} peak {peak} ({', '.join(sizes)})")
     return parts
 
 
