@@ -1181,6 +1181,44 @@ def test_a_program_first_run_after_the_second_window_is_named(run, shell):
 
 
 @pytest.mark.trace_reuse
+def test_a_new_shape_after_the_window_is_traced_and_its_ops_add_to_its_function_s(run, shell):
+    """A function compiled again after the window closed (a last batch of another shape)
+    starts a second window at that compile: its runs are traced, not estimated from the
+    other shape's, the call that compiled it is the second window's, and each op's row adds
+    up both programs' runs, each with its own first run."""
+    from xlanb.core.schema import SECOND_WINDOW
+    from xlanb.views.summary import runs_texts
+
+    run("@jax.jit\ndef ta_shapes(a):\n    return jnp.tanh(a @ a.T) @ a\n")
+    run("ta_wide, ta_narrow = ta_big[:256], ta_big[:64]")
+    run(WAIT_FOR_THE_WINDOW)
+    run(
+        "%%xla_profile -b jax -q --var shapes\nfor _ in range(52):\n"
+        "    out = ta_shapes(ta_wide)\nout.block_until_ready()\n"
+        "ta_wait_for_the_window()\nfor _ in range(3):\n"
+        "    last = ta_shapes(ta_narrow)\nlast.block_until_ready()"
+    )
+    prof = shell.user_ns["shapes"]
+    assert len(prof.compiles) == 2
+    optimized = prof.graphs[prof.graphs["kind"] == "hlo_optimized"]
+    wide, narrow = optimized.sort_values("compile_id")["module_id"].astype(int).tolist()
+    device = _device_spans(prof, "jit(ta_shapes)")
+    assert len(device) == 55 == int(prof.executions["count"].sum())
+    traced = device[~device["estimated"]]
+    later = traced[traced["module_id"] == narrow]
+    assert len(later) == 3  # the second window's, from the compiling call on
+    windows = prof.spans[prof.spans["lane"] == "trace"]["name"].tolist()
+    assert len(windows) == 2 and windows[1] == f"{SECOND_WINDOW} 3 runs"
+    first_window = int((traced["module_id"] == wide).sum())
+    assert 1 <= first_window <= 52 and device["estimated"].sum() == 52 - first_window
+    both = prof.ops[prof.ops["programs"] == 2]
+    assert len(both) > 0 and (prof.ops["programs"].isin([1, 2])).all()
+    assert (both["runs"] == first_window + 3).all()
+    assert all("of 2 programs" in text for text in runs_texts(both))
+    assert_adds_up(prof)
+
+
+@pytest.mark.trace_reuse
 def test_a_program_traced_only_in_the_run_after_its_compile_is_traced_again(run, shell):
     """A compile's run is a warm-up, not like the next ones: a program whose only traced run
     followed its compile is traced again the next time rather than estimated from it."""

@@ -239,6 +239,7 @@ def rows(
     known_modules: Mapping[str | int, str] | None = None,
     known_sources: Mapping[str | int, dict[str, HloOpSource]] | None = None,
     known_texts: Mapping[str | int, str] | None = None,
+    counted_programs: Collection[int] = (),
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(``ops`` rows, ``spans`` rows) of the trace events inside `window` (epoch seconds).
 
@@ -247,7 +248,9 @@ def rows(
     one, else by HLO module name), and their metadata where each op came from; `known_modules`
     names the graphs of programs compiled before the capture (program id or HLO module name
     -> graph id), `known_sources` where their ops came from, `known_texts` their optimized
-    HLO (on XLA:GPU: what places kernels inside command buffers and says what ops compute)."""
+    HLO (on XLA:GPU: what places kernels inside command buffers and says what ops compute).
+    `counted_programs`: program ids whose ops an earlier window of the capture holds (their
+    first run there): their ops are left out here, their runs' spans are not."""
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
     sources = {**(known_sources or {}), **sources}
@@ -269,6 +272,8 @@ def rows(
     per_device = summary.devices or [(1, 0.0)] * len(summary.ops)
     for op_row, (devices, slowest) in zip(summary.ops, per_device, strict=True):
         module, program, op, count, seconds, first_seconds, runs = op_row
+        if program is not None and program in counted_programs:
+            continue
         graph = graph_of(module, program)
         facts = trace_facts.get((program, op))  # a TPU trace's own op metadata
         source = _source_of(sources_of(module, program), op) or _trace_source(facts)
@@ -292,6 +297,7 @@ def rows(
             "share": seconds / summary.total,
             "runs": runs,
             "first_run_seconds": first_seconds,
+            "programs": 1,
             "source_file": source.file if source else None,
             "source_line": source.line if source else None,
             "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
@@ -316,9 +322,36 @@ def _add_up(
     row["share"] = row["seconds"] / total
     row["first_run_seconds"] += first_seconds
     row["runs"] += runs
+    row["programs"] += 1
     if per_device is not None:
         row["devices"] = max(row["devices"], per_device[0])
         row["max_device_seconds"] += per_device[1]
+
+
+def add_ops(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ``ops`` rows of two windows of one capture as one list, longest first: a row of
+    `more` of the same graph, op and source as one of `rows` (another program of its graph)
+    adds to it; ``share`` is over both windows' ops."""
+
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
+        return row["graph"], row["module"], row["op"], row["source_file"], row["source_line"]
+
+    combined = {key(row): row for row in rows}
+    for row in more:
+        same = combined.setdefault(key(row), row)
+        if same is row:
+            continue
+        if "devices" in row or "devices" in same:  # one device's figures: the slowest's add
+            same["devices"] = max(same.get("devices", 1), row.get("devices", 1))
+            same["max_device_seconds"] = same.get("max_device_seconds", same["seconds"]) + row.get(
+                "max_device_seconds", row["seconds"]
+            )
+        for column in ("count", "seconds", "first_run_seconds", "runs", "programs"):
+            same[column] += row[column]
+    total = sum(row["seconds"] for row in combined.values()) or 1.0
+    for row in combined.values():
+        row["share"] = row["seconds"] / total
+    return sorted(combined.values(), key=lambda row: -row["seconds"])
 
 
 def _trace_source(facts: Any) -> HloOpSource | None:

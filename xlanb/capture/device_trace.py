@@ -135,6 +135,9 @@ class Trace:
     notes: list[str] = field(default_factory=list)
     #: When the trace started (epoch s).
     started_at: float = 0.0
+    #: Where a trace started at a compile inside a call: that call's place among the
+    #: capture's sampled calls (its run is this trace's, not an earlier window's).
+    first_call: int | None = None
     #: Set when the profiler was stopped before the capture ended: the window closed, or the
     #: user started a trace of their own; ``early_data`` holds what it returned.
     yielded: bool = False

@@ -888,7 +888,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "runs",
             "int64",
             "count",
-            "the traced runs of the op's program that `seconds` and `count` are from",
+            "the traced runs of the op's programs that `seconds` and `count` are from",
             ("xspace",),
         ),
         _c(
@@ -897,6 +897,14 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "s",
             "of `seconds`, the part from the first traced run of the op's program (the run "
             "after its compile holds the warm-up); the rest is from the later runs",
+            ("xspace",),
+        ),
+        _c(
+            "programs",
+            "int64",
+            "count",
+            "the programs of the graph whose runs the row adds up (JAX: a function compiled "
+            "for two shapes runs two); `runs` and `first_run_seconds` hold each one's first run",
             ("xspace",),
         ),
         _c(

@@ -354,7 +354,7 @@ def file_and_line(place: str) -> str:
 
 
 #: The ``ops`` columns :func:`runs_texts` reads.
-TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds", "devices"]
+TOP_OP_RUNS = ["runs", "first_run_seconds", "count", "seconds", "devices", "programs"]
 #: Top ops in the HTML's table; the text shows the first :data:`TOP_OPS_TEXT` of them.
 TOP_OPS_SHOWN = 10
 TOP_OPS_TEXT = 5
@@ -384,13 +384,15 @@ def shown_top_ops(profile: Profile) -> dict[str, list[Any]]:
 def runs_text(row: Any) -> str:
     """Which runs an ``ops`` row's time is from: ``6 runs, first 100.2 ms, then 1.2 ms a run``
     (the first traced run of its program holds the compile's warm-up), or its count where
-    runs are unknown; ``on each of 8 devices`` where the row is one device's of several."""
+    runs are unknown; ``on each of 8 devices`` where the row is one device's of several;
+    ``8 runs of 2 programs, first runs ...`` where it adds up a function's compiles."""
     return runs_words(
         getattr(row, "runs", None),
         getattr(row, "first_run_seconds", None),
         row.count,
         row.seconds,
         getattr(row, "devices", None),
+        getattr(row, "programs", None),
     )
 
 
@@ -406,17 +408,29 @@ def runs_texts(ops: pd.DataFrame | dict[str, list[Any]]) -> list[str]:
             list(ops["count"]),
             list(ops["seconds"]),
             list(ops["devices"]) if "devices" in ops else absent,
+            list(ops["programs"]) if "programs" in ops else absent,
             strict=True,
         )
     ]
 
 
-def runs_words(runs: Any, first: Any, count: Any, seconds: Any, devices: Any = None) -> str:
+def runs_words(
+    runs: Any, first: Any, count: Any, seconds: Any, devices: Any = None, programs: Any = None
+) -> str:
     on = on_each_device(devices)
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
         return f"×{count}{on}"
+    firsts = 1 if programs is None or pd.isna(programs) else max(int(programs), 1)
     if int(runs) <= 1:
         return f"1 run{on}"
+    if firsts > 1:  # each program's first run holds its warm-up
+        if int(runs) <= firsts:
+            return f"{int(runs)} runs, the first of each of {firsts} programs{on}"
+        later = (float(seconds) - float(first)) / (int(runs) - firsts)
+        return (
+            f"{int(runs)} runs of {firsts} programs, first runs {format_seconds(float(first))},"
+            f" then {format_seconds(max(later, 0.0))} a run{on}"
+        )
     later = (float(seconds) - float(first)) / (int(runs) - 1)
     return (
         f"{int(runs)} runs, first {format_seconds(float(first))},"

@@ -174,13 +174,18 @@ def begin(options: CaptureOptions) -> Token:
 
 def _arm_second_window(token: Token, options: CaptureOptions) -> None:
     """Once the window of `token`'s trace has closed, the first call of a jitted function it
-    never saw (not an eager op) starts a second trace there (once): a program first run after
-    the window (an evaluation after a training loop) has runs of its own to estimate from."""
+    never saw (not an eager op), or a new compile of one it saw (a last batch of another
+    shape), starts a second trace there (once): a program first run after the window (an
+    evaluation after a training loop) has runs of its own to estimate from."""
     seen: dict[Any, str] = {}
 
     def trace_late(function: Any) -> None:
-        if function is None:
-            return  # a compile: its function's call came first
+        calling = None
+        if function is None:  # a compile, inside its function's call (which came first)
+            function = STATE.current
+            if function is None:
+                return
+            calling = STATE.sample_count - token.sample_start  # the call's sample, once made
         trace = token.trace
         if trace is None or trace.stopped_at is None or hooks.function_name(function)[1]:
             seen[function] = ""  # the open window holds its runs (an eager op's: not worth one)
@@ -191,6 +196,8 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         token.trace = None
         if trace.window_closed:  # not stopped for the user's own trace
             _start_trace(token, options, second=True)
+            if token.trace is not None:
+                token.trace.first_call = calling
 
     token.armed = True
     STATE.trace_late, STATE.traced_functions = trace_late, seen

@@ -19,6 +19,7 @@ from typing import Any
 
 import xlanb.capture.backends.jax.hooks as hooks
 import xlanb.capture.backends.jax.reuse as reuse
+import xlanb.capture.backends.jax.untraced as untraced
 from xlanb.analysis import device_time
 from xlanb.capture import device_trace, switches
 from xlanb.capture.backends.base import (
@@ -89,7 +90,7 @@ def fill(
     compiled = {_program_key(str(row["graph"])) for row in compiles}
     capture.rows["spans"] = _compile_spans(compiles)
     if reused:
-        calls, unsampled = _calls_by_program(taken)
+        calls, unsampled = untraced.calls_by_program(taken)
         reuse.reused_rows(capture, session.traces, options, calls, unsampled, window, drained)
     else:
         traces = [
@@ -369,9 +370,17 @@ def _trace_rows(
     returned); ops are located through the optimized HLO's metadata of the programs compiled
     in this capture or remembered from earlier ones, and an op the cell did not write is on
     the line that called its program. A second trace adds no ops of a program the first one
-    has ops of."""
+    has ops of; another program of a graph adds to its rows (:func:`device_time.add_ops`)."""
     with session.programs_lock:
         known = dict(session.programs)
+    had = capture.rows.get("ops", [])
+    counted = {  # the programs an earlier window holds the first traced run of
+        int(span["module_id"])
+        for span in capture.rows["spans"]
+        if span["lane"] == "device"
+        and not span.get("estimated")
+        and span.get("module_id") is not None
+    }
     ops, spans = device_trace.rows(
         NAME,
         events,
@@ -383,6 +392,7 @@ def _trace_rows(
         known_modules={module: graph for module, (graph, _, _) in known.items()},
         known_sources={module: sources for module, (_, sources, _) in known.items()},
         known_texts={module: text for module, (_, _, text) in known.items()},
+        counted_programs=counted,
     )
     # the functions called in the capture, by program: a program compiled before any capture
     # is known by its HLO module name only (jit_step for jit(step))
@@ -406,12 +416,11 @@ def _trace_rows(
             op["cell_line"] = call_lines.get(_program_key(op["module"]))
     for span in spans:
         span["graph"] = renamed.get(span["graph"], span["graph"])
-    had = capture.rows.get("ops", [])
-    if had:
+    if had and not counted:  # no program ids: a graph the earlier window has ops of keeps them
         graphs = {op["graph"] for op in had}
         ops = [op for op in ops if op["graph"] not in graphs]
     name_op_places(ops, options)
-    capture.rows["ops"] = sorted(had + ops, key=lambda op: -op["seconds"]) if had else ops
+    capture.rows["ops"] = device_time.add_ops(had, ops) if had else ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):
         capture.add("samples", sample)
@@ -507,10 +516,12 @@ def _traces_rows(
         runs_of.append((each, device_time.traced_runs(added)))
     kept = _kept_untraced(capture, taken, options, session)
     capture.rows["spans"].extend(
-        _untraced_runs(taken, capture.rows["spans"], runs_of, window, drained, kept, compiled)
+        untraced.estimated_runs(
+            taken, capture.rows["spans"], runs_of, window, drained, kept, compiled
+        )
     )
     traced_again = bool(device_trace.REUSE_TRACES and options.source and options.reuse_trace)
-    capture.notes.extend(_untraced_programs_note(taken, capture.rows["spans"], traced_again))
+    capture.notes.extend(untraced.programs_note(taken, capture.rows["spans"], traced_again))
 
 
 def _kept_untraced(
@@ -535,95 +546,6 @@ def _kept_untraced(
             key=lambda op: -op["seconds"],
         )
     return kept
-
-
-def _untraced_runs(
-    taken: Taken,
-    spans: list[dict[str, Any]],
-    traces: list[tuple[device_trace.Trace, list[tuple[str, str, float]]]],
-    window: tuple[float, float],
-    drained: bool,
-    kept: list[reuse.TracedProgram],
-    compiled: set[str],
-) -> list[dict[str, Any]]:
-    """Estimated ``device`` spans for the runs the trace did not hold
-    (:func:`xlanb.analysis.device_time.after_window_from_calls`), from the capture's calls by
-    program and launch time (the dispatch samples, and the calls past their cap): those
-    before a trace that started late (a cell run again traces from its first compile or new
-    program on: those runs are taken to end before it, shortened alike where they would not)
-    and those after its window, each for its program's mean traced run (less the warm-up
-    first run of one compiled in the capture), else the mean of those its last trace `kept`."""
-    calls, unsampled = _calls_by_program(taken)
-    kept_runs = [run for program in kept for run in program.runs]
-    graphs = {**reuse.kept_graphs(kept), **device_time.traced_graphs(spans)}
-    estimated: list[dict[str, Any]] = []
-    first = traces[0][0]
-    if first.started_at > window[0]:
-        before = [(key, launched) for key, launched in calls if launched < first.started_at]
-        calls = calls[len(before) :]
-        estimated += device_time.after_window_from_calls(
-            NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
-            graphs, drained=True, traced_here=False, earlier=kept_runs,
-        )  # fmt: skip
-    for index, (trace, runs) in enumerate(traces):
-        last = index == len(traces) - 1
-        end = window[1] if last else traces[index + 1][0].started_at
-        segment = calls if last else [call for call in calls if call[1] < end]
-        calls = calls[len(segment) :]
-        if trace.stopped_at is None:
-            continue
-        new = compiled - {run[0] for _, earlier_runs in traces[:index] for run in earlier_runs}
-        others = [run for other, other_runs in traces if other is not trace for run in other_runs]
-        estimated += device_time.after_window_from_calls(
-            NAME, runs, segment, trace.stopped_at, end, unsampled if last else (), graphs,
-            drained or not last, earlier=others + kept_runs, compiled=new,
-        )  # fmt: skip
-    return estimated
-
-
-def _untraced_programs_note(
-    taken: Taken, spans: list[dict[str, Any]], traced_again: bool
-) -> list[str]:
-    """A note naming the programs the capture ran that have no device time (traced or
-    estimated): their runs all came after the trace's window closed (`traced_again`: the
-    cell run again traces them, :mod:`.reuse`)."""
-    timed = {
-        device_time.program_key(str(span["name"])) for span in spans if span["lane"] == "device"
-    }
-    runs: Counter[str] = Counter()
-    for call in taken.calls:
-        name, eager = hooks.function_name(call.function)
-        if not eager:  # an eager op's few µs are not worth a note
-            runs[name] += call.count
-    missing = [
-        f"{name} ({count} {'run' if count == 1 else 'runs'})"
-        for name, count in runs.items()
-        if count and _program_key(name) not in timed
-    ]
-    if not missing:
-        return []
-    again = "; the cell run again traces them from their first run" if traced_again else ""
-    return [
-        f"not traced: {', '.join(missing)}, first run after the trace's window closed: their "
-        f"device time is not in the account (its python share holds it){again}"
-    ]
-
-
-def _calls_by_program(taken: Taken) -> tuple[list[tuple[str, float]], list[tuple[str, int]]]:
-    """(program key, launch epoch s) of each sampled call, in call order, and (program key,
-    calls past the samples' cap) of every function called."""
-    wall_offset = time.time() - time.perf_counter()
-    programs = {
-        function: _program_key(hooks.function_name(function)[0])
-        for function in {sample.function for sample in taken.samples}
-    }
-    calls = [(programs[sample.function], sample.started + wall_offset) for sample in taken.samples]
-    sampled = Counter(sample.function for sample in taken.samples)
-    unsampled = [
-        (_program_key(hooks.function_name(call.function)[0]), call.count - sampled[call.function])
-        for call in taken.calls
-    ]
-    return calls, unsampled
 
 
 # -- executions ------------------------------------------------------------------------------
