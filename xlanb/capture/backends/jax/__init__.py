@@ -159,10 +159,13 @@ def begin(options: CaptureOptions) -> Token:
         else:
             token.reusing = True
 
-            def trace_late(_function: Any) -> None:
+            def trace_late(function: Any) -> None:
                 STATE.traced_functions = STATE.trace_late = None
                 token.reusing = False
+                calling = _calling(function, token)
                 _start_trace(token, options)
+                if token.trace is not None:
+                    token.trace.first_call = calling
 
             STATE.trace_late, STATE.traced_functions = trace_late, known
     token.started_at = time.time()
@@ -180,12 +183,11 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
     seen: dict[Any, str] = {}
 
     def trace_late(function: Any) -> None:
-        calling = None
+        calling = _calling(function, token)
         if function is None:  # a compile, inside its function's call (which came first)
             function = STATE.current
             if function is None:
                 return
-            calling = STATE.sample_count - token.sample_start  # the call's sample, once made
         trace = token.trace
         if trace is None or trace.stopped_at is None or hooks.function_name(function)[1]:
             seen[function] = ""  # the open window holds its runs (an eager op's: not worth one)
@@ -201,6 +203,15 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
 
     token.armed = True
     STATE.trace_late, STATE.traced_functions = trace_late, seen
+
+
+def _calling(function: Any, token: Token) -> int | None:
+    """Where a trace starts at a compile (`function` None) inside a top-level call: that
+    call's place among `token`'s sampled calls (its sample is made once it returns), whose
+    run the trace holds; None where it starts before a call."""
+    if function is not None or STATE.current is None:
+        return None
+    return STATE.sample_count - token.sample_start
 
 
 def _function_name(function: Any) -> str:

@@ -41,7 +41,10 @@ def estimated_runs(
     first = traces[0][0]
     taken_calls = 0
     if first.started_at > window[0]:
-        before = [(key, launched) for key, launched in calls if launched < first.started_at]
+        if first.first_call is not None:  # started inside that call: its run is traced
+            before = calls[: first.first_call]
+        else:
+            before = [(key, launched) for key, launched in calls if launched < first.started_at]
         calls = calls[len(before) :]
         taken_calls = len(before)
         estimated += device_time.after_window_from_calls(
