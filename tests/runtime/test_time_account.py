@@ -1211,6 +1211,27 @@ def test_a_new_shape_after_the_window_is_traced_and_its_ops_add_to_its_function_
     assert_adds_up(prof)
 
 
+def test_runs_queued_before_a_second_window_are_traced_or_estimated_not_both(run, shell):
+    """Under async dispatch a second window, started at a new shape's compile while the
+    runs called before are still queued, traces some of those: each call still has one
+    device span (the window's surplus runs are left out of the estimate before it)."""
+    run("@jax.jit\ndef ta_queued(a):\n    return jnp.tanh(a @ a.T) @ a\n")
+    run("ta_wide, ta_narrow = ta_big[:256], ta_big[:48]")
+    run("ta_queued(ta_wide).block_until_ready()")
+    run(WAIT_FOR_THE_WINDOW)
+    run(
+        "%%xla_profile -b jax -q --trace-runs 2 --var queued\nfor _ in range(80):\n"
+        "    out = ta_queued(ta_wide)\nta_wait_for_the_window()\n"
+        "for _ in range(3):\n    last = ta_queued(ta_narrow)\nlast.block_until_ready()"
+    )
+    prof = shell.user_ns["queued"]
+    device = _device_spans(prof, "jit(ta_queued)")
+    assert len(device) == 83 == int(prof.executions["count"].sum())
+    windows = prof.spans[prof.spans["lane"] == "trace"]["name"].tolist()
+    assert len(windows) == 2
+    assert_adds_up(prof)
+
+
 @pytest.mark.trace_reuse
 def test_a_cell_run_again_that_compiles_a_new_shape_traces_that_call_alone(run, shell):
     """A cell run again reuses its last trace until it compiles: the trace starts inside the

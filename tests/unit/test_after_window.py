@@ -274,3 +274,19 @@ def test_the_first_run_of_a_program_compiled_in_the_capture_is_left_out_of_the_e
         "jax", traced[:1], calls, window_end, 1e12, compiled={key}
     )
     assert single[0]["seconds"] == pytest.approx(0.153, rel=1e-9)
+
+
+def test_runs_a_later_window_traced_from_the_queue_are_not_estimated_before_it():
+    """A second window that started while 5 runs of `step` were still queued traced 3 of
+    them and the 1 `eval` call of its own segment: 3 of the latest `step` calls before it are
+    its, not the first window's to estimate; an `eval` the window traced no surplus of and a
+    program it did not trace keep their calls."""
+    before = [("step", float(t)) for t in range(10)] + [("other", 10.0)]
+    after = [("eval", 11.0)]
+    traced = [{}, {"step": 2}, {"step": 3, "eval": 1}]
+    kept = device_time.without_queued_runs([[], before, after], traced)
+    assert kept[0] == [] and kept[2] == after
+    assert kept[1] == [("step", float(t)) for t in range(7)] + [("other", 10.0)]
+    # calls past the samples' cap are the last segment's own calls
+    kept = device_time.without_queued_runs([[], before, after], traced, {"step": 3})
+    assert kept[1] == before

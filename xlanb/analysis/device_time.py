@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -689,6 +690,36 @@ def after_window_from_calls(
         sum(count * means[key] for key, count in missing),
     )
     return spans
+
+
+def without_queued_runs(
+    segments: Sequence[Sequence[tuple[str, float]]],
+    traced: Sequence[Mapping[str, int]],
+    unsampled: Mapping[str, int] | None = None,
+) -> list[list[tuple[str, float]]]:
+    """The calls of each of `segments` (program key, launch epoch s; the calls launched
+    between two windows' starts, in call order) less those whose runs a later window traced:
+    `traced[i]` counts window i's traced runs by program (segment i launched from its start).
+    Under async dispatch a window can trace runs queued before it started: where it traced
+    more runs of a program than its segment launched (with `unsampled`, the calls past the
+    samples' cap, in the last segment), the surplus are the latest calls of that program in
+    the segments before it, which :func:`after_window_from_calls` would estimate too."""
+    kept = [list(segment) for segment in segments]
+    for index in range(len(kept) - 1, 0, -1):
+        own = Counter(key for key, _ in segments[index])
+        if index == len(kept) - 1 and unsampled:
+            own.update(unsampled)
+        for key, count in traced[index].items():
+            surplus = count - own[key]
+            for earlier in range(index - 1, -1, -1):
+                if surplus <= 0:
+                    break
+                calls = kept[earlier]
+                for position in range(len(calls) - 1, -1, -1):
+                    if surplus and calls[position][0] == key:
+                        del calls[position]
+                        surplus -= 1
+    return kept
 
 
 def _run_durations(

@@ -37,32 +37,27 @@ def estimated_runs(
     calls, unsampled = calls_by_program(taken)
     kept_runs = [run for program in kept for run in program.runs]
     graphs = {**reuse.kept_graphs(kept), **device_time.traced_graphs(spans)}
-    estimated: list[dict[str, Any]] = []
     first = traces[0][0]
-    taken_calls = 0
-    if first.started_at > window[0]:
-        if first.first_call is not None:  # started inside that call: its run is traced
-            before = calls[: first.first_call]
-        else:
-            before = [(key, launched) for key, launched in calls if launched < first.started_at]
-        calls = calls[len(before) :]
-        taken_calls = len(before)
+    late = first.started_at > window[0]
+    segments = [_calls_before(calls, first)] if late else [[]]
+    for index in range(len(traces)):
+        taken_calls = sum(map(len, segments))
+        following = traces[index + 1][0] if index + 1 < len(traces) else None
+        segments.append(_calls_before(calls[taken_calls:], following, taken_calls))
+    counts = [Counter[str]()] + [Counter(run[0] for run in runs) for _, runs in traces]
+    unsampled_calls = Counter[str]()
+    for key, count in unsampled:
+        unsampled_calls[key] += count
+    before, *segments = device_time.without_queued_runs(segments, counts, unsampled_calls)
+    estimated: list[dict[str, Any]] = []
+    if late:
         estimated += device_time.after_window_from_calls(
             NAME, device_time.traced_runs(spans), before, window[0], first.started_at, (),
             graphs, drained=True, traced_here=False, earlier=kept_runs,
         )  # fmt: skip
-    for index, (trace, runs) in enumerate(traces):
+    for index, ((trace, runs), segment) in enumerate(zip(traces, segments, strict=True)):
         last = index == len(traces) - 1
-        following = traces[index + 1][0] if not last else None
-        end = window[1] if following is None else following.started_at
-        if following is None:
-            segment = calls
-        elif following.first_call is not None:  # started inside a call: from that call on
-            segment = calls[: max(following.first_call - taken_calls, 0)]
-        else:
-            segment = [call for call in calls if call[1] < end]
-        calls = calls[len(segment) :]
-        taken_calls += len(segment)
+        end = window[1] if last else traces[index + 1][0].started_at
         if trace.stopped_at is None:
             continue
         new = compiled - {run[0] for _, earlier_runs in traces[:index] for run in earlier_runs}
@@ -72,6 +67,19 @@ def estimated_runs(
             drained or not last, earlier=others + kept_runs, compiled=new,
         )  # fmt: skip
     return estimated
+
+
+def _calls_before(
+    calls: list[tuple[str, float]], trace: device_trace.Trace | None, taken_calls: int = 0
+) -> list[tuple[str, float]]:
+    """The first of `calls` (the capture's from its `taken_calls`-th on) launched before
+    `trace` started (all of them where there is none): those before the call it started
+    inside, where it started at that call's compile, else by launch time."""
+    if trace is None:
+        return calls
+    if trace.first_call is not None:
+        return calls[: max(trace.first_call - taken_calls, 0)]
+    return [call for call in calls if call[1] < trace.started_at]
 
 
 def programs_note(taken: Taken, spans: list[dict[str, Any]], traced_again: bool) -> list[str]:
