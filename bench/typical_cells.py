@@ -18,6 +18,9 @@ Cases (``--case``; default all that the runtimes installed here have):
 - ``jax-train-then-eval``: 100 runs of a jitted step (4 512x512 matmuls), then 30 runs of
   another program (12), both compiled before: the second one's runs come after the trace's
   window (with ``--magic-args='--trace-runs 50'`` every run traces, a second one included);
+- ``jax-last-batch``: the same 100 runs of the step, then one last batch of another shape
+  (a new number of rows every run: it compiles each time, bare too), after the trace's window:
+  the compile starts a second window;
 - ``torch_xla-mlp``: a torch_xla MLP training step, 100 steps (``.venv-xla``).
 
 Target: profiled / bare <= 1.05; end of a first cell <= 150 ms + 10% of its compile time.
@@ -181,12 +184,20 @@ for i in range(30):
 e.block_until_ready()
 """
 
+LAST_BATCH_CELL = """
+for i in range(100):
+    w, l = train(w, x)
+w, l = train(w, x[: 200 + RUN])
+l.block_until_ready()
+"""
+
 CASES = {
     "flax-cnn": ("flax", FLAX_SETUP, FLAX_CELL, False),
     "jax-transformer-first": ("jax", TRANSFORMER_SETUP, TRANSFORMER_FIRST, True),
     "jax-transformer-steady": ("jax", TRANSFORMER_SETUP, TRANSFORMER_STEADY, False),
     "numpy-ema": ("jax", NUMPY_EMA_SETUP, NUMPY_EMA_CELL, False),
     "jax-train-then-eval": ("jax", TRAIN_EVAL_SETUP, TRAIN_EVAL_CELL, False),
+    "jax-last-batch": ("jax", TRAIN_EVAL_SETUP, LAST_BATCH_CELL, False),
     "torch_xla-mlp": ("torch_xla", TORCH_XLA_SETUP, TORCH_XLA_CELL, False),
 }
 
