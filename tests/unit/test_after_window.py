@@ -290,3 +290,17 @@ def test_runs_a_later_window_traced_from_the_queue_are_not_estimated_before_it()
     # calls past the samples' cap are the last segment's own calls
     kept = device_time.without_queued_runs([[], before, after], traced, {"step": 3})
     assert kept[1] == before
+
+
+def test_runs_launched_after_a_compile_past_the_window_are_not_the_loop_graph_s():
+    runs, timed = _timed_runs("cpu")
+    traced = sum(span["seconds"] for span in runs[:3])
+    window_execute = sum(seconds for _, seconds in timed[:3])
+    after = timed[3:]
+    counted = (2, sum(seconds for _, seconds in after))
+    # a compile ended between the two runs after the window: the second may be its graph's
+    between = (after[0][0] + after[1][0] - after[1][1]) / 2
+    estimated = device_time.after_window_from_samples(
+        "torch_xla", traced, window_execute, timed, counted, timed[2][0], 1e12, "loop", between
+    )
+    assert [span["graph"] for span in estimated] == ["loop", None]

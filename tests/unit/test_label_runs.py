@@ -1,12 +1,12 @@
 """Which graph each torch_xla run ran, read from the device trace's runs inside its runtime
-sample (:func:`xlanb.analysis.device_time.label_runs`). The times are two captures of a real
+sample (:func:`xlanb.analysis.run_labels.label_runs`). The times are two captures of a real
 step of two graphs on XLA:CPU (torch_xla 2.9), in µs from the first run's end."""
 
 from __future__ import annotations
 
 import pytest
 
-from xlanb.analysis.device_time import label_runs
+from xlanb.analysis.run_labels import label_runs
 
 A, B = "8183bfbd2b4b55ad9d43585211616b90", "8324b59978d9554f46a9d752e4579751"
 

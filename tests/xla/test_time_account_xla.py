@@ -281,3 +281,28 @@ def test_a_first_cells_loop_is_steps_of_the_graph_its_window_ended_on(run, shell
     runs = prof.executions
     assert len(runs) == 20 and runs["graph"].notna().all(), runs
     assert (runs["graph"] == first).sum() == 1 and (runs["graph"] == loop).sum() == 19
+
+
+def test_a_run_after_a_compile_past_the_window_is_not_the_loop_s(run, shell):
+    """A last batch of another shape compiles a new graph after the trace's window closed:
+    its run is not a step of the graph the window ran (its graph was never traced, and its
+    sample names none), while the loop's runs before that compile still are."""
+    run("for _ in range(3):\n    ta_step()")
+    run(
+        "%%xla_profile -b torch_xla -q --trace-runs 3 --var ta_last\n"
+        "for _ in range(20):\n    ta_step()\n"
+        "ta_x_all, ta_x = ta_x, ta_x[:40]\nta_step()\nta_x = ta_x_all"
+    )
+    prof = shell.user_ns["ta_last"]
+    assert len(prof.compiles) == 1
+    if not OPS_TRACED:
+        return
+    device = prof.spans[prof.spans["lane"] == "device"]
+    measured = device[~device["estimated"]]
+    assert len(device) == 21 and 3 <= len(measured) < 20, device
+    (loop,) = set(measured["graph"])
+    runs = prof.executions
+    assert len(runs) == 21 and (runs["graph"] == loop).sum() == 20, runs
+    last = runs.sort_values("time").iloc[-1]
+    assert last["graph"] != loop
+    assert len(prof.step_times) == 20 and set(prof.step_times["graph"]) == {loop}

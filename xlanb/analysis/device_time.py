@@ -491,76 +491,6 @@ def _programs(
     return modules, sources
 
 
-def label_runs(executions: list[dict[str, Any]], spans: Sequence[dict[str, Any]]) -> None:
-    """Give each run in `executions` (rows of one run: ``time`` its end, ``seconds`` from
-    launch to completion, ``graph`` None) the graph of the traced ``device`` span inside it.
-    The runtime's samples and the trace share the wall clock: a run's traced thunks lie
-    within its launch-to-completion sample (measured within microseconds on torch_xla).
-    Where a sample holds runs of two graphs (a neighbour a few µs away, a run queued behind
-    it), it takes the graph of the traced runs nearest it rather than theirs."""
-    runs = sorted(
-        (span["start"] + span["seconds"] / 2, span["graph"])
-        for span in spans
-        if span["lane"] == "device" and span.get("graph")
-    )
-    if not runs:
-        return
-    middles = np.array([middle for middle, _ in runs])
-    mixed = []
-    for row in executions:
-        if row.get("graph") is not None or row.get("count", 1) != 1:
-            continue
-        end, seconds = row["time"], row["seconds"]
-        first = int(np.searchsorted(middles, end - seconds - RUN_SLACK_S, side="left"))
-        last = int(np.searchsorted(middles, end + RUN_SLACK_S, side="right"))
-        graphs = {runs[index][1] for index in range(first, last)}
-        if len(graphs) == 1:
-            row["graph"] = graphs.pop()
-        elif graphs:
-            mixed.append(row)
-    if mixed:
-        nearest = _nearest_graphs([row for row in executions if row.get("count", 1) == 1], spans)
-        for row in mixed:
-            graphs = nearest.get(id(row), set())
-            if len(graphs) == 1:  # never a guess between two programs
-                row["graph"] = graphs.pop()
-
-
-def _nearest_graphs(
-    executions: list[dict[str, Any]], spans: Sequence[dict[str, Any]]
-) -> dict[int, set[str]]:
-    """id of an `executions` row -> the graphs of the traced runs nearest its sample: each
-    traced run goes to the sample holding it (of several, the one that completed as it
-    ended; still tied, all of them), else to one within the clock's slack."""
-    starts = np.array([row["time"] - row["seconds"] for row in executions])
-    ends = np.array([row["time"] for row in executions])
-    order = np.argsort(starts, kind="stable")
-    starts, ends = starts[order], ends[order]
-    longest = float((ends - starts).max())
-    graphs_of: dict[int, set[str]] = {}
-    for span in spans:
-        if span["lane"] != "device" or not span.get("graph"):
-            continue
-        middle = span["start"] + span["seconds"] / 2
-        last = int(np.searchsorted(starts, middle + RUN_SLACK_S, side="right"))
-        first = int(np.searchsorted(starts, middle - RUN_SLACK_S - longest, side="left"))
-        if first >= last:
-            continue
-        distance = np.maximum(starts[first:last] - middle, middle - ends[first:last]).clip(0)
-        if distance.min() > RUN_SLACK_S:
-            continue
-        span_end = span["start"] + span["seconds"]
-        ending = np.where(distance == distance.min(), abs(ends[first:last] - span_end), np.inf)
-        for index in np.flatnonzero(ending == ending.min()):
-            row = executions[int(order[first + index])]
-            graphs_of.setdefault(id(row), set()).add(span["graph"])
-    return graphs_of
-
-
-#: How far a traced run's middle may lie outside its runtime sample (clock rounding).
-RUN_SLACK_S = 20e-6
-
-
 def _cell_line(source: HloOpSource | None, cell_filename: str | None) -> int | None:
     """The line in the cell's file of the op at `source`: its own where the cell wrote it,
     else the cell's call that ran it (None: neither is known)."""
@@ -821,6 +751,7 @@ def after_window_from_samples(
     window_end: float,
     capture_end: float,
     graph: str | None = None,
+    graph_until: float = math.inf,
 ) -> list[dict[str, Any]]:
     """Estimated ``device`` spans for the runs after a trace's window, from the runtime's own
     timed runs (torch_xla's ExecuteTime: launch to completion, longer than the trace's device
@@ -840,7 +771,8 @@ def after_window_from_samples(
         to `capture_end`).
       graph: the graph of each timed run where the window's runs were all of one after its
         last compile (:func:`looping_graph`; the samples name none): those runs are then
-        steps."""
+        steps; those launched after `graph_until` (the end of a compile after the window:
+        its graph, never traced, may be theirs) get none."""
     ratio = 1.0
     if window_execute_seconds > 0 and traced_seconds > 0:
         ratio = min(traced_seconds / window_execute_seconds, 1.0)
@@ -855,7 +787,12 @@ def after_window_from_samples(
         own = value * ratio
         if previous >= 0:
             own = min(own, end - timed[previous][0])
-        spans.append(_estimated(backend, SCALED_SAMPLES, end - own, own, graph))
+        launched = end - value
+        spans.append(
+            _estimated(
+                backend, SCALED_SAMPLES, end - own, own, graph if launched < graph_until else None
+            )
+        )
         previous = len(timed) - len(after) + len(spans) - 1
     first_run = min((span["start"] for span in spans), default=capture_end)
     spans += spread_spans(backend, UNSAMPLED_RUNS, window_end, first_run, count, seconds * ratio)

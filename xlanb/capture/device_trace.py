@@ -30,10 +30,10 @@ from xlanb.analysis.device_time import MEMORY_METRIC as MEMORY_METRIC
 from xlanb.analysis.device_time import RUN_GAP_NS as RUN_GAP_NS
 from xlanb.analysis.device_time import Summary as Summary
 from xlanb.analysis.device_time import _programs as _programs
-from xlanb.analysis.device_time import label_runs as label_runs
 from xlanb.analysis.device_time import memory_samples as memory_samples
 from xlanb.analysis.device_time import rows as rows
 from xlanb.analysis.device_time import summarize, whole_runs_in
+from xlanb.analysis.run_labels import label_runs as label_runs
 from xlanb.capture import workdir
 from xlanb.capture.runtime_stderr import runtime_noise_dropped
 from xlanb.core.schema import REUSED_TRACE, SECOND_WINDOW, WHOLE_TRACE

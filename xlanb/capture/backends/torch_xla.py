@@ -526,7 +526,7 @@ def end(token: _Token, options: CaptureOptions) -> Capture:
             )
             capture.rows["spans"].extend(untraced)
             # each run after the window is its sample's span: the graph that span was given
-            device_time.label_runs(capture.rows.get("executions", []), untraced)
+            device_trace.label_runs(capture.rows.get("executions", []), untraced)
     _execution_peaks(capture)
     if token.dump_dir and workdir.is_owned(token.dump_dir) and workdir.held() <= 1:
         workdir.empty_directory(token.dump_dir)
@@ -630,6 +630,11 @@ def _untraced_runs(
     window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
     device = [span for span in capture.rows["spans"] if span["lane"] == "device"]
     traced = sum(span["seconds"] for span in device)
+    compiled_after = [  # a graph compiled after the window: its runs are not the loop's
+        span["start"] + span["seconds"]
+        for span in capture.rows["spans"]
+        if span["lane"] == "compile" and span["start"] + span["seconds"] > trace.stopped_at
+    ]
     return device_time.after_window_from_samples(
         NAME,
         traced,
@@ -639,6 +644,7 @@ def _untraced_runs(
         trace.stopped_at,
         ended_at,
         device_time.looping_graph(capture.rows["spans"], trace.stopped_at),
+        min(compiled_after, default=math.inf),
     )
 
 
