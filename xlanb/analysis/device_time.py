@@ -646,9 +646,11 @@ def without_queued_runs(
                     break
                 calls = kept[earlier]
                 for position in range(len(calls) - 1, -1, -1):
-                    if surplus and calls[position][0] == key:
+                    if calls[position][0] == key:
                         del calls[position]
                         surplus -= 1
+                        if not surplus:
+                            break
     return kept
 
 
