@@ -318,15 +318,27 @@ def _add_up(
     and source line (JAX's compiles of one function), with its devices where it ran on
     several (`per_device`: the devices, the slowest one's seconds)."""
     _module, _program, _op, count, seconds, first_seconds, runs = op_row
-    row["count"] += count
-    row["seconds"] += seconds
+    _add_runs(row, (count, seconds, first_seconds, runs, 1), per_device)
     row["share"] = row["seconds"] / total
-    row["first_run_seconds"] += first_seconds
-    row["runs"] += runs
-    row["programs"] += 1
-    if per_device is not None:
-        row["devices"] = max(row["devices"], per_device[0])
-        row["max_device_seconds"] += per_device[1]
+
+
+def _add_runs(
+    row: dict[str, Any],
+    figures: Sequence[float],
+    per_device: tuple[int, float] | None,
+) -> None:
+    """Add the runs of other programs to the ops `row` of their graph, op and source line:
+    their `figures` (count, seconds, first_run_seconds, runs, programs) and, where one side
+    is one device's of several, `per_device` (the devices, the slowest one's seconds)."""
+    if per_device is not None:  # the slowest devices' seconds add up, as the seconds do
+        row["devices"] = max(row.get("devices", 1), per_device[0])
+        row["max_device_seconds"] = row.get("max_device_seconds", row["seconds"]) + per_device[1]
+    for column, value in zip(_ADDED_UP, figures, strict=True):
+        row[column] += value
+
+
+#: The ``ops`` columns that add up over the programs of one row.
+_ADDED_UP = ("count", "seconds", "first_run_seconds", "runs", "programs")
 
 
 def add_ops(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -342,13 +354,13 @@ def add_ops(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict
         same = combined.setdefault(key(row), row)
         if same is row:
             continue
-        if "devices" in row or "devices" in same:  # one device's figures: the slowest's add
-            same["devices"] = max(same.get("devices", 1), row.get("devices", 1))
-            same["max_device_seconds"] = same.get("max_device_seconds", same["seconds"]) + row.get(
-                "max_device_seconds", row["seconds"]
-            )
-        for column in ("count", "seconds", "first_run_seconds", "runs", "programs"):
-            same[column] += row[column]
+        several = "devices" in row or "devices" in same
+        per_device = (
+            (row.get("devices", 1), row.get("max_device_seconds", row["seconds"]))
+            if several
+            else None
+        )
+        _add_runs(same, [row[column] for column in _ADDED_UP], per_device)
     total = sum(row["seconds"] for row in combined.values()) or 1.0
     for row in combined.values():
         row["share"] = row["seconds"] / total

@@ -420,21 +420,20 @@ def runs_words(
     on = on_each_device(devices)
     if runs is None or pd.isna(runs) or first is None or pd.isna(first):
         return f"×{count}{on}"
+    # each program's first run holds its warm-up: the later runs are the others
     firsts = 1 if programs is None or pd.isna(programs) else max(int(programs), 1)
     if int(runs) <= 1:
         return f"1 run{on}"
-    if firsts > 1:  # each program's first run holds its warm-up
-        if int(runs) <= firsts:
-            return f"{int(runs)} runs, the first of each of {firsts} programs{on}"
-        later = (float(seconds) - float(first)) / (int(runs) - firsts)
-        return (
-            f"{int(runs)} runs of {firsts} programs, first runs {format_seconds(float(first))},"
-            f" then {format_seconds(max(later, 0.0))} a run{on}"
-        )
-    later = (float(seconds) - float(first)) / (int(runs) - 1)
+    if int(runs) <= firsts:
+        return f"{int(runs)} runs, the first of each of {firsts} programs{on}"
+    later = (float(seconds) - float(first)) / (int(runs) - firsts)
+    what = (
+        f"{int(runs)} runs of {firsts} programs, first runs"
+        if firsts > 1
+        else f"{int(runs)} runs, first"
+    )
     return (
-        f"{int(runs)} runs, first {format_seconds(float(first))},"
-        f" then {format_seconds(max(later, 0.0))} a run{on}"
+        f"{what} {format_seconds(float(first))}, then {format_seconds(max(later, 0.0))} a run{on}"
     )
 
 

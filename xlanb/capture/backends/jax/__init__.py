@@ -162,10 +162,7 @@ def begin(options: CaptureOptions) -> Token:
             def trace_late(function: Any) -> None:
                 STATE.traced_functions = STATE.trace_late = None
                 token.reusing = False
-                calling = _calling(function, token)
-                _start_trace(token, options)
-                if token.trace is not None:
-                    token.trace.first_call = calling
+                _start_trace(token, options, first_call=_calling(function, token))
 
             STATE.trace_late, STATE.traced_functions = trace_late, known
     token.started_at = time.time()
@@ -197,9 +194,7 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         token.earlier.append((trace, device_trace.finish(trace)))  # its window's reads done
         token.trace = None
         if trace.window_closed:  # not stopped for the user's own trace
-            _start_trace(token, options, second=True)
-            if token.trace is not None:
-                token.trace.first_call = calling
+            _start_trace(token, options, second=True, first_call=calling)
 
     token.armed = True
     STATE.trace_late, STATE.traced_functions = trace_late, seen
@@ -218,10 +213,13 @@ def _function_name(function: Any) -> str:
     return hooks.function_name(function)[0]
 
 
-def _start_trace(token: Token, options: CaptureOptions, second: bool = False) -> None:
+def _start_trace(
+    token: Token, options: CaptureOptions, second: bool = False, first_call: int | None = None
+) -> None:
     """Start `token`'s device trace now (when its capture begins, or at the first compile or
     new program of a capture that reused its cell's last trace until then, or whose first
-    window closed before it: `second`)."""
+    window closed before it: `second`; `first_call`: the call it starts inside, at its
+    compile, :attr:`device_trace.Trace.first_call`)."""
     window = device_trace.Window(
         runs=_runs,
         window_runs=options.trace_runs,
@@ -232,6 +230,8 @@ def _start_trace(token: Token, options: CaptureOptions, second: bool = False) ->
         second=second,
     )
     token.trace, note = device_trace.start(NAME, trace_session.start_trace, window)
+    if token.trace is not None:
+        token.trace.first_call = first_call
     if token.trace is not None and token.trace.window_runs is not None:
         if stops_where_launched():
             token.trace.hand_over = _hand_over
