@@ -732,7 +732,7 @@ def test_a_spent_budget_leaves_the_runs_queued_meanwhile_untraced(run, shell):
     prof = shell.user_ns["queued"]
     assert _traced_runs(prof) == 1
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
-    assert window == "device trace: first 1 runs"
+    assert window == "device trace: first run"  # one run, said so
     # the runs after the window are estimated from the traced ones (clipped at the cell's end)
     device = prof.spans[prof.spans["lane"] == "device"]
     measured = device[~device["estimated"]]
@@ -848,7 +848,7 @@ def test_big_runs_get_a_shorter_window_read_while_the_cell_goes_on(run, shell):
     launched = shell.user_ns["ta_launched"]
     assert len(stopped) == 1
     assert 1 <= len(measured) <= sum(t < stopped[0] for t in launched)
-    assert window == f"device trace: first {len(measured)} runs"
+    assert window == _first_window(len(measured))
     # every op counted once in each traced run (a run the window's stop cut short is not one)
     assert (prof.ops["count"] == len(measured)).all(), prof.ops[["op", "count"]]
     assert_adds_up(prof)
@@ -888,7 +888,7 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     # (the window counts launches: under load fewer than MIN_WINDOW_RUNS may have run by then)
     assert 1 <= len(measured) <= in_time, (len(measured), in_time)
     window = prof.spans[prof.spans["lane"] == "trace"]["name"].iloc[0]
-    assert window == f"device trace: first {len(measured)} runs"
+    assert window == _first_window(len(measured))
     row = prof.executions.set_index("graph").loc["jit(ta_first_chain)"]
     assert row["count"] == 60 and bool(row["seconds_estimated"])
     assert_adds_up(prof)
@@ -1180,7 +1180,7 @@ def test_a_new_shape_after_the_window_is_traced_and_its_ops_add_to_its_function_
     other shape's, the call that compiled it is the second window's, and each op's row adds
     up both programs' runs, each with its own first run."""
     from xlanb.core.schema import SECOND_WINDOW
-    from xlanb.views.summary import runs_texts
+    from xlanb.views.summary import runs_texts, trace_coverage
 
     run("@jax.jit\ndef ta_shapes(a):\n    return jnp.tanh(a @ a.T) @ a\n")
     run("ta_wide, ta_narrow = ta_big[:256], ta_big[:64]")
@@ -1208,6 +1208,8 @@ def test_a_new_shape_after_the_window_is_traced_and_its_ops_add_to_its_function_
     assert len(both) > 0 and (prof.ops["programs"].isin([1, 2])).all()
     assert (both["runs"] == first_window + 3).all()
     assert all("of 2 programs" in text for text in runs_texts(both))
+    # the top ops' header names both windows, as their rows hold both
+    assert f"{windows[0]}, then 3 runs, " in trace_coverage(prof)
     assert_adds_up(prof)
 
 
@@ -1294,3 +1296,8 @@ def test_a_program_with_host_callbacks_is_traced_every_time(run, shell):
     assert _traces_started() == started + 1
     prof = shell.user_ns["called_back"]
     assert (prof.fallbacks["cause"] == "host_callback").any(), prof.fallbacks
+
+
+def _first_window(runs: int) -> str:
+    """The name of a first window that closed after `runs` traced runs."""
+    return "device trace: first run" if runs == 1 else f"device trace: first {runs} runs"

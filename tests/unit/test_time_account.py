@@ -239,3 +239,25 @@ def test_the_traced_window_follows_the_profiles_spans():
     assert traced_window(first) is None and traced_window_name(first) is None
     first.spans = make_frame("spans", [])
     assert traced_window(first) is None
+
+
+def test_the_top_ops_coverage_names_a_second_window_and_adds_its_time():
+    """A cell whose last batch compiled after the first window closed traced that batch in a
+    second window: the top ops' header names both windows and the time both covered."""
+    from xlanb.core.profile import Profile
+    from xlanb.core.schema import make_frame
+    from xlanb.views.summary import trace_coverage
+
+    rows = [
+        {"backend": "jax", "lane": "device", "name": "jit_f", "graph": None, "start": 1.0,
+         "seconds": 0.5, "estimated": False},
+        {"backend": "jax", "lane": "trace", "name": "device trace: first 8 runs", "graph": None,
+         "start": 1.0, "seconds": 0.010, "estimated": False},
+        {"backend": "jax", "lane": "trace", "name": "device trace: then 1 run", "graph": None,
+         "start": 2.0, "seconds": 0.002, "estimated": False},
+    ]  # fmt: skip
+    profile = Profile(name="a", backends=["jax"], wall_seconds=3.0)
+    profile.spans = make_frame("spans", rows)
+    assert trace_coverage(profile) == "device trace: first 8 runs, then 1 run, 12.0 ms of 3.00 s"
+    profile.spans = make_frame("spans", rows[:2])
+    assert trace_coverage(profile) == "device trace: first 8 runs, 10.0 ms of 3.00 s"

@@ -130,6 +130,20 @@ def traced_window_name(profile: Profile) -> str | None:
     return _window(profile)[1]
 
 
+def later_windows(profile: Profile) -> list[tuple[str, float]]:
+    """(name, seconds) of each second window's ``trace`` span (``device trace: then 1 run``:
+    a program compiled after the first window closed), in their order."""
+    if profile.spans.empty:
+        return []
+    lanes, span_starts, span_ends, _estimated = lane_arrays(profile)
+    column = profile.spans["name"]
+    return [
+        (str(column.iat[index]), float(span_ends[index] - span_starts[index]))
+        for index in np.flatnonzero(lanes == "trace").tolist()
+        if str(column.iat[index]).startswith(SECOND_WINDOW)
+    ]
+
+
 def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
     """The trace window and its name, from the lanes read once per spans frame (the trace's
     few spans' names alone read from the frame)."""

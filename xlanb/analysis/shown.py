@@ -1,5 +1,5 @@
 """What the views show that is computed from several frames (:class:`xlanb.core.profile.Shown`):
-the trace's window, the host's activity, the programs it never saw, the forced-sync places, a
+the trace's windows, the host's activity, the programs it never saw, the forced-sync places, a
 merged profile's rank table.
 :func:`xlanb.analysis.derive` keeps it on the Profile; ``Profile.shown`` asks again through the
 seam where a Profile was built without it."""
@@ -11,6 +11,7 @@ import pandas as pd
 from xlanb.analysis.attribution import forced_sync_places
 from xlanb.analysis.breakdown import (
     host_activity,
+    later_windows,
     traced_window,
     traced_window_name,
     untraced_programs,
@@ -30,6 +31,7 @@ def shown(profile: Profile) -> Shown:
     return Shown(
         traced_window=traced_window(profile),
         traced_window_name=traced_window_name(profile),
+        later_windows=later_windows(profile),
         host_activity=host_activity(profile),
         untraced_programs=untraced_programs(profile),
         forced_syncs=forced_sync_places(profile.executions, profile.fallbacks),

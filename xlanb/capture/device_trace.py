@@ -635,14 +635,15 @@ def window_span(
     runs = sum(1 for span in spans if span["lane"] == "device" and not span["estimated"])
     if not runs:
         return []
+    counted = f"{runs} {'run' if runs == 1 else 'runs'}"
     if trace.second:
-        name = f"{SECOND_WINDOW} {runs} {'run' if runs == 1 else 'runs'}"
+        name = f"{SECOND_WINDOW} {counted}"
     elif trace.stopped_at is None:
         name = WHOLE_TRACE
     elif trace.window_closed:
-        name = f"device trace: first {runs} runs"
+        name = "device trace: first run" if runs == 1 else f"device trace: first {counted}"
     else:
-        name = f"device trace: until your own trace started ({runs} runs)"
+        name = f"device trace: until your own trace started ({counted})"
     return [
         {
             "backend": backend,

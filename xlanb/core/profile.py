@@ -35,7 +35,8 @@ class Shown:
     :func:`xlanb.analysis.derive`; not saved: loading computes it again).
 
     ``traced_window``: (start, end) epoch seconds of the device trace's window when it closed
-    before the cell ended, with its ``traced_window_name``; ``host_activity``: (host busy
+    before the cell ended, with its ``traced_window_name``; ``later_windows``: (name, seconds)
+    of each second window (a program compiled after the first closed); ``host_activity``: (host busy
     seconds, of which hidden under device time); ``untraced_programs``: (program, runs) of
     those whose runs no device span holds (after the trace's window); ``forced_syncs``: where
     values were read (backend, read_at, cell_line, count, library); ``rank_table`` and
@@ -44,6 +45,7 @@ class Shown:
 
     traced_window: tuple[float, float] | None = None
     traced_window_name: str | None = None
+    later_windows: list[tuple[str, float]] = field(default_factory=list)
     host_activity: tuple[float, float] | None = None
     untraced_programs: list[tuple[str, int]] = field(default_factory=list)
     forced_syncs: pd.DataFrame = field(default_factory=pd.DataFrame)

@@ -214,14 +214,17 @@ def _marked(flag: Any) -> bool:
 
 def trace_coverage(profile: Profile) -> str:
     """``device trace: first 50 runs, 112 ms of 4.10 s`` when the device trace covered only
-    the start of the cell (its window closed), else "": the per-op times come from that part."""
+    the start of the cell (its window closed), else "": the per-op times come from that part;
+    ``..., then 1 run, ...`` where a second window traced a program compiled after it."""
     window, name = profile.shown.traced_window, profile.shown.traced_window_name
     if window is None or name is None:
         return ""
     if reused_trace(profile):
         return name  # nothing of this cell was traced
-    covered = format_seconds(window[1] - window[0])
-    return f"{name}, {covered} of {format_seconds(profile.wall_seconds)}"
+    later = profile.shown.later_windows
+    seconds = window[1] - window[0] + sum(seconds for _, seconds in later)
+    then = "".join(f", {later_name.removeprefix('device trace: ')}" for later_name, _ in later)
+    return f"{name}{then}, {format_seconds(seconds)} of {format_seconds(profile.wall_seconds)}"
 
 
 def reused_trace(profile: Profile) -> bool:
