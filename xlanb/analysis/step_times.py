@@ -6,9 +6,10 @@ least :data:`MIN_STEPS` times, the one with the most device time, JAX's eager op
 where another program qualifies. Step *i* ends when run *i* of it
 ends and starts when the previous run ended (step 0: when the cell started), so a step holds
 the Python, tracing and compiling that led to its run. A step is ``warm-up`` when a compile
-finished inside it (its run is then a newly compiled program's); the others are ``steady``.
-Under async dispatch a compile can start while earlier queued runs still execute: its time
-shows in those steps' buckets, but only the step it finished in is warm-up.
+finished inside it and its time holds compile time (its run is then a newly compiled
+program's); the others are ``steady``. Under async dispatch a compile can start while earlier
+queued runs still execute: its time shows in those steps' buckets where the device was idle,
+and a step whose run hid the whole compile is not warm-up.
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from xlanb.core.profile import Profile
 from xlanb.core.schema import make_frame
 
 MIN_STEPS = 3
+
+
+#: Seconds below which a step's compile share is the clocks' rounding, not compile time
+#: (epoch seconds as floats are exact to 2.4e-7 s).
+CLOCK_RESOLUTION = 1e-6
 
 
 def step_frame(profile: Profile) -> pd.DataFrame:
@@ -71,13 +77,14 @@ def step_frame(profile: Profile) -> pd.DataFrame:
             }
         )
     # warm-up: the steps a compile finished in (step 0 also holds what finished before it)
+    # whose own time holds compile time: one hidden under queued runs is a later call's
     compile_ends = intervals["compile"][:, 1]
     compiled = np.zeros(len(rows), dtype=bool)
     if len(compile_ends) and rows:
         inside = np.searchsorted(bounds, compile_ends, side="left") - 1
         compiled[np.clip(inside[inside < len(rows)], 0, None)] = True
     for row, warm in zip(rows, compiled, strict=True):
-        row["phase"] = "warm-up" if warm else "steady"
+        row["phase"] = "warm-up" if warm and row["compile"] > CLOCK_RESOLUTION else "steady"
     return make_frame("step_times", rows)
 
 
