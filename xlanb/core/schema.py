@@ -825,7 +825,7 @@ SCHEMA: dict[str, tuple[Column, ...]] = {
             "phase",
             "str",
             "",
-            "`warm-up` (a compile finished in the step, and its time holds compile time) or `steady`",
+            "`warm-up` (a compile finished in the step, its time holding compile time) or `steady`",
             ("time_account",),
         ),
         _c(
