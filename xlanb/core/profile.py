@@ -37,11 +37,11 @@ class Shown:
     ``traced_window``: (start, end) epoch seconds of the device trace's window when it closed
     before the cell ended, with its ``traced_window_name``; ``later_windows``: (name, seconds)
     of each second window (a program compiled after the first closed); ``host_activity``:
-    (host busy seconds, of which hidden under device time); ``untraced_programs``: (program, runs) of
-    those whose runs no device span holds (after the trace's window); ``forced_syncs``: where
-    values were read (backend, read_at, cell_line, count, library); ``rank_table`` and
-    ``rank_outliers``: a merged profile's per-rank rows and the ranks that stand out per
-    column."""
+    (host busy seconds, of which hidden under device time); ``untraced_programs``: (program,
+    runs) of those whose runs no device span holds (after the trace's window);
+    ``forced_syncs``: where values were read (backend, read_at, cell_line, count, library);
+    ``rank_table`` and ``rank_outliers``: a merged profile's per-rank rows and the ranks that
+    stand out per column."""
 
     traced_window: tuple[float, float] | None = None
     traced_window_name: str | None = None

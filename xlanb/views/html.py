@@ -25,6 +25,7 @@ from xlanb.views.graph_viewer import graph_fragment, graph_views, overlay_fragme
 from xlanb.views.graph_viewer.html import KIND_LABELS
 from xlanb.views.graph_viewer.payload import least_packed_size
 from xlanb.views.ranks import ranks_section
+from xlanb.views.scrolling import scrolling
 from xlanb.views.summary import (
     ALARM_KIND,
     ALARM_LABEL,
@@ -118,7 +119,9 @@ def table(
         f"<tr{_BAD_ROW if marked else ''}>{''.join(row)}</tr>"
         for marked, row in zip(marks, rows, strict=True)
     )
-    return f"<table class='{classes}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return scrolling(
+        f"<table class='{classes}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    )
 
 
 _BAD_ROW = ' class="xlanb-bad"'

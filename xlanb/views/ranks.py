@@ -10,6 +10,7 @@ import pandas as pd
 
 from xlanb.core.profile import Profile
 from xlanb.views.escape import cell, escape
+from xlanb.views.scrolling import scrolling
 from xlanb.views.summary import format_seconds
 
 #: (column of the rank table, header, is a duration)
@@ -62,8 +63,12 @@ def ranks_section(profile: Profile) -> str:
     )
     return (
         f"<style>{STYLE}</style><details open><summary>Ranks ({present} of {world})"
-        f"</summary>{note}<table class='xlanb-table xlanb-sortable xlanb-ranks'>"
-        f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></details>"
+        f"</summary>{note}"
+        + scrolling(
+            "<table class='xlanb-table xlanb-sortable xlanb-ranks'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        )
+        + "</details>"
     )
 
 
