@@ -1231,6 +1231,9 @@ def test_runs_queued_before_a_second_window_are_traced_or_estimated_not_both(run
     assert len(device) == 83 == int(prof.executions["count"].sum())
     windows = prof.spans[prof.spans["lane"] == "trace"]["name"].tolist()
     assert len(windows) == 2
+    # the per-op times hold every traced run, the queued ones the second window traced too
+    traced = int((~device["estimated"]).sum())
+    assert (prof.ops["runs"] == traced).all() and (prof.ops["programs"] == 2).all()
     assert_adds_up(prof)
 
 

@@ -54,3 +54,20 @@ def test_rows_of_several_devices_add_their_slowest_device_s_seconds():
     second = [_op("fusion", 0.002, 2, 0.001)]
     (row,) = add_ops(first, second)
     assert row["devices"] == 2 and row["max_device_seconds"] == 0.005 + 0.002
+
+
+def test_a_later_window_s_runs_of_a_program_counted_before_add_no_first_run():
+    """A second window that traced more runs of a program the first window holds the first
+    run of (queued runs, under async dispatch) adds them as later runs: its own first traced
+    run is a steady one, and the program is not counted again."""
+    first = [_op("fusion", 0.012, 2, 0.010)]  # 10 ms first run, then 2 ms
+    later = [_op("fusion", 0.020, 10, 0.002, later=True), _op("dot", 0.001, 1, 0.001, later=True)]
+    rows = add_ops(first, later)
+    fusion = next(row for row in rows if row["op"] == "fusion")
+    assert (fusion["runs"], fusion["programs"]) == (12, 1)
+    assert fusion["seconds"] == pytest.approx(0.032)
+    assert fusion["first_run_seconds"] == 0.010
+    assert runs_words(12, 0.010, 12, 0.032, None, 1) == "12 runs, first 10.0 ms, then 2.0 ms a run"
+    # a later row with nothing to add to stands alone, its flag gone
+    dot = next(row for row in rows if row["op"] == "dot")
+    assert "later" not in dot and "later" not in fusion and dot["programs"] == 1

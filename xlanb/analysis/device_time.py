@@ -251,7 +251,8 @@ def rows(
     -> graph id), `known_sources` where their ops came from, `known_texts` their optimized
     HLO (on XLA:GPU: what places kernels inside command buffers and says what ops compute).
     `counted_programs`: program ids whose ops an earlier window of the capture holds (their
-    first run there): their ops are left out here, their runs' spans are not."""
+    first run there): their rows here are marked ``later`` (runs after their first, which
+    :func:`add_ops` adds to those rows without another first run)."""
     modules, sources = _programs(graphs, kinds, cell_filename)
     modules = {**(known_modules or {}), **modules}
     sources = {**(known_sources or {}), **sources}
@@ -269,24 +270,22 @@ def rows(
     trace_facts = getattr(events, "op_facts", None) or {}
     # one row per graph, op and source: programs of one graph (JAX's compiles of a function)
     # add up where their op came from the same line
-    by_op: dict[tuple[str, str, str, tuple[str, int] | None], dict[str, Any]] = {}
+    by_op: dict[tuple[Any, ...], dict[str, Any]] = {}  # a later window's runs apart
     per_device = summary.devices or [(1, 0.0)] * len(summary.ops)
     for op_row, (devices, slowest) in zip(summary.ops, per_device, strict=True):
         module, program, op, count, seconds, first_seconds, runs = op_row
-        if program is not None and program in counted_programs:
-            continue
+        later = program is not None and program in counted_programs
         graph = graph_of(module, program)
         facts = trace_facts.get((program, op))  # a TPU trace's own op metadata
         source = _source_of(sources_of(module, program), op) or _trace_source(facts)
-        where = (source.file, source.line) if source else None
-        same = by_op.get((graph, module, op, where))
-        if same is not None:
+        key = (graph, module, op, (source.file, source.line) if source else None, later)
+        if (same := by_op.get(key)) is not None:
             _add_up(same, op_row, (devices, slowest) if summary.devices else None, summary.total)
             continue
         cell_line = _cell_line(source, cell_filename)
         text = texts.get(program) if program is not None else None
         category, op_name = _what(op, text or texts.get(module), summary.gpu)
-        by_op[graph, module, op, where] = {
+        row = by_op[key] = {
             "backend": backend,
             "graph": graph,
             "module": module,
@@ -302,11 +301,12 @@ def rows(
             "source_file": source.file if source else None,
             "source_line": source.line if source else None,
             "cell_line": cell_line + cell_line_offset if cell_line is not None else None,
+            **({"later": True} if later else {}),
         }
         if facts is not None and facts.flops == facts.flops:  # one run's cost, per the trace
-            by_op[graph, module, op, where].update(flops=facts.flops, bytes=facts.bytes)
+            row.update(flops=facts.flops, bytes=facts.bytes)
         if summary.devices:  # one device's seconds and count, as on one device; then how many
-            by_op[graph, module, op, where].update(devices=devices, max_device_seconds=slowest)
+            row.update(devices=devices, max_device_seconds=slowest)
     op_rows = sorted(by_op.values(), key=lambda row: -row["seconds"])
     return op_rows, _span_rows(backend, summary.spans, graph_of)
 
@@ -343,14 +343,16 @@ _ADDED_UP = ("count", "seconds", "first_run_seconds", "runs", "programs")
 
 def add_ops(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The ``ops`` rows of two windows of one capture as one list, longest first: a row of
-    `more` of the same graph, op and source as one of `rows` (another program of its graph)
-    adds to it; ``share`` is over both windows' ops."""
+    `more` of the same graph, op and source as one of `rows` (another program of its graph,
+    or a ``later`` row: more runs of a program whose first run `rows` holds, added without
+    a first run or a program) adds to it; ``share`` is over both windows' ops."""
 
     def key(row: dict[str, Any]) -> tuple[Any, ...]:
         return row["graph"], row["module"], row["op"], row["source_file"], row["source_line"]
 
     combined = {key(row): row for row in rows}
     for row in more:
+        later = row.pop("later", False)
         same = combined.setdefault(key(row), row)
         if same is row:
             continue
@@ -360,7 +362,11 @@ def add_ops(rows: list[dict[str, Any]], more: list[dict[str, Any]]) -> list[dict
             if several
             else None
         )
-        _add_runs(same, [row[column] for column in _ADDED_UP], per_device)
+        figures = [row[column] for column in _ADDED_UP]
+        if later:  # no first run and no program of its own: both are the earlier window's
+            figures[_ADDED_UP.index("first_run_seconds")] = 0.0
+            figures[_ADDED_UP.index("programs")] = 0
+        _add_runs(same, figures, per_device)
     total = sum(row["seconds"] for row in combined.values()) or 1.0
     for row in combined.values():
         row["share"] = row["seconds"] / total

@@ -369,8 +369,9 @@ def _trace_rows(
     """``ops`` and device/transfer ``spans`` from the device trace (the spans it added are
     returned); ops are located through the optimized HLO's metadata of the programs compiled
     in this capture or remembered from earlier ones, and an op the cell did not write is on
-    the line that called its program. A second trace adds no ops of a program the first one
-    has ops of; another program of a graph adds to its rows (:func:`device_time.add_ops`)."""
+    the line that called its program. A second trace's runs of a program the first one has
+    ops of add to those rows as later runs, and another program of a graph adds to its rows
+    (:func:`device_time.add_ops`)."""
     with session.programs_lock:
         known = dict(session.programs)
     had = capture.rows.get("ops", [])
@@ -420,6 +421,9 @@ def _trace_rows(
         graphs = {op["graph"] for op in had}
         ops = [op for op in ops if op["graph"] not in graphs]
     name_op_places(ops, options)
+    if not had:
+        for op in ops:
+            op.pop("later", None)  # no earlier window's rows to add to: its own first run
     capture.rows["ops"] = device_time.add_ops(had, ops) if had else ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):
