@@ -658,6 +658,28 @@ def test_a_short_cell_traces_a_few_runs_not_the_first_fifty(run, shell):
     assert_adds_up(prof)
 
 
+@pytest.mark.trace_budget
+def test_a_step_compiled_in_the_window_keeps_it_open_for_its_second_run(run, shell):
+    """A first cell whose step compiles in the window and is called between other jitted
+    calls (flax's `nnx.jit` runs small programs of its own around each step): a window over
+    its budget held the step's first run only (its warm-up) and the helper call after it; it
+    now holds the step's second run too, whose ops are steady."""
+    run("@jax.jit\ndef ta_helper(a):\n    return a * 1.0\nta_helper(ta_big).block_until_ready()")
+    run(
+        "%%xla_profile -b jax -q --var helped\n"
+        "@jax.jit\ndef ta_helped(a):\n    return (jnp.tanh(jnp.tanh(a @ a) @ a) @ a) * 1e-3\n"
+        "import time\nx = ta_big\nfor _ in range(4):\n    x = ta_helped(x).block_until_ready()\n"
+        "    x = ta_helper(x).block_until_ready()\n    time.sleep(0.05)\n"
+        "    x = ta_helper(x).block_until_ready()"
+    )
+    prof = shell.user_ns["helped"]
+    device = _device_spans(prof, "jit(ta_helped)")
+    assert len(device) == 4
+    assert int((~device["estimated"]).sum()) >= 2
+    assert (prof.ops[prof.ops["graph"] == "jit(ta_helped)"]["runs"] >= 2).all()
+    assert_adds_up(prof)
+
+
 #: A host callback that holds the run it is in, unless the window waits for it (one of its
 #: fewest runs), until the trace's window has closed: the runs queued after the window's
 #: fewest cannot finish before it closes, however slowly the machine stops the profiler.
@@ -1233,7 +1255,9 @@ def test_runs_queued_before_a_second_window_are_traced_or_estimated_not_both(run
     assert len(windows) == 2
     # the per-op times hold every traced run, the queued ones the second window traced too
     traced = int((~device["estimated"]).sum())
-    assert (prof.ops["runs"] == traced).all() and (prof.ops["programs"] == 2).all()
+    both = prof.ops[prof.ops["programs"] == 2]  # ops of both programs (JAX 0.6 names some apart)
+    assert len(both) and (both["runs"] == traced).all()
+    assert (prof.ops["runs"] <= traced).all()
     assert_adds_up(prof)
 
 

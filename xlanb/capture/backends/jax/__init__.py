@@ -239,6 +239,7 @@ def _start_trace(
         # a window over its budget may close after its fewest runs
         fewest = min(token.trace.budget_runs, token.trace.window_runs)
         STATE.first_probe, STATE.first_probe_at = None, STATE.sample_count + fewest
+        STATE.first_probe_function = None
     if note:
         token.notes.append(note)
     elif token.trace is not None:
@@ -330,6 +331,7 @@ def _settle(ended: device_trace.Until) -> None:
     finally:
         STATE.probe_at, STATE.probe = -1, None
         STATE.first_probe_at, STATE.first_probe = -1, None
+        STATE.first_probe_function = None
 
 
 def end(token: Token, options: CaptureOptions) -> Capture:
@@ -352,6 +354,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     if token.trace is not None:
         STATE.probe_at, STATE.probe = -1, None  # a window that never closed
         STATE.first_probe_at, STATE.first_probe = -1, None
+        STATE.first_probe_function = None
     traces = [trace for trace, _ in token.earlier] + ([token.trace] if token.trace else [])
     capture = Capture(notes=list(token.notes) + [note for t in traces for note in t.notes])
     try:

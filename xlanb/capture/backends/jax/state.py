@@ -248,6 +248,10 @@ class JaxState:
     #: window closed on time or over its budget holds their runs.
     first_probe_at: int = -1
     first_probe: Any = None
+    #: The function whose call compiled in the window: the fewest runs wait for its next
+    #: call (its first run is a warm-up), at most until call :attr:`first_probe_last`.
+    first_probe_function: Any = None
+    first_probe_last: int = -1
     #: The result of the latest top-level call (dropped when the capture ends): still being
     #: computed then, the cell ended with runs queued on the device.
     last_result: Any = None

@@ -35,6 +35,10 @@ from xlanb.capture.backends.jax.hooks.counting import static_arguments
 from xlanb.capture.backends.jax.hooks.names import function_name, module_name, python_stack
 from xlanb.capture.backends.jax.state import STATE, Restore
 
+#: Calls after a compile in the trace's window that its fewest runs wait for the compiled
+#: function's next call (flax's ``nnx.jit`` makes two calls of its own around each step).
+FEWEST_WAIT_CALLS = 16
+
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
 LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
@@ -231,9 +235,12 @@ def compile_hook(backend, computation, *args, **kwargs):
                 )
             )
             if STATE.first_probe is None and STATE.first_probe_at > 0:
-                # the run after this compile's is among the window's fewest: a program's
-                # first run is not like its next ones
+                # the next run of the function that compiled is among the window's fewest: a
+                # program's first run is not like its next ones
                 STATE.first_probe_at = max(STATE.first_probe_at, STATE.sample_count + 2)
+                if current is not None and not eager:
+                    STATE.first_probe_function = current
+                    STATE.first_probe_last = STATE.sample_count + 2 + FEWEST_WAIT_CALLS
             if keep_module and not eager and STATE.on_compile is not None:
                 STATE.on_compile(executable, computation, stablehlo)
         except Exception:  # never let the profiler break a compile

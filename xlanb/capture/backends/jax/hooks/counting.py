@@ -118,6 +118,17 @@ _ONE_DEVICE: set[type] = {type(None)}
 _MISSING = object()
 
 
+def _probe_fewest(state: Any, function: Any, result: Any, count: int) -> None:
+    """At the call that makes the window's fewest runs: hold its result's probe, unless a
+    function compiled in the window has not run again yet (its first run was a warm-up): then
+    the next call is, up to ``state.first_probe_last``."""
+    waited = state.first_probe_function
+    if waited is None or waited is function or count >= state.first_probe_last:
+        state.first_probe = output_probe(result)
+    else:
+        state.first_probe_at = count + 1
+
+
 def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., Any]:
     """The ``PjitFunction.__call__`` put in place while capturing (touch point 7). What it
     uses on every call is bound here, once, as closure variables."""
@@ -167,7 +178,7 @@ def _dispatch_counter(original: Any, target: DispatchTarget) -> Callable[..., An
             count += 1
             state.sample_count = count
             if count == state.first_probe_at:  # the window's fewest runs
-                state.first_probe = output_probe(result)
+                _probe_fewest(state, self, result, count)
             if count == state.probe_at:  # the last run in the trace's window
                 state.probe = result
             state.last_result = result
