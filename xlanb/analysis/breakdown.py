@@ -133,35 +133,33 @@ def traced_window_name(profile: Profile) -> str | None:
 def later_windows(profile: Profile) -> list[tuple[str, float]]:
     """(name, seconds) of each second window's ``trace`` span (``device trace: then 1 run``:
     a program compiled after the first window closed), in their order."""
-    if profile.spans.empty:
-        return []
-    lanes, span_starts, span_ends, _estimated = lane_arrays(profile)
-    column = profile.spans["name"]
-    return [
-        (str(column.iat[index]), float(span_ends[index] - span_starts[index]))
-        for index in np.flatnonzero(lanes == "trace").tolist()
-        if str(column.iat[index]).startswith(SECOND_WINDOW)
-    ]
+    return _window(profile)[2]
 
 
-def _window(profile: Profile) -> tuple[tuple[float, float] | None, str | None]:
-    """The trace window and its name, from the lanes read once per spans frame (the trace's
-    few spans' names alone read from the frame)."""
+def _window(
+    profile: Profile,
+) -> tuple[tuple[float, float] | None, str | None, list[tuple[str, float]]]:
+    """The trace's first window, its name and the later windows' (name, seconds), from the
+    lanes read once per spans frame (the trace's few spans' names alone read from the
+    frame)."""
     if profile.spans.empty:
-        return None, None
+        return None, None, []
     lanes, span_starts, span_ends, _estimated = lane_arrays(profile)
     trace = np.flatnonzero(lanes == "trace")
     column = profile.spans["name"]
-    names = np.array([column.iat[index] for index in trace.tolist()], dtype=object)
-    first = np.array(
-        [name != WHOLE_TRACE and not str(name).startswith(SECOND_WINDOW) for name in names],
-        dtype=bool,
-    )
+    names = [str(column.iat[index]) for index in trace.tolist()]
+    second = np.array([name.startswith(SECOND_WINDOW) for name in names], dtype=bool)
+    later = [
+        (name, float(span_ends[index] - span_starts[index]))
+        for name, index, is_later in zip(names, trace.tolist(), second, strict=True)
+        if is_later
+    ]
+    first = ~second & np.array([name != WHOLE_TRACE for name in names], dtype=bool)
     windows = trace[first]
     if not len(windows):
-        return None, None
+        return None, None, later
     starts, ends = span_starts[windows], span_ends[windows]
-    return (float(starts.min()), float(ends.max())), str(names[first][0])
+    return (float(starts.min()), float(ends.max())), names[int(np.flatnonzero(first)[0])], later
 
 
 def untraced_programs(profile: Profile) -> list[tuple[str, int]]:

@@ -19,6 +19,7 @@ from xlanb.core.schema import (
     HOST_KINDS,
     OTHER_HOST_KIND,
     REUSED_TRACE,
+    WHOLE_TRACE,
     headline_host_kinds,
 )
 from xlanb.core.units import format_seconds, percent, time_unit  # noqa: F401 - re-exported
@@ -223,7 +224,7 @@ def trace_coverage(profile: Profile) -> str:
         return name  # nothing of this cell was traced
     later = profile.shown.later_windows
     seconds = window[1] - window[0] + sum(seconds for _, seconds in later)
-    then = "".join(f", {later_name.removeprefix('device trace: ')}" for later_name, _ in later)
+    then = "".join(f", {name.removeprefix(f'{WHOLE_TRACE}: ')}" for name, _ in later)
     return f"{name}{then}, {format_seconds(seconds)} of {format_seconds(profile.wall_seconds)}"
 
 
