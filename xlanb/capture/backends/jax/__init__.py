@@ -329,9 +329,7 @@ def _settle(ended: device_trace.Until) -> None:
             if ended.wait(device_trace.POLL_SECONDS):
                 return
     finally:
-        STATE.probe_at, STATE.probe = -1, None
-        STATE.first_probe_at, STATE.first_probe = -1, None
-        STATE.first_probe_function = None
+        STATE.forget_probes()
 
 
 def end(token: Token, options: CaptureOptions) -> Capture:
@@ -352,9 +350,7 @@ def end(token: Token, options: CaptureOptions) -> Capture:
     del last_result  # not kept alive past the cell (the live arrays are counted next)
     trace_events = device_trace.finish(token.trace) if token.trace is not None else None
     if token.trace is not None:
-        STATE.probe_at, STATE.probe = -1, None  # a window that never closed
-        STATE.first_probe_at, STATE.first_probe = -1, None
-        STATE.first_probe_function = None
+        STATE.forget_probes()  # a window that never closed
     traces = [trace for trace, _ in token.earlier] + ([token.trace] if token.trace else [])
     capture = Capture(notes=list(token.notes) + [note for t in traces for note in t.notes])
     try:

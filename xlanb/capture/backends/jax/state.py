@@ -307,6 +307,12 @@ class JaxState:
             elif len(self.reads) < MAX_READ_PLACES:
                 self.reads[key] = [how, stack(), 1]
 
+    def forget_probes(self) -> None:
+        """Drop the trace window's probes: its window closed, or its capture ended."""
+        self.probe_at, self.probe = -1, None
+        self.first_probe_at, self.first_probe = -1, None
+        self.first_probe_function = None
+
     def is_idle(self) -> bool:
         """No capture is active (the first one to begin switches the hooks on)."""
         with self.lock:
