@@ -208,9 +208,9 @@ def test_runs_after_the_window_are_their_samples_scaled_to_the_traced_runs(case)
     # the runs' device time over their launch to completion (at most 1: a run's last thunk
     # may end a little after its wait on XLA:CPU)
     ratio = min(traced / window_execute, 1.0)
-    counted = (2, sum(seconds for _, seconds in after))
+    counted = (5, window_execute + sum(seconds for _, seconds in after))
     estimated = device_time.after_window_from_samples(
-        "torch_xla", traced, window_execute, timed, counted, window_end, 1e12
+        "torch_xla", (3, traced), window_execute, timed, counted, window_end, 1e12
     )
     # each ends where its sample ended; none starts before the run timed before it ended
     scaled = [seconds * ratio for _, seconds in after]
@@ -233,16 +233,16 @@ def test_runs_after_the_window_are_their_samples_scaled_to_the_traced_runs(case)
 
 
 def test_runs_whose_samples_the_runtime_dropped_are_spread_before_the_next_sampled_run():
-    # the runtime's buffer keeps the newest samples: it lost the fourth run's; its time, from
-    # the totals, is spread from the window's end to the start of the run sampled after it
+    # the runtime's buffer keeps the newest samples: it lost all but the fifth run's; the
+    # fourth's time, from the totals, is spread from the window's end to the fifth's start
     runs, timed = _timed_runs("cpu")
     traced = sum(span["seconds"] for span in runs[:3])
     window_execute = sum(seconds for _, seconds in timed[:3])
     window_end, after = timed[2][0], timed[3:]
     ratio = min(traced / window_execute, 1.0)
-    counted = (2, sum(seconds for _, seconds in after))
+    counted = (5, window_execute + sum(seconds for _, seconds in after))
     lost = device_time.after_window_from_samples(
-        "torch_xla", traced, window_execute, timed[:3] + timed[4:], counted, window_end, 1e12
+        "torch_xla", (3, traced), window_execute, timed[4:], counted, window_end, 1e12
     )
     assert [s["name"] for s in lost] == [device_time.SCALED_SAMPLES, device_time.UNSAMPLED_RUNS]
     sampled, spread = lost
@@ -297,10 +297,38 @@ def test_runs_launched_after_a_compile_past_the_window_are_not_the_loop_graph_s(
     traced = sum(span["seconds"] for span in runs[:3])
     window_execute = sum(seconds for _, seconds in timed[:3])
     after = timed[3:]
-    counted = (2, sum(seconds for _, seconds in after))
+    counted = (5, window_execute + sum(seconds for _, seconds in after))
     # a compile ended between the two runs after the window: the second may be its graph's
     between = (after[0][0] + after[1][0] - after[1][1]) / 2
     estimated = device_time.after_window_from_samples(
-        "torch_xla", traced, window_execute, timed, counted, timed[2][0], 1e12, "loop", between
+        "torch_xla",
+        (3, traced),
+        window_execute,
+        timed,
+        counted,
+        timed[2][0],
+        1e12,
+        "loop",
+        between,
     )
     assert [span["graph"] for span in estimated] == ["loop", None]
+
+
+@pytest.mark.parametrize("stop", ["after the third run ended", "in the third run"])
+def test_the_runs_after_the_window_are_the_capture_s_runs_past_the_traced_ones(stop):
+    """torch_xla 2.9 (CI, 1 run in ~30): the window read the runtime's totals, then stopped
+    the trace; a run that ended in between was traced, yet counted after the window, and
+    became a 'not sampled' run too: 22 device spans for 21 runs. A run the stop cut short is
+    traced, and its sample ends after the stop: it is not estimated either."""
+    runs, timed = _timed_runs("cpu")
+    traced = sum(span["seconds"] for span in runs[:3])
+    # the totals were read as the second run ended: they held 2 runs
+    window_execute = sum(seconds for _, seconds in timed[:2])
+    counted = (5, sum(seconds for _, seconds in timed))
+    third_end = timed[2][0]
+    window_end = third_end + 1e-4 if stop == "after the third run ended" else third_end - 1e-4
+    estimated = device_time.after_window_from_samples(
+        "torch_xla", (3, traced), window_execute, timed, counted, window_end, 1e12
+    )
+    assert [s["name"] for s in estimated] == [device_time.SCALED_SAMPLES] * 2
+    assert [_end(s) for s in estimated] == pytest.approx([end for end, _ in timed[3:]], abs=1e-6)

@@ -249,7 +249,8 @@ def test_a_cells_first_run_of_big_runs_traces_a_bounded_window(run, shell):
     if stopped:
         in_time = sum(t < stopped[0] for t in shell.user_ns["ta_launched"])
         assert len(measured) <= in_time, (len(measured), in_time)
-    assert device["estimated"].sum() >= 40 - len(measured) - 1
+    # every run once: traced, or estimated from its sample
+    assert len(device) == 40, device
     parts = buckets(prof)
     assert sum(parts.values()) == pytest.approx(prof.wall_seconds, rel=0.02)
 

@@ -764,10 +764,10 @@ UNSAMPLED_RUNS = "ExecuteTime (not sampled)"
 
 def after_window_from_samples(
     backend: str,
-    traced_seconds: float,
+    traced: tuple[int, float],
     window_execute_seconds: float,
     samples: Sequence[tuple[float, float]],
-    counted_after: tuple[int, float],
+    counted: tuple[int, float],
     window_end: float,
     capture_end: float,
     graph: str | None = None,
@@ -778,28 +778,33 @@ def after_window_from_samples(
     time of the same runs).
 
     Args:
-      traced_seconds: the traced runs' device seconds; window_execute_seconds: the runtime's
-        execute seconds of the runs up to the window's end. Their ratio (at most 1) scales
-        each sample after the window.
-      samples: (end epoch s, seconds) of the runs the runtime timed; those ending after
-        `window_end` become spans ending where they ended, one at a time: none starts before
-        the run timed before it ended (a queued run's sample holds its wait in the queue, as
-        under async dispatch on XLA:GPU).
-      counted_after: (runs, seconds) the runtime's totals count after the window; those its
-        samples no longer hold (a circular buffer keeps the newest) ran before the first
-        sampled run after the window: they are spread from `window_end` to its start (else
-        to `capture_end`).
+      traced: (runs, device seconds) the window traced, the capture's first runs (one cut
+        short by the trace's stop among them); window_execute_seconds: the runtime's execute
+        seconds of the runs up to the window's end. The ratio of the seconds (at most 1)
+        scales each sample after the window.
+      samples: (end epoch s, seconds) of the runs the runtime timed in the capture; those of
+        the runs past the traced ones become spans ending where they ended, one at a time:
+        none starts before the run timed before it ended (a queued run's sample holds its
+        wait in the queue, as under async dispatch on XLA:GPU). The runs are split by count,
+        not by `window_end`: a run can end between the runtime's totals read at the window's
+        close and the trace's stop, or be cut short by that stop and end after it.
+      counted: (runs, seconds) the runtime's totals count in the capture; the runs past the
+        traced ones that its samples no longer hold (a circular buffer keeps the newest) ran
+        before the first of them sampled: they are spread from `window_end` to its start
+        (else to `capture_end`), with the seconds counted after the window's close.
       graph: the graph of each timed run where the window's runs were all of one after its
         last compile (:func:`looping_graph`; the samples name none): those runs are then
         steps; those launched after `graph_until` (the end of a compile after the window:
         its graph, never traced, may be theirs) get none."""
+    traced_runs, traced_seconds = traced
     ratio = 1.0
     if window_execute_seconds > 0 and traced_seconds > 0:
         ratio = min(traced_seconds / window_execute_seconds, 1.0)
     timed = sorted(samples)
-    after = [(end, seconds) for end, seconds in timed if end > window_end]
-    count = counted_after[0] - len(after)
-    seconds = counted_after[1] - sum(value for _, value in after)
+    runs_after = max(counted[0] - traced_runs, 0)
+    after = timed[len(timed) - min(runs_after, len(timed)) :]
+    count = runs_after - len(after)
+    seconds = counted[1] - window_execute_seconds - sum(value for _, value in after)
     spans = []
     # the run timed before each (unknown for the first after the window where runs are lost)
     previous = len(timed) - len(after) - 1 if count <= 0 else -1

@@ -625,11 +625,10 @@ def _untraced_runs(
     if trace is None or trace.stopped_at is None:
         return []
     total_count, total_seconds = _execute_totals(metrics)
-    at_stop_count, at_stop_seconds = trace.snapshot_at_stop or (total_count, total_seconds)
-    before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))[1]
-    window_seconds = at_stop_seconds - before_total * metric_unit("ExecuteTime")[1]
+    at_stop_seconds = (trace.snapshot_at_stop or (total_count, total_seconds))[1]
+    before_count, before_total = token.metric_totals.get("ExecuteTime", (0, 0.0))
+    before_seconds = before_total * metric_unit("ExecuteTime")[1]
     device = [span for span in capture.rows["spans"] if span["lane"] == "device"]
-    traced = sum(span["seconds"] for span in device)
     compiled_after = [  # a graph compiled after the window: its runs are not the loop's
         span["start"] + span["seconds"]
         for span in capture.rows["spans"]
@@ -637,10 +636,10 @@ def _untraced_runs(
     ]
     return device_time.after_window_from_samples(
         NAME,
-        traced,
-        window_seconds,
+        (len(device), sum(span["seconds"] for span in device)),
+        at_stop_seconds - before_seconds,
         samples,
-        (total_count - at_stop_count, total_seconds - at_stop_seconds),
+        (total_count - before_count, total_seconds - before_seconds),
         trace.stopped_at,
         ended_at,
         device_time.looping_graph(capture.rows["spans"], trace.stopped_at),
