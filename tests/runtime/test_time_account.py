@@ -686,6 +686,7 @@ def test_a_step_compiled_in_the_window_keeps_it_open_for_its_second_run(run, she
 #: `ta_base[0]`: the dispatch count when the cell's capture began (the cell sets it).
 HOLD_UNTIL_THE_WINDOW_CLOSES = """
 import time
+import numpy as np
 from xlanb.capture import device_trace
 from xlanb.capture.backends.jax.state import STATE as ta_state
 ta_base = [0]
@@ -699,11 +700,12 @@ def ta_hold(index):
         if ta_state.first_probe_at > 0 and int(index) < ta_state.first_probe_at - ta_base[0]:
             break  # one of the runs the window waits for
         time.sleep(0.002)
-    return index
+    return np.float32(index)
 
 @jax.jit
 def ta_queued(a, index):
-    held = jax.pure_callback(ta_hold, jax.ShapeDtypeStruct((), jnp.int32), index)
+    # a float result: XLA folds 0 * an integer to 0, and then drops the callback
+    held = jax.pure_callback(ta_hold, jax.ShapeDtypeStruct((), jnp.float32), index)
     out = jax.lax.fori_loop(0, 10, lambda i, x: jnp.tanh(x @ a), a) * 0.5
     return out + 0 * held, a.sum()
 ta_indexes = [jnp.int32(i) for i in range(8)]
@@ -762,6 +764,63 @@ def test_a_spent_budget_leaves_the_runs_queued_meanwhile_untraced(run, shell):
     assert device["seconds"].sum() <= 5 * measured["seconds"].mean() * (1 + 1e-9)
     row = prof.executions.set_index("graph").loc["jit(ta_queued)"]
     assert row["count"] == 5 and bool(row["seconds_estimated"])
+    assert_adds_up(prof)
+
+
+#: `ta_late`'s run waits in a host callback until the first window has closed (XLA:CPU runs
+#: a program with a host callback in its call, so the call returns after that), and its
+#: ops depend on the callback: the window never holds them, however slowly it stops.
+HOLD_LATE_UNTIL_THE_WINDOW_CLOSES = """
+import time
+import numpy as np
+from xlanb.capture import device_trace
+
+def ta_hold_late(index):
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        trace = device_trace._STATE.running
+        if trace is None or trace.window_closed or trace.second:
+            break
+        time.sleep(0.002)
+    return np.float32(index)
+
+@jax.jit
+def ta_step_late(a):
+    return jnp.tanh(a @ a) * 0.5
+
+@jax.jit
+def ta_late(a):
+    held = jax.pure_callback(ta_hold_late, jax.ShapeDtypeStruct((), jnp.float32), a[0, 0])
+    return jnp.tanh((a + 0 * held) @ a) * 0.5
+
+# compiled for the arguments the cell passes (outputs of a program, as a loop's are)
+_ = ta_late(ta_step_late(ta_step_late(ta_big))).block_until_ready()
+"""
+
+
+@pytest.mark.trace_budget
+def test_a_function_first_called_in_the_window_and_run_after_it_gets_the_second(run, shell):
+    """A function first called while the window is open, whose run comes after its stop (under
+    async dispatch: queued behind the loop's runs), was taken as seen by the window: no
+    second window started for it, and all its runs were "not traced". Once the window is
+    read, a function first called past the runs it holds is forgotten as seen: its next call
+    starts the second window."""
+    run(HOLD_LATE_UNTIL_THE_WINDOW_CLOSES)
+    run(
+        "%%xla_profile -b jax -q --var late\n"
+        "from xlanb.capture.backends.jax.state import STATE as ta_state\n"
+        "x = ta_step_late(ta_step_late(ta_big))\n"
+        "y = ta_late(x)\n"  # the window's third call: it closes after its fewest (2) runs
+        "ta_until = time.monotonic() + 20\n"
+        "while ta_late in (ta_state.traced_functions or ()) and time.monotonic() < ta_until:\n"
+        "    time.sleep(0.005)\n"
+        "for _ in range(3):\n    y = ta_late(y)\ny.block_until_ready()"
+    )
+    prof = shell.user_ns["late"]
+    assert len(prof.spans[prof.spans["lane"] == "trace"]) == 2
+    late = _device_spans(prof, "jit(ta_late)")
+    assert len(late) == 4 and (~late["estimated"]).sum() >= 1, late
+    assert not [note for note in prof.notes if note.startswith("not traced")], prof.notes
     assert_adds_up(prof)
 
 

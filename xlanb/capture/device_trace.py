@@ -176,6 +176,9 @@ class Trace:
     #: stop from another thread while CUDA graphs launch can poison the context), the
     #: backend's way to run a function there before its next launch; None: stop anywhere.
     hand_over: Callable[[Callable[[], None]], None] | None = None
+    #: Called on the watchdog thread once a window that closed early has been read, with the
+    #: program runs its events hold (None: nothing to call).
+    on_read: Callable[[int], None] | None = None
 
     def stop_early(self, note: str | None = None) -> bool:
         """Stop the profiler now, keeping what it recorded (once; False when it had stopped)."""
@@ -435,7 +438,13 @@ def _watch(
                         trace.early_data = None
                         if trace.early_events is not None and trace.capture_start is not None:
                             try:
-                                summarize(trace.early_events, trace.capture_start, float("inf"))
+                                summary = summarize(
+                                    trace.early_events, trace.capture_start, float("inf")
+                                )
+                                if trace.on_read is not None:
+                                    trace.on_read(
+                                        sum(span[0] == "device" for span in summary.spans)
+                                    )
                             except Exception:
                                 pass  # summarized again, and failing with a note, at the end
                 return

@@ -176,8 +176,12 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
     """Once the window of `token`'s trace has closed, the first call of a jitted function it
     never saw (not an eager op), or a new compile of one it saw (a last batch of another
     shape), starts a second trace there (once): a program first run after the window (an
-    evaluation after a training loop) has runs of its own to estimate from."""
+    evaluation after a training loop) has runs of its own to estimate from. A function first
+    called in the window whose run came after its stop (queued behind others under async
+    dispatch) is forgotten as seen once the window is read: its next call starts the second."""
     seen: dict[Any, str] = {}
+    seen_at: dict[Any, int] = {}  # the call each function was first seen at
+    first = token.trace
 
     def trace_late(function: Any) -> None:
         calling = _calling(function, token)
@@ -186,8 +190,11 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
             if function is None:
                 return
         trace = token.trace
-        if trace is None or trace.stopped_at is None or hooks.function_name(function)[1]:
+        eager = hooks.function_name(function)[1]
+        if trace is None or trace.stopped_at is None or eager:
             seen[function] = ""  # the open window holds its runs (an eager op's: not worth one)
+            if trace is first and not eager:
+                seen_at.setdefault(function, STATE.sample_count)
             return
         STATE.traced_functions = STATE.trace_late = None
         token.armed = False
@@ -196,8 +203,20 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         if trace.window_closed:  # not stopped for the user's own trace
             _start_trace(token, options, second=True, first_call=calling)
 
+    def forget_untraced(runs: int) -> None:
+        """The functions first called past the `runs` the window holds (a device runs its
+        programs in call order) ran after its stop: no longer seen."""
+        if first is None:
+            return
+        untraced_from = first.runs_at_start + runs
+        for function, call in list(seen_at.items()):
+            if call >= untraced_from:
+                seen.pop(function, None)
+
     token.armed = True
     STATE.trace_late, STATE.traced_functions = trace_late, seen
+    if first is not None:
+        first.on_read = forget_untraced
 
 
 def _calling(function: Any, token: Token) -> int | None:
