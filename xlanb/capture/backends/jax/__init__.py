@@ -15,6 +15,7 @@ from its last trace instead of tracing.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import sys
@@ -185,7 +186,8 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
 
     def trace_late(function: Any) -> None:
         calling = _calling(function, token)
-        if function is None:  # a compile, inside its function's call (which came first)
+        compiling = function is None
+        if compiling:  # a compile, inside its function's call (which came first)
             function = STATE.current
             if function is None:
                 return
@@ -200,8 +202,13 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         token.armed = False
         token.earlier.append((trace, device_trace.finish(trace)))  # its window's reads done
         token.trace = None
-        if trace.window_closed:  # not stopped for the user's own trace
-            _start_trace(token, options, second=True, first_call=calling)
+        if not trace.window_closed:  # stopped for the user's own trace
+            return
+        start = functools.partial(_start_trace, token, options, True, calling)
+        if compiling:  # once compiled and the runs queued before have run: those untraced
+            STATE.after_compile = functools.partial(_after_queued_runs, start)
+        else:
+            start()
 
     def forget_untraced(runs: int) -> None:
         """The functions first called past the `runs` the window holds (a device runs its
@@ -217,6 +224,20 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
     STATE.trace_late, STATE.traced_functions = trace_late, seen
     if first is not None:
         first.on_read = forget_untraced
+
+
+def _after_queued_runs(start: Callable[[], None]) -> None:
+    """Call `start` (a second window's, at a compile) once the latest call's run has ended: a
+    device runs its programs in turn, so the runs queued before the new program's (a loop's,
+    under async dispatch) are not traced; the call waits for them before its own run could
+    start anyway, and the compile has run while they did."""
+    latest = STATE.last_result
+    if latest is not None:
+        try:
+            hooks.block_until_ready(latest)
+        except Exception:  # an array deleted or donated meanwhile: its run has ended
+            pass
+    start()
 
 
 def _calling(function: Any, token: Token) -> int | None:
@@ -353,6 +374,7 @@ def _settle(ended: device_trace.Until) -> None:
 
 def end(token: Token, options: CaptureOptions) -> Capture:
     STATE.stop_here = None  # a window still open is closed by device_trace.finish, here
+    STATE.after_compile = None
     if token.reusing or token.armed:
         STATE.traced_functions = STATE.trace_late = None
     if token.thread == threading.get_ident():

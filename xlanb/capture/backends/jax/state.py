@@ -258,6 +258,13 @@ class JaxState:
     #: Set by the trace's watchdog on GPU/TPU: the dispatch counter calls it on the user's
     #: thread before the next launch (the profiler is stopped where programs are launched).
     stop_here: Callable[[], None] | None = None
+    #: Set by `trace_late` at a compile that starts the second window: the compile wrapper
+    #: calls it once XLA has compiled (the runs queued meanwhile drain rather than being
+    #: traced).
+    after_compile: Callable[[], None] | None = None
+    #: Seconds the compile wrapper spent in `after_compile` (waiting for queued runs): inside
+    #: JAX's timing of the compile, taken out of it by the duration listener.
+    compile_wait: float = 0.0
     #: Called by the compile wrapper with each program's StableHLO module before XLA compiles
     #: it (outside ``jit``'s eager ops, while graphs are kept): its text, which the
     #: read-ahead (:mod:`..ahead`) starts parsing while XLA compiles; handed to `on_compile`.

@@ -156,9 +156,11 @@ def on_duration(event: str, duration: float, **kwargs: Any) -> None:
         return
     kind = _EVENT_KINDS.get(event)
     if kind is not None:
-        STATE.append_event(
-            Duration(kind, str(kwargs.get("fun_name", "")), float(duration), time.time())
-        )
+        ended = time.time()
+        if kind == "compile" and STATE.compile_wait:  # the wrapper's wait is not the compile's
+            waited, STATE.compile_wait = STATE.compile_wait, 0.0
+            duration, ended = max(duration - waited, 0.0), ended - waited
+        STATE.append_event(Duration(kind, str(kwargs.get("fun_name", "")), float(duration), ended))
 
 
 class _ExplainFilter(logging.Filter):
@@ -211,7 +213,17 @@ def compile_hook(backend, computation, *args, **kwargs):
     if STATE.traced_functions is not None and STATE.listening:
         STATE.trace_late(None)  # a new program: the trace (or the cell's last one) never saw it
     before = _before_compile(computation) if STATE.listening else None
-    executable = STATE.compile_original(backend, computation, *args, **kwargs)
+    try:
+        executable = STATE.compile_original(backend, computation, *args, **kwargs)
+    finally:
+        after, STATE.after_compile = STATE.after_compile, None
+    if after is not None:
+        waited = time.perf_counter()
+        try:
+            after()
+        except Exception:  # never let the profiler break a compile
+            pass
+        STATE.compile_wait = time.perf_counter() - waited
     if STATE.listening:
         try:
             frames, eager, stablehlo = before or _before_compile(computation) or ((), False, None)
