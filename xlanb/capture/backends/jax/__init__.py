@@ -226,17 +226,20 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         first.on_read = forget_untraced
 
 
+#: The longest a second window started at a compile waits for the runs queued before it.
+QUEUED_RUNS_WAIT_SECONDS = 2.0
+
+
 def _after_queued_runs(start: Callable[[], None]) -> None:
-    """Call `start` (a second window's, at a compile) once the latest call's run has ended: a
-    device runs its programs in turn, so the runs queued before the new program's (a loop's,
-    under async dispatch) are not traced; the call waits for them before its own run could
-    start anyway, and the compile has run while they did."""
+    """Call `start` (a second window's, at a compile) once the latest call's run has ended (at
+    most :data:`QUEUED_RUNS_WAIT_SECONDS`: a run held by a host callback could wait on this
+    thread): a device runs its programs in turn, so the runs queued before the new program's
+    (a loop's, under async dispatch) are not traced; its run waits for them anyway, and the
+    compile has run while they did."""
     latest = STATE.last_result
-    if latest is not None:
-        try:
-            hooks.block_until_ready(latest)
-        except Exception:  # an array deleted or donated meanwhile: its run has ended
-            pass
+    deadline = time.monotonic() + QUEUED_RUNS_WAIT_SECONDS
+    while latest is not None and hooks.still_running(latest) and time.monotonic() < deadline:
+        time.sleep(device_trace.POLL_SECONDS / 10)
     start()
 
 
