@@ -377,7 +377,7 @@ def _settle(ended: device_trace.Until) -> None:
 
 def end(token: Token, options: CaptureOptions) -> Capture:
     STATE.stop_here = None  # a window still open is closed by device_trace.finish, here
-    STATE.after_compile = None
+    STATE.after_compile, STATE.compile_wait = None, 0.0
     if token.reusing or token.armed:
         STATE.traced_functions = STATE.trace_late = None
     if token.thread == threading.get_ident():
