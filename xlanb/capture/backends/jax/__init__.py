@@ -34,7 +34,7 @@ from xlanb.capture.backends.jax.hooks import COMPILE_EVENT as COMPILE_EVENT
 from xlanb.capture.backends.jax.hooks import EXPLAIN_LOGGER as EXPLAIN_LOGGER
 from xlanb.capture.backends.jax.hooks import LOWER_EVENT as LOWER_EVENT
 from xlanb.capture.backends.jax.hooks import TRACE_EVENT as TRACE_EVENT
-from xlanb.capture.backends.jax.state import SAMPLE_LIMIT, STATE, Token
+from xlanb.capture.backends.jax.state import RAN, SAMPLE_LIMIT, STATE, Token
 from xlanb.formats import jax_text as jax_text_vocabulary
 
 # Causes (``compiles.cause``) and fallback causes, defined in jax_text and re-exported
@@ -237,8 +237,9 @@ def _after_queued_runs(start: Callable[[], None]) -> None:
     (a loop's, under async dispatch) are not traced; its run waits for them anyway, and the
     compile has run while they did."""
     latest = STATE.last_result
+    probe = RAN if latest is None else hooks.output_probe(latest)  # one of its arrays
     deadline = time.monotonic() + QUEUED_RUNS_WAIT_SECONDS
-    while latest is not None and hooks.still_running(latest) and time.monotonic() < deadline:
+    while not hooks.probe_ran(probe) and time.monotonic() < deadline:
         time.sleep(device_trace.POLL_SECONDS / 10)
     start()
 
