@@ -210,20 +210,20 @@ def _arm_second_window(token: Token, options: CaptureOptions) -> None:
         else:
             start()
 
+    token.armed = True
+    STATE.trace_late, STATE.traced_functions = trace_late, seen
+    if first is None:
+        return
+    first_call = first.runs_at_start
+
     def forget_untraced(runs: int) -> None:
         """The functions first called past the `runs` the window holds (a device runs its
         programs in call order) ran after its stop: no longer seen."""
-        if first is None:
-            return
-        untraced_from = first.runs_at_start + runs
         for function, call in list(seen_at.items()):
-            if call >= untraced_from:
+            if call >= first_call + runs:
                 seen.pop(function, None)
 
-    token.armed = True
-    STATE.trace_late, STATE.traced_functions = trace_late, seen
-    if first is not None:
-        first.on_read = forget_untraced
+    first.on_read = forget_untraced
 
 
 #: The longest a second window started at a compile waits for the runs queued before it.

@@ -375,10 +375,11 @@ def _trace_rows(
     with session.programs_lock:
         known = dict(session.programs)
     had = capture.rows.get("ops", [])
-    counted = {  # the programs an earlier window holds the first traced run of
+    counted = {  # the programs whose first traced run an earlier window's ops rows hold
         int(span["module_id"])
         for span in capture.rows["spans"]
-        if span["lane"] == "device"
+        if had
+        and span["lane"] == "device"
         and not span.get("estimated")
         and span.get("module_id") is not None
     }
@@ -421,9 +422,6 @@ def _trace_rows(
         graphs = {op["graph"] for op in had}
         ops = [op for op in ops if op["graph"] not in graphs]
     name_op_places(ops, options)
-    if not had:
-        for op in ops:
-            op.pop("later", None)  # no earlier window's rows to add to: its own first run
     capture.rows["ops"] = device_time.add_ops(had, ops) if had else ops
     capture.rows["spans"].extend(spans)
     for sample in device_trace.memory_samples(NAME, events, window):
